@@ -1,0 +1,132 @@
+import { Command, Option } from 'commander';
+import { findModel } from '../catalog/index.js';
+import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { FakegpuError } from '../errors.js';
+import { buildMachine } from '../hardware/build.js';
+import { parseLenientVersion } from '../k8s/version.js';
+import { PRESETS } from '../preset/index.js';
+import { resolveProfile } from '../profile/load.js';
+import type { ProfileSpec } from '../profile/schema.js';
+import { renderSlices } from '../render.js';
+import { DRIVER_NAME } from '../slice/build.js';
+import { serialize, table, type Format } from './output.js';
+
+export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
+
+/** `8x A100-SXM4-40GB` (groups consecutive GPUs of one model). */
+function gpuSummary(spec: ProfileSpec): { model: string; count: number }[] {
+  const out: { model: string; count: number }[] = [];
+  for (const g of spec.gpus ?? []) {
+    const model = findModel(g.model, 'model').key;
+    const last = out[out.length - 1];
+    if (last?.model === model) last.count += g.count ?? 1;
+    else out.push({ model, count: g.count ?? 1 });
+  }
+  return out;
+}
+
+export function profilesCommand(write: (s: string) => void): Command {
+  return new Command('profiles')
+    .description('list the built-in machine presets')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+    .action((opts: { output: 'table' | 'json' }) => {
+      const rows = PRESETS.map((p) => {
+        const aspects = Object.entries(p.provenance);
+        const confirmed = aspects.filter(([, s]) => s.confirmed).map(([k]) => k);
+        return {
+          name: p.name,
+          description: p.description,
+          gpus: gpuSummary(p.spec),
+          nics: p.spec.nics?.length ?? 0,
+          driverVersion: p.spec.driver?.version ?? null,
+          provenance: Object.fromEntries(aspects.map(([k, s]) => [k, s.confirmed ? 'confirmed' : 'inferred'])),
+          confirmed: `${confirmed.length}/${aspects.length}`,
+        };
+      });
+      if (opts.output === 'json') {
+        write(serialize(rows, 'json'));
+        return;
+      }
+      write(
+        table(
+          ['NAME', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED'],
+          rows.map((r) => [
+            r.name,
+            r.gpus.map((g) => `${g.count}x ${g.model}`).join(', '),
+            String(r.nics),
+            r.driverVersion ?? '',
+            `${r.confirmed} (${Object.entries(r.provenance)
+              .filter(([, v]) => v === 'confirmed')
+              .map(([k]) => k)
+              .join(',')})`,
+          ]),
+        ),
+      );
+    });
+}
+
+interface RenderFlags {
+  profile: string;
+  node: string;
+  dynamicMig?: boolean;
+  driverVersion?: string;
+  driverName: string;
+  kubernetesVersion: string;
+  draDriverRelease: string;
+  output: Format;
+}
+
+export function renderCommand(write: (s: string) => void): Command {
+  return new Command('render')
+    .description('print the ResourceSlices the node plugin would publish for a node, as a v1 List')
+    .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name (see `fakegpu profiles`) or a MachineProfile file')
+    .requiredOption('-n, --node <name>', 'node name: pool name, nodeName and the seed of the GPU UUIDs')
+    .option('--dynamic-mig', 'publish every possible MIG partition with shared counters (the driver\'s DynamicMIG gate)')
+    .option('--driver-version <version>', 'NVIDIA driver version, overriding the profile (e.g. 580.95.05)')
+    .option('--driver-name <name>', 'DRA driver name', DRIVER_NAME)
+    .option('--kubernetes-version <version>', 'API server version the slices are laid out for', DEFAULT_KUBERNETES_VERSION)
+    .addOption(
+      new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
+        .choices(Object.keys(RELEASES))
+        .default(DEFAULT_RELEASE),
+    )
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .action((opts: RenderFlags) => {
+      const list = renderSlices(resolveProfile(opts.profile), {
+        nodeName: opts.node,
+        dynamicMig: opts.dynamicMig === true,
+        driverVersion: opts.driverVersion,
+        driverName: checkDriverName(opts.driverName),
+        kubernetesVersion: parseLenientVersion(opts.kubernetesVersion, '--kubernetes-version'),
+        release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+      });
+      write(serialize(list, opts.output));
+    });
+}
+
+const DRIVER_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
+
+function checkDriverName(name: string): string {
+  if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
+    throw new FakegpuError('--driver-name', `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`);
+  }
+  return name;
+}
+
+export function validateCommand(write: (s: string) => void): Command {
+  return new Command('validate')
+    .description('check a MachineProfile file and summarise the machine it describes')
+    .argument('<file>', 'MachineProfile YAML')
+    .option('--dynamic-mig', 'validate for a node running with dynamic MIG')
+    .action((file: string, opts: { dynamicMig?: boolean }) => {
+      const profile = resolveProfile(file, file);
+      const machine = buildMachine(profile, { nodeName: 'validate', dynamicMig: opts.dynamicMig === true });
+      const models = gpuSummary({ gpus: machine.gpus.map((g) => ({ model: g.model.key })) });
+      const mig = machine.gpus.filter((g) => g.migEnabled);
+      const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
+      write(
+        `${file}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
+          `${machine.nics.length} NIC(s); driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
+      );
+    });
+}

@@ -1,0 +1,34 @@
+import { Command, CommanderError } from 'commander';
+import { FakegpuError } from '../errors.js';
+import { profilesCommand, renderCommand, validateCommand } from './commands.js';
+
+/**
+ * Runs the CLI. Output is collected and written only on success, so a failing command prints nothing
+ * to stdout and one line to stderr.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let out = '';
+  const write = (s: string): void => {
+    out += s;
+  };
+  const program = new Command('fakegpu')
+    .description('NVIDIA GPU machines for Kubernetes DRA, without GPUs')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+    .showHelpAfterError(false);
+  program.addCommand(profilesCommand(write));
+  program.addCommand(renderCommand(write));
+  program.addCommand(validateCommand(write));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof FakegpuError) {
+      process.stderr.write(`fakegpu: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+  process.stdout.write(out);
+  return 0;
+}

@@ -1,0 +1,33 @@
+/** Kubernetes-safe names exactly as the real driver cleans them (`toRFC1123Compliant` in its mig.go). */
+export function toRfc1123(name: string): string {
+  let s = name.toLowerCase().replace(/[^a-z0-9-.]/g, '-');
+  s = s.replace(/^-+|-+$/g, '');
+  if (s.endsWith('.')) s = s.slice(0, -1);
+  return s.slice(0, 253);
+}
+
+/** Full GPUs are named by NVML minor number (the N of /dev/nvidiaN), not by index. */
+export function gpuDeviceName(minor: number): string {
+  return `gpu-${minor}`;
+}
+
+/**
+ * `gpu-<parentMinor>-mig-<profile without dots>-<GI profile id>-<placement start>`; dots go before the
+ * cleanup, so `1g.10gb+me` becomes `1g10gb-me`.
+ */
+export function migDeviceName(parentMinor: number, profile: string, giProfileId: number, start: number): string {
+  return `gpu-${parentMinor}-mig-${toRfc1123(profile.replaceAll('.', ''))}-${giProfileId}-${start}`;
+}
+
+export function counterSetName(minor: number): string {
+  return toRfc1123(`${gpuDeviceName(minor)}-counter-set`);
+}
+
+/** Capacity names become counter names the way the driver converts them: camelCase → dns-label. */
+export function camelToDns(name: string): string {
+  return toRfc1123(name.replace(/([a-z0-9])([A-Z])/g, '$1-$2').replace(/([A-Z]+)([A-Z][a-z])/g, '$1-$2'));
+}
+
+export function memorySliceCounter(i: number): string {
+  return `memory-slice-${i}`;
+}

@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+
+function uuidFrom(...parts: string[]): string {
+  const h = createHash('sha256').update(parts.join('\0')).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * A GPU's UUID is burned into the board, so ours is a pure function of where the board is: the node and
+ * its bus ID. Same node and profile give the same UUIDs on every run; different nodes never share one.
+ */
+export function gpuUuid(nodeName: string, busId: string): string {
+  return `GPU-${uuidFrom('gpu', nodeName, busId)}`;
+}
+
+/** MIG UUIDs are minted by the driver when the instance is created; ours depend on what was created where. */
+export function migUuid(parentUuid: string, gpuInstanceId: number, computeInstanceId: number): string {
+  return `MIG-${uuidFrom('mig', parentUuid, String(gpuInstanceId), String(computeInstanceId))}`;
+}

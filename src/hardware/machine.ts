@@ -1,0 +1,54 @@
+import type { GpuModel } from '../catalog/types.js';
+import type { Placed } from '../mig/placement.js';
+
+/**
+ * The physical machine: what `lspci`, sysfs and the GPUs' own firmware would show. Built once from a
+ * profile; everything NVML and the driver report is derived from it.
+ */
+export interface Machine {
+  /** Profile (or preset) name, for provenance in logs and output. */
+  profile: string;
+  nodeName: string;
+  /** Exactly as `nvmlSystemGetDriverVersion` returns it, e.g. `580.95.05` (leading zeros kept). */
+  driverVersion: string;
+  /** As `nvmlSystemGetCudaDriverVersion` returns it: major*1000 + minor*10, e.g. 13000. */
+  cudaDriverVersion: number;
+  gpus: GpuHardware[];
+  nics: NicHardware[];
+}
+
+export type AddressingMode = 'HMM' | 'ATS' | 'None';
+
+export interface GpuHardware {
+  /** NVML index: position in PCI bus order. */
+  index: number;
+  /** `/dev/nvidia<minor>`; the driver names devices by it. */
+  minor: number;
+  model: GpuModel;
+  /** Canonical `dddd:bb:dd.f`, lower case. */
+  busId: string;
+  /** `pci<domain>:<bus>` of the root complex above the GPU; null where sysfs has none (e.g. Hyper-V vPCI). */
+  pcieRoot: string | null;
+  /** sysfs `numa_node`; -1 means none. */
+  numaNode: number;
+  /** `GPU-` followed by 8-4-4-4-12 hex. */
+  uuid: string;
+  /** NVML addressing mode, or null where the driver lacks the call (before R580) or the GPU does not support it. */
+  addressingMode: AddressingMode | null;
+  migEnabled: boolean;
+  /** GPU instances that exist at boot (static MIG), each with one full-size compute instance. */
+  migInstances: Placed[];
+}
+
+export interface NicHardware {
+  ifName: string | null;
+  busId: string;
+  pcieRoot: string | null;
+  numaNode: number;
+  model: string;
+  pciVendor: string | null;
+  pciDevice: string | null;
+  rdma: boolean;
+  rdmaDevice: string | null;
+  speedGbps: number | null;
+}

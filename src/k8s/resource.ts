@@ -1,0 +1,76 @@
+/**
+ * The subset of `resource.k8s.io/v1` that fakegpu writes, with JSON field names exactly as the API
+ * server serialises them. Optional fields are omitted, never `null`, so output compares byte for byte.
+ */
+
+export type DeviceAttribute = { string: string } | { int: number } | { bool: boolean } | { version: string };
+
+export interface DeviceCapacity {
+  value: string;
+}
+
+export interface Counter {
+  value: string;
+}
+
+export interface CounterSet {
+  name: string;
+  counters: Record<string, Counter>;
+}
+
+export interface DeviceCounterConsumption {
+  counterSet: string;
+  counters: Record<string, Counter>;
+}
+
+export interface Device {
+  name: string;
+  attributes?: Record<string, DeviceAttribute>;
+  capacity?: Record<string, DeviceCapacity>;
+  consumesCounters?: DeviceCounterConsumption[];
+}
+
+export interface ResourcePool {
+  name: string;
+  generation: number;
+  resourceSliceCount: number;
+}
+
+export interface ResourceSliceSpec {
+  driver: string;
+  pool: ResourcePool;
+  nodeName: string;
+  devices?: Device[];
+  sharedCounters?: CounterSet[];
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  labels?: Record<string, string>;
+}
+
+export interface ResourceSlice {
+  apiVersion: 'resource.k8s.io/v1';
+  kind: 'ResourceSlice';
+  metadata: ObjectMeta;
+  spec: ResourceSliceSpec;
+}
+
+export interface List<T> {
+  apiVersion: 'v1';
+  kind: 'List';
+  metadata: Record<string, never>;
+  items: T[];
+}
+
+/** Validation limits of `resource.k8s.io/v1` (Kubernetes 1.35+). */
+export const LIMITS = {
+  devicesPerSlice: 128,
+  devicesPerSliceWithCounters: 64,
+  counterSetsPerSlice: 8,
+  countersPerSet: 32,
+  attributesAndCapacitiesPerDevice: 32,
+  consumptionsPerDevice: 2,
+  stringAttributeBytes: 64,
+} as const;

@@ -1,0 +1,421 @@
+import { GI_PROFILE_ENUM, type GiProfile } from '../catalog/types.js';
+import { FakegpuError } from '../errors.js';
+import { migUuid } from '../hardware/identity.js';
+import type { GpuHardware, Machine } from '../hardware/machine.js';
+import { nvmlBusId } from '../hardware/pci.js';
+import { refusal, type Placed } from '../mig/placement.js';
+import type { GpuMigState, MigState, MigStateStore } from './state.js';
+import {
+  type ComputeInstanceInfo,
+  type ComputeInstanceProfileInfo,
+  type GpuInstanceInfo,
+  type GpuInstancePlacement,
+  type GpuInstanceProfileInfo,
+  type MemoryInfo,
+  type Nvml,
+  NVML_ADDRESSING,
+  NVML_ARCH,
+  NVML_BRAND,
+  NVML_RETURN,
+  type NvmlComputeInstance,
+  type NvmlDevice,
+  NvmlError,
+  type NvmlGpuInstance,
+  type NvmlMigDevice,
+  type PciInfo,
+} from './types.js';
+
+const MiB = 1024n * 1024n;
+
+const ARCH = {
+  Turing: NVML_ARCH.TURING,
+  Ampere: NVML_ARCH.AMPERE,
+  'Ada Lovelace': NVML_ARCH.ADA,
+  Hopper: NVML_ARCH.HOPPER,
+  Blackwell: NVML_ARCH.BLACKWELL,
+} as const;
+
+/** CI profile enum → compute slices (nvml.h `NVML_COMPUTE_INSTANCE_PROFILE_*`, 7 = 1_SLICE_REV1). */
+const CI_SLICES: Record<number, number> = { 0: 1, 1: 2, 2: 3, 3: 4, 4: 7, 5: 8, 6: 6, 7: 1 };
+const CI_PROFILE_COUNT = 8;
+
+/** Compute slices of a GI profile: the `<G>g` of its name. */
+function computeSlices(p: GiProfile): number {
+  return Number(/^(\d+)g/.exec(p.name)?.[1] ?? 1);
+}
+
+/** GI ids follow the slot tree nvidia-smi shows: 7g → 0, 4g/3g → 1-2, 2g → 3-6, 1g → 7-14 on 8-slice parts. */
+function gpuInstanceId(memorySlices: number, start: number, size: number): number {
+  return memorySlices / size - 1 + start / size;
+}
+
+/** The compute-instance profile that spans the whole GI, as `nvidia-smi mig -cgi … -C` creates it. */
+export function fullComputeProfile(p: GiProfile): number {
+  if (p.enumName === '1_SLICE_REV2') return 7;
+  const slices = computeSlices(p);
+  const entry = Object.entries(CI_SLICES).find(([id, s]) => s === slices && id !== '7');
+  return Number(entry?.[0] ?? 0);
+}
+
+function initialState(machine: Machine): MigState {
+  const gpus: Record<string, GpuMigState> = {};
+  for (const g of machine.gpus) {
+    const slices = g.model.mig?.memorySlices ?? 8;
+    gpus[g.uuid] = {
+      migMode: g.migEnabled ? 1 : 0,
+      gpuInstances: g.migInstances.map((p) => ({
+        id: gpuInstanceId(slices, p.start, p.profile.placementSize),
+        profileId: p.profile.id,
+        start: p.start,
+        computeInstances: [{ id: 0, profileId: fullComputeProfile(p.profile) }],
+      })),
+    };
+  }
+  return { version: 1, gpus };
+}
+
+/**
+ * NVML over the hardware model. Static facts come from the machine; MIG mode and instances live in a
+ * state store and every change is saved before the call returns.
+ */
+export class MockNvml implements Nvml {
+  private readonly state: MigState;
+  private readonly devices: MockDevice[];
+
+  constructor(
+    readonly machine: Machine,
+    private readonly store: MigStateStore,
+  ) {
+    const loaded = store.load();
+    this.state = loaded ?? initialState(machine);
+    const known = new Set(machine.gpus.map((g) => g.uuid));
+    for (const uuid of Object.keys(this.state.gpus)) {
+      if (!known.has(uuid)) {
+        throw new FakegpuError('NVML state', `it holds GPU ${uuid}, which this machine does not have; it was written for another node or profile`);
+      }
+    }
+    const fresh = initialState(machine);
+    for (const g of machine.gpus) this.state.gpus[g.uuid] ??= fresh.gpus[g.uuid] ?? { migMode: 0, gpuInstances: [] };
+    if (!loaded) store.save(this.state);
+    this.devices = machine.gpus.map((g) => new MockDevice(this, g));
+  }
+
+  gpuState(uuid: string): GpuMigState {
+    const s = this.state.gpus[uuid];
+    if (!s) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `no GPU ${uuid}`);
+    return s;
+  }
+
+  commit(): void {
+    this.store.save(this.state);
+  }
+
+  systemGetDriverVersion(): string {
+    return this.machine.driverVersion;
+  }
+
+  systemGetCudaDriverVersion(): number {
+    return this.machine.cudaDriverVersion;
+  }
+
+  deviceGetCount(): number {
+    return this.devices.length;
+  }
+
+  deviceGetHandleByIndex(index: number): NvmlDevice {
+    const d = this.devices[index];
+    if (!d) throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `no GPU at index ${index}`);
+    return d;
+  }
+
+  deviceGetHandleByUUID(uuid: string): NvmlDevice {
+    const d = this.devices.find((x) => x.hw.uuid === uuid);
+    if (!d) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `no GPU ${uuid}`);
+    return d;
+  }
+}
+
+function profileInfo(p: GiProfile): GpuInstanceProfileInfo {
+  return {
+    id: p.id,
+    isP2pSupported: 0,
+    sliceCount: computeSlices(p),
+    instanceCount: p.instances,
+    multiprocessorCount: p.multiprocessors,
+    copyEngineCount: p.copyEngines,
+    decoderCount: p.decoders,
+    encoderCount: p.encoders,
+    jpegCount: p.jpegEngines,
+    ofaCount: p.ofaEngines,
+    memorySizeMB: p.memoryMiB,
+  };
+}
+
+class MockDevice implements NvmlDevice {
+  constructor(
+    private readonly nvml: MockNvml,
+    readonly hw: GpuHardware,
+  ) {}
+
+  private get mig(): GpuMigState {
+    return this.nvml.gpuState(this.hw.uuid);
+  }
+
+  private migProfiles(): readonly GiProfile[] {
+    const profiles = this.hw.model.mig?.profiles;
+    if (!profiles) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `${this.hw.model.name} does not support MIG`);
+    return profiles;
+  }
+
+  profileById(id: number): GiProfile {
+    const p = this.migProfiles().find((x) => x.id === id);
+    if (!p) throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `no GPU instance profile id ${id}`);
+    return p;
+  }
+
+  getIndex(): number {
+    return this.hw.index;
+  }
+  getName(): string {
+    return this.hw.model.name;
+  }
+  getUUID(): string {
+    return this.hw.uuid;
+  }
+  getMinorNumber(): number {
+    return this.hw.minor;
+  }
+  getMemoryInfo(): MemoryInfo {
+    const total = BigInt(this.hw.model.memoryMiB) * MiB;
+    return { total, free: total, used: 0n };
+  }
+  getPciInfo(): PciInfo {
+    const [domain = '0', bus = '0', dev = '0'] = this.hw.busId.split(/[:.]/);
+    return {
+      busId: nvmlBusId(this.hw.busId),
+      domain: Number.parseInt(domain, 16),
+      bus: Number.parseInt(bus, 16),
+      device: Number.parseInt(dev, 16),
+      pciDeviceId: ((this.hw.model.pciDeviceId << 16) | 0x10de) >>> 0,
+      pciSubSystemId: ((this.hw.model.pciSubsystemId << 16) | 0x10de) >>> 0,
+    };
+  }
+  getCudaComputeCapability(): [number, number] {
+    return [this.hw.model.computeCapability[0], this.hw.model.computeCapability[1]];
+  }
+  getArchitecture(): number {
+    return ARCH[this.hw.model.architecture];
+  }
+  getBrand(): number {
+    return this.hw.model.brand === 'Tesla' ? NVML_BRAND.TESLA : NVML_BRAND.NVIDIA;
+  }
+  getAddressingMode(): number {
+    const mode = this.hw.addressingMode;
+    if (mode === null) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, 'addressing mode not supported');
+    return NVML_ADDRESSING[mode === 'None' ? 'NONE' : mode];
+  }
+  getMultiprocessorCount(): number {
+    return this.hw.model.multiprocessors;
+  }
+  getPowerManagementLimit(): number {
+    return this.hw.model.powerLimitW * 1000;
+  }
+  getMigMode(): [number, number] {
+    this.migProfiles();
+    return [this.mig.migMode, this.mig.migMode];
+  }
+  setMigMode(mode: number): void {
+    this.migProfiles();
+    if (mode !== 0 && mode !== 1) throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `MIG mode ${mode}`);
+    if (this.mig.gpuInstances.length > 0) {
+      throw new NvmlError(NVML_RETURN.ERROR_IN_USE, 'GPU instances exist; destroy them before changing MIG mode');
+    }
+    this.mig.migMode = mode;
+    this.nvml.commit();
+  }
+  getGpuInstanceProfileInfo(profile: number): GpuInstanceProfileInfo {
+    const profiles = this.migProfiles();
+    if (!Number.isInteger(profile) || profile < 0 || profile >= Object.keys(GI_PROFILE_ENUM).length) {
+      throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `GPU instance profile ${profile}`);
+    }
+    const p = profiles.find((x) => GI_PROFILE_ENUM[x.enumName] === profile);
+    if (!p) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `GPU instance profile ${profile} not supported`);
+    return profileInfo(p);
+  }
+  getGpuInstancePossiblePlacements(info: GpuInstanceProfileInfo): GpuInstancePlacement[] {
+    const p = this.profileById(info.id);
+    return p.placements.map((start) => ({ start, size: p.placementSize }));
+  }
+
+  placed(): Placed[] {
+    return this.mig.gpuInstances.map((gi) => ({ profile: this.profileById(gi.profileId), start: gi.start }));
+  }
+
+  createGpuInstanceWithPlacement(info: GpuInstanceProfileInfo, placement: GpuInstancePlacement): NvmlGpuInstance {
+    const profile = this.profileById(info.id);
+    if (this.mig.migMode !== 1) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, 'MIG mode is disabled');
+    if (placement.size !== profile.placementSize || !profile.placements.includes(placement.start)) {
+      throw new NvmlError(
+        NVML_RETURN.ERROR_INVALID_ARGUMENT,
+        `placement ${placement.start}:${placement.size} is not valid for ${profile.name}`,
+      );
+    }
+    const why = refusal(this.hw.model, this.placed(), { profile, start: placement.start });
+    if (why) throw new NvmlError(NVML_RETURN.ERROR_INSUFFICIENT_RESOURCES, why);
+    const id = gpuInstanceId(this.hw.model.mig?.memorySlices ?? 8, placement.start, placement.size);
+    this.mig.gpuInstances.push({ id, profileId: profile.id, start: placement.start, computeInstances: [] });
+    this.mig.gpuInstances.sort((a, b) => a.id - b.id);
+    this.nvml.commit();
+    return new MockGpuInstance(this.nvml, this, id);
+  }
+  getGpuInstances(info: GpuInstanceProfileInfo): NvmlGpuInstance[] {
+    return this.mig.gpuInstances
+      .filter((gi) => gi.profileId === info.id)
+      .map((gi) => new MockGpuInstance(this.nvml, this, gi.id));
+  }
+  getGpuInstanceById(id: number): NvmlGpuInstance {
+    if (!this.mig.gpuInstances.some((gi) => gi.id === id)) {
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `no GPU instance ${id} on ${this.hw.uuid}`);
+    }
+    return new MockGpuInstance(this.nvml, this, id);
+  }
+  getMigDevices(): NvmlMigDevice[] {
+    if (this.mig.migMode !== 1) return [];
+    return this.mig.gpuInstances.flatMap((gi) =>
+      gi.computeInstances.map((ci) => new MockMigDevice(this, gi.id, ci.id)),
+    );
+  }
+  migState(): GpuMigState {
+    return this.mig;
+  }
+}
+
+class MockGpuInstance implements NvmlGpuInstance {
+  constructor(
+    private readonly nvml: MockNvml,
+    private readonly device: MockDevice,
+    private readonly id: number,
+  ) {}
+
+  private get gi(): GpuMigState['gpuInstances'][number] {
+    const gi = this.device.migState().gpuInstances.find((x) => x.id === this.id);
+    if (!gi) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `GPU instance ${this.id} was destroyed`);
+    return gi;
+  }
+
+  getInfo(): GpuInstanceInfo {
+    const gi = this.gi;
+    const p = this.device.profileById(gi.profileId);
+    return { id: gi.id, profileId: gi.profileId, placement: { start: gi.start, size: p.placementSize } };
+  }
+
+  getComputeInstanceProfileInfo(profile: number, engProfile: number): ComputeInstanceProfileInfo {
+    const gp = this.device.profileById(this.gi.profileId);
+    const g = computeSlices(gp);
+    const c = CI_SLICES[profile];
+    if (engProfile !== 0 || c === undefined || profile >= CI_PROFILE_COUNT) {
+      throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `compute instance profile ${profile}/${engProfile}`);
+    }
+    const rev1 = profile === 7;
+    const supported = rev1 ? gp.enumName === '1_SLICE_REV2' : c <= g && (c === g || 2 * c <= g + 1);
+    if (!supported) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `compute instance profile ${profile} on ${gp.name}`);
+    return {
+      id: profile,
+      sliceCount: c,
+      instanceCount: Math.floor(g / c),
+      multiprocessorCount: c === g ? gp.multiprocessors : Math.floor((gp.multiprocessors / g) * c),
+    };
+  }
+
+  createComputeInstance(info: ComputeInstanceProfileInfo): NvmlComputeInstance {
+    const gi = this.gi;
+    const used = gi.computeInstances.reduce((n, ci) => n + (CI_SLICES[ci.profileId] ?? 1), 0);
+    const g = computeSlices(this.device.profileById(gi.profileId));
+    if (used + info.sliceCount > g) {
+      throw new NvmlError(NVML_RETURN.ERROR_INSUFFICIENT_RESOURCES, `GPU instance ${gi.id} has ${g - used} free compute slices`);
+    }
+    const ids = new Set(gi.computeInstances.map((ci) => ci.id));
+    let id = 0;
+    while (ids.has(id)) id++;
+    gi.computeInstances.push({ id, profileId: info.id });
+    gi.computeInstances.sort((a, b) => a.id - b.id);
+    this.nvml.commit();
+    return new MockComputeInstance(this.nvml, this.device, gi.id, id);
+  }
+
+  getComputeInstances(info: ComputeInstanceProfileInfo): NvmlComputeInstance[] {
+    return this.gi.computeInstances
+      .filter((ci) => ci.profileId === info.id)
+      .map((ci) => new MockComputeInstance(this.nvml, this.device, this.id, ci.id));
+  }
+
+  destroy(): void {
+    const gi = this.gi;
+    if (gi.computeInstances.length > 0) {
+      throw new NvmlError(NVML_RETURN.ERROR_IN_USE, `GPU instance ${gi.id} still has compute instances`);
+    }
+    const list = this.device.migState().gpuInstances;
+    list.splice(list.indexOf(gi), 1);
+    this.nvml.commit();
+  }
+}
+
+class MockComputeInstance implements NvmlComputeInstance {
+  constructor(
+    private readonly nvml: MockNvml,
+    private readonly device: MockDevice,
+    private readonly giId: number,
+    private readonly id: number,
+  ) {}
+
+  private find(): { list: { id: number; profileId: number }[]; ci: { id: number; profileId: number } } {
+    const gi = this.device.migState().gpuInstances.find((x) => x.id === this.giId);
+    const ci = gi?.computeInstances.find((x) => x.id === this.id);
+    if (!gi || !ci) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `compute instance ${this.giId}/${this.id} was destroyed`);
+    return { list: gi.computeInstances, ci };
+  }
+
+  getInfo(): ComputeInstanceInfo {
+    const { ci } = this.find();
+    return { id: ci.id, profileId: ci.profileId, gpuInstanceId: this.giId };
+  }
+
+  destroy(): void {
+    const { list, ci } = this.find();
+    list.splice(list.indexOf(ci), 1);
+    this.nvml.commit();
+  }
+}
+
+class MockMigDevice implements NvmlMigDevice {
+  constructor(
+    private readonly parent: MockDevice,
+    private readonly giId: number,
+    private readonly ciId: number,
+  ) {}
+
+  private parts(): { gi: GpuMigState['gpuInstances'][number] } {
+    const gi = this.parent.migState().gpuInstances.find((x) => x.id === this.giId);
+    const ci = gi?.computeInstances.find((x) => x.id === this.ciId);
+    if (!gi || !ci) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `MIG device ${this.giId}/${this.ciId} is gone`);
+    return { gi };
+  }
+
+  getUUID(): string {
+    const { gi } = this.parts();
+    return migUuid(this.parent.hw.uuid, gi.id, this.ciId);
+  }
+  getGpuInstanceId(): number {
+    return this.giId;
+  }
+  getComputeInstanceId(): number {
+    return this.ciId;
+  }
+  getMemoryInfo(): MemoryInfo {
+    const total = BigInt(this.parent.profileById(this.parts().gi.profileId).memoryMiB) * MiB;
+    return { total, free: total, used: 0n };
+  }
+  getDeviceHandleFromMigDeviceHandle(): NvmlDevice {
+    return this.parent;
+  }
+}

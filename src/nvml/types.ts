@@ -1,0 +1,144 @@
+/**
+ * The NVML surface the DRA driver uses, shaped like go-nvml so a real binding can replace the mock
+ * behind this interface. Failures throw `NvmlError` with NVML's return code, as go-nvml returns them.
+ */
+
+export const NVML_RETURN = {
+  ERROR_INVALID_ARGUMENT: 2,
+  ERROR_NOT_SUPPORTED: 3,
+  ERROR_NOT_FOUND: 6,
+  ERROR_INSUFFICIENT_RESOURCES: 7,
+  ERROR_IN_USE: 19,
+} as const;
+export type NvmlReturn = (typeof NVML_RETURN)[keyof typeof NVML_RETURN];
+
+export class NvmlError extends Error {
+  constructor(
+    readonly code: NvmlReturn,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'NvmlError';
+  }
+}
+
+/** nvml.h `nvmlDeviceArchitecture_t`. */
+export const NVML_ARCH = { TURING: 6, AMPERE: 7, ADA: 8, HOPPER: 9, BLACKWELL: 10 } as const;
+/** nvml.h `nvmlBrandType_t` (the values the catalog uses). */
+export const NVML_BRAND = { TESLA: 2, NVIDIA: 14 } as const;
+/** nvml.h `nvmlDeviceAddressingModeType_t`. */
+export const NVML_ADDRESSING = { NONE: 0, HMM: 1, ATS: 2 } as const;
+
+export interface MemoryInfo {
+  total: bigint;
+  free: bigint;
+  used: bigint;
+}
+
+export interface PciInfo {
+  /** `00000000:3B:00.0` form. */
+  busId: string;
+  domain: number;
+  bus: number;
+  device: number;
+  /** `(device << 16) | 0x10DE`. */
+  pciDeviceId: number;
+  pciSubSystemId: number;
+}
+
+export interface GpuInstancePlacement {
+  start: number;
+  size: number;
+}
+
+/** `nvmlGpuInstanceProfileInfo_v2_t` minus fields nothing reads. */
+export interface GpuInstanceProfileInfo {
+  /** The profile id (`-lgip` ID column), not the enum index. */
+  id: number;
+  isP2pSupported: number;
+  sliceCount: number;
+  instanceCount: number;
+  multiprocessorCount: number;
+  copyEngineCount: number;
+  decoderCount: number;
+  encoderCount: number;
+  jpegCount: number;
+  ofaCount: number;
+  memorySizeMB: number;
+}
+
+export interface ComputeInstanceProfileInfo {
+  id: number;
+  sliceCount: number;
+  instanceCount: number;
+  multiprocessorCount: number;
+}
+
+export interface GpuInstanceInfo {
+  id: number;
+  profileId: number;
+  placement: GpuInstancePlacement;
+}
+
+export interface ComputeInstanceInfo {
+  id: number;
+  profileId: number;
+  gpuInstanceId: number;
+}
+
+export interface NvmlComputeInstance {
+  getInfo(): ComputeInstanceInfo;
+  destroy(): void;
+}
+
+export interface NvmlGpuInstance {
+  getInfo(): GpuInstanceInfo;
+  getComputeInstanceProfileInfo(profile: number, engProfile: number): ComputeInstanceProfileInfo;
+  createComputeInstance(info: ComputeInstanceProfileInfo): NvmlComputeInstance;
+  getComputeInstances(info: ComputeInstanceProfileInfo): NvmlComputeInstance[];
+  destroy(): void;
+}
+
+/** A MIG device handle: one compute instance as a device of its own. */
+export interface NvmlMigDevice {
+  getUUID(): string;
+  getGpuInstanceId(): number;
+  getComputeInstanceId(): number;
+  getMemoryInfo(): MemoryInfo;
+  getDeviceHandleFromMigDeviceHandle(): NvmlDevice;
+}
+
+export interface NvmlDevice {
+  getIndex(): number;
+  getName(): string;
+  getUUID(): string;
+  getMinorNumber(): number;
+  getMemoryInfo(): MemoryInfo;
+  getPciInfo(): PciInfo;
+  getCudaComputeCapability(): [major: number, minor: number];
+  getArchitecture(): number;
+  getBrand(): number;
+  getAddressingMode(): number;
+  getMultiprocessorCount(): number;
+  getPowerManagementLimit(): number;
+  /** `[current, pending]`; throws NOT_SUPPORTED on GPUs without MIG. */
+  getMigMode(): [current: number, pending: number];
+  setMigMode(mode: number): void;
+  getGpuInstanceProfileInfo(profile: number): GpuInstanceProfileInfo;
+  getGpuInstancePossiblePlacements(info: GpuInstanceProfileInfo): GpuInstancePlacement[];
+  createGpuInstanceWithPlacement(info: GpuInstanceProfileInfo, placement: GpuInstancePlacement): NvmlGpuInstance;
+  getGpuInstances(info: GpuInstanceProfileInfo): NvmlGpuInstance[];
+  getGpuInstanceById(id: number): NvmlGpuInstance;
+  getMigDevices(): NvmlMigDevice[];
+}
+
+export interface Nvml {
+  systemGetDriverVersion(): string;
+  systemGetCudaDriverVersion(): number;
+  deviceGetCount(): number;
+  deviceGetHandleByIndex(index: number): NvmlDevice;
+  deviceGetHandleByUUID(uuid: string): NvmlDevice;
+}
+
+export const NVML_DEVICE_MIG_ENABLE = 1;
+export const NVML_DEVICE_MIG_DISABLE = 0;

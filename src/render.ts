@@ -1,0 +1,63 @@
+import { buildDevices, type GpuDevices } from './device/allocatable.js';
+import { discoverGpus } from './device/discover.js';
+import type { DriverRelease } from './device/release.js';
+import { FakegpuError, show } from './errors.js';
+import { buildMachine } from './hardware/build.js';
+import type { Machine } from './hardware/machine.js';
+import { machineTopology } from './hardware/sysfs.js';
+import type { List, ResourceSlice } from './k8s/resource.js';
+import type { Semver } from './k8s/version.js';
+import { MockNvml } from './nvml/mock.js';
+import { MemoryMigStateStore, type MigStateStore } from './nvml/state.js';
+import type { ResolvedProfile } from './profile/load.js';
+import { buildSlices } from './slice/build.js';
+
+export interface RenderOptions {
+  nodeName: string;
+  dynamicMig: boolean;
+  driverVersion?: string | undefined;
+  driverName: string;
+  kubernetesVersion: Semver;
+  release: DriverRelease;
+  /** Where MIG state lives; a fresh in-memory store renders the machine as booted. */
+  migState?: MigStateStore;
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function checkNodeName(name: string, field: string): string {
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    throw new FakegpuError(field, `${show(name)} is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`);
+  }
+  return name;
+}
+
+export interface NodeModel {
+  machine: Machine;
+  nvml: MockNvml;
+  devices: GpuDevices[];
+}
+
+/** profile → hardware → mock NVML → device model, for one node. Pure apart from the state store. */
+export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeModel {
+  const machine = buildMachine(profile, {
+    nodeName: checkNodeName(opts.nodeName, '--node'),
+    dynamicMig: opts.dynamicMig,
+    driverVersion: opts.driverVersion,
+  });
+  const nvml = new MockNvml(machine, opts.migState ?? new MemoryMigStateStore());
+  const gpus = discoverGpus(nvml, machineTopology(machine));
+  return { machine, nvml, devices: buildDevices(gpus, { dynamicMig: opts.dynamicMig, release: opts.release }) };
+}
+
+export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): List<ResourceSlice> {
+  const { devices } = modelNode(profile, opts);
+  const items = buildSlices(devices, {
+    nodeName: opts.nodeName,
+    driverName: opts.driverName,
+    dynamicMig: opts.dynamicMig,
+    kubernetesVersion: opts.kubernetesVersion,
+    release: opts.release,
+  });
+  return { apiVersion: 'v1', kind: 'List', metadata: {}, items };
+}

@@ -1,0 +1,88 @@
+import type { GpuDevices } from '../device/allocatable.js';
+import { RELEASES, type DriverRelease } from '../device/release.js';
+import { LIMITS, type CounterSet, type Device, type ResourceSlice } from '../k8s/resource.js';
+import { compareSemver, type Semver } from '../k8s/version.js';
+
+export const DRIVER_NAME = 'gpu.nvidia.com';
+
+export interface SliceOptions {
+  nodeName: string;
+  driverName: string;
+  dynamicMig: boolean;
+  /** The API server's version: from 1.35 counters live in slices of their own. */
+  kubernetesVersion: Semver;
+  release: DriverRelease;
+}
+
+const SPLIT_FROM: Semver = { major: 1, minor: 35, patch: 0 };
+
+/** One slice's content before naming; the publisher turns these into objects. */
+interface Content {
+  devices?: Device[];
+  sharedCounters?: CounterSet[];
+}
+
+function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out.length > 0 ? out : [[]];
+}
+
+/**
+ * How the real driver cuts a node's devices into slices:
+ * - without dynamic MIG, one slice with every device;
+ * - with dynamic MIG on a node with a MIG-capable GPU and API server >= 1.35, a counters-only slice first,
+ *   then one devices-only slice per GPU in PCI bus order;
+ * - otherwise one slice per GPU holding its devices and its counter set.
+ * Where the real driver would exceed an API limit (more than 128 devices, more than 8 counter sets) it
+ * fails to publish; we split further instead so large custom profiles still work. See docs/fidelity.md.
+ */
+export function layoutSlices(gpus: readonly GpuDevices[], opts: SliceOptions): Content[] {
+  if (!opts.dynamicMig) {
+    return chunk(
+      gpus.flatMap((g) => g.devices),
+      LIMITS.devicesPerSlice,
+    ).map((devices) => ({ devices }));
+  }
+  const split = gpus.some((g) => g.gpu.migCapable) && compareSemver(opts.kubernetesVersion, SPLIT_FROM) >= 0;
+  if (split) {
+    const sets = gpus.flatMap((g) => (g.counterSet ? [g.counterSet] : []));
+    const counterSlices = chunk(sets, LIMITS.counterSetsPerSlice).map((sharedCounters) =>
+      sharedCounters.length > 0 ? { sharedCounters } : {},
+    );
+    const deviceSlices = gpus.flatMap((g) =>
+      chunk(g.devices, LIMITS.devicesPerSliceWithCounters).map((devices) => ({ devices })),
+    );
+    return [...counterSlices, ...deviceSlices];
+  }
+  return gpus.flatMap((g) =>
+    chunk(g.devices, LIMITS.devicesPerSliceWithCounters).map((devices, i) => {
+      const c: Content = { devices };
+      if (i === 0 && g.counterSet) c.sharedCounters = [g.counterSet];
+      return c;
+    }),
+  );
+}
+
+/** `metadata.generateName` as the vendored DRA helper sets it; the API server appends 5 random characters. */
+export function sliceGenerateName(index: number, count: number, opts: SliceOptions): string {
+  if (!RELEASES[opts.release].indexedSliceNames) return `${opts.nodeName}-${opts.driverName}-`;
+  const width = Math.max(5, (count - 1).toString(16).length);
+  return `${index.toString(16).padStart(width, '0')}-${opts.driverName}-${opts.nodeName}-`;
+}
+
+export function buildSlices(gpus: readonly GpuDevices[], opts: SliceOptions): ResourceSlice[] {
+  const contents = layoutSlices(gpus, opts);
+  return contents.map((c, i) => ({
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceSlice',
+    metadata: { generateName: sliceGenerateName(i, contents.length, opts) },
+    spec: {
+      driver: opts.driverName,
+      pool: { name: opts.nodeName, generation: 1, resourceSliceCount: contents.length },
+      nodeName: opts.nodeName,
+      ...(c.devices && c.devices.length > 0 ? { devices: c.devices } : {}),
+      ...(c.sharedCounters ? { sharedCounters: c.sharedCounters } : {}),
+    },
+  }));
+}
