@@ -27,7 +27,10 @@ export function ensureNode() {
 }
 
 const marker = join(root, 'node_modules', '.fakegpu-lock-sha256');
-const lockHash = () => createHash('sha256').update(readFileSync(join(root, 'package-lock.json'))).digest('hex');
+const lockHash = () =>
+  createHash('sha256')
+    .update(readFileSync(join(root, 'package-lock.json')))
+    .digest('hex');
 
 /** Records that node_modules matches package-lock.json, so later runs skip `npm ci`. */
 export function markDependencies() {
@@ -44,7 +47,11 @@ export function ensureDependencies() {
 }
 
 export function build() {
-  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], 'TypeScript build');
+  run(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    'TypeScript build',
+  );
 }
 
 export function bootstrap() {

@@ -27,7 +27,10 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 
 export function checkNodeName(name: string, field: string): string {
   if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
-    throw new FakegpuError(field, `${show(name)} is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`);
+    throw new FakegpuError(
+      field,
+      `${show(name)} is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`,
+    );
   }
   return name;
 }
@@ -47,7 +50,11 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
   });
   const nvml = new MockNvml(machine, opts.migState ?? new MemoryMigStateStore());
   const gpus = discoverGpus(nvml, machineTopology(machine));
-  return { machine, nvml, devices: buildDevices(gpus, { dynamicMig: opts.dynamicMig, release: opts.release }) };
+  return {
+    machine,
+    nvml,
+    devices: buildDevices(gpus, { dynamicMig: opts.dynamicMig, release: opts.release }),
+  };
 }
 
 export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): List<ResourceSlice> {

@@ -16,7 +16,8 @@ export const MODEL_KEYS: readonly string[] = GPU_MODELS.map((m) => m.key);
 /** Accepts the catalog key (`H100-SXM5-80GB`) or the exact NVML name (`NVIDIA H100 80GB HBM3`). */
 export function findModel(keyOrName: string, field: string): GpuModel {
   const m = byAlias.get(keyOrName.trim().toLowerCase());
-  if (!m) throw new FakegpuError(field, `unknown GPU model ${show(keyOrName)}; known models: ${oneOf(MODEL_KEYS)}`);
+  if (!m)
+    throw new FakegpuError(field, `unknown GPU model ${show(keyOrName)}; known models: ${oneOf(MODEL_KEYS)}`);
   return m;
 }
 

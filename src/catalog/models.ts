@@ -1,6 +1,7 @@
 import type { GiProfile, GiProfileEnumName, GpuFact, GpuModel, MigCapability, Source } from './types.js';
 
-const seen = (ref: string, note?: string): Source => (note ? { ref, confirmed: true, note } : { ref, confirmed: true });
+const seen = (ref: string, note?: string): Source =>
+  note ? { ref, confirmed: true, note } : { ref, confirmed: true };
 const inferred = (ref: string, note: string): Source => ({ ref, confirmed: false, note });
 
 /** Provenance for every fact of a model: one default, with exceptions named. */
@@ -120,7 +121,12 @@ const a100_80 = eightSliceTable(
     seven: ['7g.80gb', 80896, [98, 5, 0, 7, 1, 1]],
   },
   seen('S51', 'lgip; placements assumed equal to A100-40GB'),
-  { oneRev2: inferred('S52', 'profile listed by mig-parted for 0x20B2/0x20B5; memory and engines assumed as 2g.20gb') },
+  {
+    oneRev2: inferred(
+      'S52',
+      'profile listed by mig-parted for 0x20B2/0x20B5; memory and engines assumed as 2g.20gb',
+    ),
+  },
 );
 
 const h100 = eightSliceTable(
@@ -146,7 +152,10 @@ const h100Pcie = eightSliceTable(
     four: ['4g.40gb', 40448, [64, 4, 0, 4, 4, 0]],
     seven: ['7g.80gb', 81152, [114, 7, 0, 8, 7, 1]],
   },
-  inferred('S6, FAKEGPU', 'no H100 PCIe lgip found; memory as H100 SXM, SM counts chosen so every layout fits 114 SMs'),
+  inferred(
+    'S6, FAKEGPU',
+    'no H100 PCIe lgip found; memory as H100 SXM, SM counts chosen so every layout fits 114 SMs',
+  ),
 );
 
 const h100Nvl = eightSliceTable(
@@ -188,7 +197,10 @@ const gh200 = eightSliceTable(
   seen('S35', 'GH200 96GB lgip; placements assumed as H100'),
 );
 
-const b200Guess = inferred('S6, FAKEGPU', 'no lgip row found; CE from the MIG guide, memory and SMs scaled from H100');
+const b200Guess = inferred(
+  'S6, FAKEGPU',
+  'no lgip row found; CE from the MIG guide, memory and SMs scaled from H100',
+);
 const b200 = eightSliceTable(
   {
     one: ['1g.23gb', 20992, [18, 1, 0, 2, 1, 0]],
@@ -203,7 +215,10 @@ const b200 = eightSliceTable(
   { three: b200Guess, four: b200Guess, seven: b200Guess },
 );
 
-const gb200Guess = inferred('S52, FAKEGPU', 'names and counts from mig-parted; memory, SMs and engines scaled from H100');
+const gb200Guess = inferred(
+  'S52, FAKEGPU',
+  'names and counts from mig-parted; memory, SMs and engines scaled from H100',
+);
 const gb200 = eightSliceTable(
   {
     one: ['1g.23gb', 22528, [18, 1, 0, 2, 1, 0]],
@@ -218,7 +233,10 @@ const gb200 = eightSliceTable(
   { three: gb200Guess, four: gb200Guess, seven: gb200Guess },
 );
 
-const gb300Guess = inferred('FAKEGPU', 'no GB300 lgip found; profile memory scaled from GB200 by total memory');
+const gb300Guess = inferred(
+  'FAKEGPU',
+  'no GB300 lgip found; profile memory scaled from GB200 by total memory',
+);
 const gb300 = eightSliceTable(
   {
     one: ['1g.35gb', 33792, [18, 1, 0, 2, 1, 0]],
@@ -244,7 +262,10 @@ const a30: MigCapability = {
 };
 
 const rtxProSeen = seen('S40', 'lgip, driver 580.105.06; placements assumed by analogy with A30');
-const rtxProGuess = inferred('S6, FAKEGPU', '4g rows: engines from the MIG guide, memory and SMs derived from the total');
+const rtxProGuess = inferred(
+  'S6, FAKEGPU',
+  '4g rows: engines from the MIG guide, memory and SMs derived from the total',
+);
 const rtxPro: MigCapability = {
   memorySlices: 4,
   profiles: [

@@ -28,7 +28,9 @@ function gpuSummary(spec: ProfileSpec): { model: string; count: number }[] {
 export function profilesCommand(write: (s: string) => void): Command {
   return new Command('profiles')
     .description('list the built-in machine presets')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'),
+    )
     .action((opts: { output: 'table' | 'json' }) => {
       const rows = PRESETS.map((p) => {
         const aspects = Object.entries(p.provenance);
@@ -39,7 +41,9 @@ export function profilesCommand(write: (s: string) => void): Command {
           gpus: gpuSummary(p.spec),
           nics: p.spec.nics?.length ?? 0,
           driverVersion: p.spec.driver?.version ?? null,
-          provenance: Object.fromEntries(aspects.map(([k, s]) => [k, s.confirmed ? 'confirmed' : 'inferred'])),
+          provenance: Object.fromEntries(
+            aspects.map(([k, s]) => [k, s.confirmed ? 'confirmed' : 'inferred']),
+          ),
           confirmed: `${confirmed.length}/${aspects.length}`,
         };
       });
@@ -79,12 +83,22 @@ interface RenderFlags {
 export function renderCommand(write: (s: string) => void): Command {
   return new Command('render')
     .description('print the ResourceSlices the node plugin would publish for a node, as a v1 List')
-    .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name (see `fakegpu profiles`) or a MachineProfile file')
+    .requiredOption(
+      '-p, --profile <preset|file.yaml>',
+      'a preset name (see `fakegpu profiles`) or a MachineProfile file',
+    )
     .requiredOption('-n, --node <name>', 'node name: pool name, nodeName and the seed of the GPU UUIDs')
-    .option('--dynamic-mig', 'publish every possible MIG partition with shared counters (the driver\'s DynamicMIG gate)')
+    .option(
+      '--dynamic-mig',
+      "publish every possible MIG partition with shared counters (the driver's DynamicMIG gate)",
+    )
     .option('--driver-version <version>', 'NVIDIA driver version, overriding the profile (e.g. 580.95.05)')
     .option('--driver-name <name>', 'DRA driver name', DRIVER_NAME)
-    .option('--kubernetes-version <version>', 'API server version the slices are laid out for', DEFAULT_KUBERNETES_VERSION)
+    .option(
+      '--kubernetes-version <version>',
+      'API server version the slices are laid out for',
+      DEFAULT_KUBERNETES_VERSION,
+    )
     .addOption(
       new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
         .choices(Object.keys(RELEASES))
@@ -108,7 +122,10 @@ const DRIVER_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z
 
 function checkDriverName(name: string): string {
   if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
-    throw new FakegpuError('--driver-name', `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`);
+    throw new FakegpuError(
+      '--driver-name',
+      `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
+    );
   }
   return name;
 }

@@ -28,7 +28,8 @@ export interface GpuDevices {
   counterSet: CounterSet | null;
 }
 
-const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byName = (a: { name: string }, b: { name: string }): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 
 /** Maps go out with keys in byte order, as the API server serialises Go maps. */
 function sorted<T>(m: Record<string, T>): Record<string, T> {
@@ -44,7 +45,10 @@ function device(name: string, d: Omit<Device, 'name'>): Device {
 }
 
 function fullGpu(gpu: GpuInfo, release: DriverRelease): Device {
-  return device(gpuDeviceName(gpu.minor), { attributes: gpuAttributes(gpu, release), capacity: fullGpuCapacity(gpu) });
+  return device(gpuDeviceName(gpu.minor), {
+    attributes: gpuAttributes(gpu, release),
+    capacity: fullGpuCapacity(gpu),
+  });
 }
 
 function staticMig(gpu: GpuInfo, release: DriverRelease): Device[] {
@@ -57,7 +61,9 @@ function staticMig(gpu: GpuInfo, release: DriverRelease): Device[] {
 }
 
 function counters(values: Record<string, bigint>): Record<string, { value: string }> {
-  return sorted(Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: binaryQuantity(v) }])));
+  return sorted(
+    Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: binaryQuantity(v) }])),
+  );
 }
 
 function capacityCounters(values: Record<MigCapacityKey, bigint>): Record<string, bigint> {

@@ -19,7 +19,9 @@ export const STD = {
 } as const;
 
 const str = (s: string): DeviceAttribute => ({ string: s });
-const version = (s: string, field: string): DeviceAttribute => ({ version: formatSemver(parseLenientVersion(s, field)) });
+const version = (s: string, field: string): DeviceAttribute => ({
+  version: formatSemver(parseLenientVersion(s, field)),
+});
 
 /** Attributes a GPU and every MIG device carved from it share. */
 function shared(gpu: GpuInfo, release: DriverRelease): Attributes {
@@ -43,8 +45,18 @@ export function gpuAttributes(gpu: GpuInfo, release: DriverRelease): Attributes 
 }
 
 /** Static MIG devices carry their own `uuid`; abstract dynamic partitions have none until created. */
-export function migAttributes(parent: GpuInfo, profile: MigProfile, release: DriverRelease, uuid: string | null): Attributes {
-  const a: Attributes = { type: str('mig'), parentUUID: str(parent.uuid), profile: str(profile.name), ...shared(parent, release) };
+export function migAttributes(
+  parent: GpuInfo,
+  profile: MigProfile,
+  release: DriverRelease,
+  uuid: string | null,
+): Attributes {
+  const a: Attributes = {
+    type: str('mig'),
+    parentUUID: str(parent.uuid),
+    profile: str(profile.name),
+    ...shared(parent, release),
+  };
   if (uuid !== null) a['uuid'] = str(uuid);
   return a;
 }

@@ -1,5 +1,11 @@
 import type { PciTopology } from '../hardware/sysfs.js';
-import { NVML_RETURN, NvmlError, type GpuInstancePlacement, type GpuInstanceProfileInfo, type Nvml } from '../nvml/types.js';
+import {
+  NVML_RETURN,
+  NvmlError,
+  type GpuInstancePlacement,
+  type GpuInstanceProfileInfo,
+  type Nvml,
+} from '../nvml/types.js';
 import { giEnumName, migProfileName } from './profile-name.js';
 import { GI_PROFILE_ENUM, type GiProfileEnumName } from '../catalog/types.js';
 
@@ -95,7 +101,10 @@ function migProfilesOf(device: ReturnType<Nvml['deviceGetHandleByIndex']>, total
     try {
       info = device.getGpuInstanceProfileInfo(i);
     } catch (e) {
-      if (e instanceof NvmlError && (e.code === NVML_RETURN.ERROR_NOT_SUPPORTED || e.code === NVML_RETURN.ERROR_INVALID_ARGUMENT)) {
+      if (
+        e instanceof NvmlError &&
+        (e.code === NVML_RETURN.ERROR_NOT_SUPPORTED || e.code === NVML_RETURN.ERROR_INVALID_ARGUMENT)
+      ) {
         continue;
       }
       throw e;
@@ -151,7 +160,8 @@ export function discoverGpus(nvml: Nvml, sysfs: PciTopology): GpuInfo[] {
       info.migDevices = d.getMigDevices().map((m) => {
         const gi = d.getGpuInstanceById(m.getGpuInstanceId()).getInfo();
         const profile = migProfiles.find((p) => p.info.id === gi.profileId);
-        if (!profile) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `GPU instance profile ${gi.profileId} not listed`);
+        if (!profile)
+          throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `GPU instance profile ${gi.profileId} not listed`);
         return {
           uuid: m.getUUID(),
           profile,

@@ -15,7 +15,12 @@ export function gpuDeviceName(minor: number): string {
  * `gpu-<parentMinor>-mig-<profile without dots>-<GI profile id>-<placement start>`; dots go before the
  * cleanup, so `1g.10gb+me` becomes `1g10gb-me`.
  */
-export function migDeviceName(parentMinor: number, profile: string, giProfileId: number, start: number): string {
+export function migDeviceName(
+  parentMinor: number,
+  profile: string,
+  giProfileId: number,
+  start: number,
+): string {
   return `gpu-${parentMinor}-mig-${toRfc1123(profile.replaceAll('.', ''))}-${giProfileId}-${start}`;
 }
 

@@ -18,5 +18,8 @@ export const DEFAULT_RELEASE: DriverRelease = '0.5';
 export function parseRelease(text: string, field: string): DriverRelease {
   const t = text.trim().replace(/^v/, '');
   if (t in RELEASES) return t as DriverRelease;
-  throw new FakegpuError(field, `unknown NVIDIA DRA driver release ${show(text)}; known releases: ${oneOf(Object.keys(RELEASES))}`);
+  throw new FakegpuError(
+    field,
+    `unknown NVIDIA DRA driver release ${show(text)}; known releases: ${oneOf(Object.keys(RELEASES))}`,
+  );
 }

@@ -34,7 +34,10 @@ const GPU_GUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 function expandGpus(spec: ProfileSpec): Draft[] {
   const entries = spec.gpus;
   if (!entries || entries.length === 0) {
-    throw new FakegpuError('spec.gpus', 'no GPUs: list GPUs by model and count, or start from a preset with spec.preset');
+    throw new FakegpuError(
+      'spec.gpus',
+      'no GPUs: list GPUs by model and count, or start from a preset with spec.preset',
+    );
   }
   const base = 'spec.gpus';
   const drafts: Draft[] = [];
@@ -45,28 +48,38 @@ function expandGpus(spec: ProfileSpec): Draft[] {
     const count = entry.count ?? 1;
     if (entry.busId !== undefined) {
       if (count > 1) {
-        throw new FakegpuError(`${field}.busId`, `a bus ID names one GPU but count is ${count}; list the GPUs one by one`);
+        throw new FakegpuError(
+          `${field}.busId`,
+          `a bus ID names one GPU but count is ${count}; list the GPUs one by one`,
+        );
       }
       drafts.push({ field, entry, busId: canonicalBusId(entry.busId, `${field}.busId`) });
     } else {
       for (let n = 0; n < count; n++) pending.push({ field, entry });
     }
     if (count > 1 && entry.uuid !== undefined) {
-      throw new FakegpuError(`${field}.uuid`, `a UUID names one GPU but count is ${count}; list the GPUs one by one`);
+      throw new FakegpuError(
+        `${field}.uuid`,
+        `a UUID names one GPU but count is ${count}; list the GPUs one by one`,
+      );
     }
     if (count > 1 && entry.minor !== undefined) {
-      throw new FakegpuError(`${field}.minor`, `a minor number names one GPU but count is ${count}; list the GPUs one by one`);
+      throw new FakegpuError(
+        `${field}.minor`,
+        `a minor number names one GPU but count is ${count}; list the GPUs one by one`,
+      );
     }
   });
   // GPUs without a bus ID get the lowest free buses from 0x01, each on its own bus as a VM lays them out.
   const used = new Set(drafts.map((d) => d.busId));
   let bus = 1;
   for (const p of pending) {
-    let id = '';
-    do {
-      id = `0000:${bus.toString(16).padStart(2, '0')}:00.0`;
+    let id = `0000:${bus.toString(16).padStart(2, '0')}:00.0`;
+    while (used.has(id)) {
       bus++;
-    } while (used.has(id));
+      id = `0000:${bus.toString(16).padStart(2, '0')}:00.0`;
+    }
+    bus++;
     used.add(id);
     drafts.push({ ...p, busId: id });
   }
@@ -79,7 +92,10 @@ function applyOverrides(drafts: Draft[], spec: ProfileSpec): Draft[] {
     const field = `spec.overrides[${i}]`;
     const target = sorted[o.index];
     if (!target) {
-      throw new FakegpuError(`${field}.index`, `${o.index} is not a GPU index; this machine has GPUs 0 to ${sorted.length - 1}`);
+      throw new FakegpuError(
+        `${field}.index`,
+        `${o.index} is not a GPU index; this machine has GPUs 0 to ${sorted.length - 1}`,
+      );
     }
     const { index: _index, ...changes } = o;
     const entry: GpuEntry = { ...target.entry, ...changes };
@@ -89,7 +105,12 @@ function applyOverrides(drafts: Draft[], spec: ProfileSpec): Draft[] {
   return sorted.sort((a, b) => a.busId.localeCompare(b.busId));
 }
 
-function checkUnique<T>(items: readonly T[], key: (t: T) => string | undefined, what: string, field: (t: T) => string): void {
+function checkUnique<T>(
+  items: readonly T[],
+  key: (t: T) => string | undefined,
+  what: string,
+  field: (t: T) => string,
+): void {
   const seen = new Map<string, T>();
   for (const it of items) {
     const k = key(it);
@@ -111,7 +132,9 @@ function migFor(
   const own = draft.entry.mig;
   const mig: MigSpec | undefined = own ?? spec.mig;
   const field = own ? `${draft.field}.mig` : 'spec.mig';
-  const hasLayout = mig?.layout !== undefined && (typeof mig.layout === 'string' ? mig.layout.trim() !== '' : mig.layout.length > 0);
+  const hasLayout =
+    mig?.layout !== undefined &&
+    (typeof mig.layout === 'string' ? mig.layout.trim() !== '' : mig.layout.length > 0);
   const wantsMig = mig?.mode === 'enabled' || hasLayout;
   if (!model.mig) {
     // A machine-wide MIG default simply does not apply to GPUs without MIG, as mig-parted skips them.
@@ -127,13 +150,19 @@ function migFor(
       'a static MIG layout cannot be combined with dynamic MIG: the driver destroys MIG devices no claim holds at start',
     );
   }
-  const instances = hasLayout && mig.layout !== undefined ? placeLayout(model, mig.layout, `${field}.layout`) : [];
+  const instances =
+    hasLayout && mig.layout !== undefined ? placeLayout(model, mig.layout, `${field}.layout`) : [];
   // Ampere cannot toggle MIG without a GPU reset, so a dynamic-MIG node has MIG mode switched on beforehand.
   const implied = opts.dynamicMig && mig?.mode === undefined && model.architecture === 'Ampere';
   return { enabled: wantsMig || implied, instances };
 }
 
-function addressingMode(spec: ProfileSpec, coherent: boolean, driverVersion: string, field: string): AddressingMode | null {
+function addressingMode(
+  spec: ProfileSpec,
+  coherent: boolean,
+  driverVersion: string,
+  field: string,
+): AddressingMode | null {
   const mode = spec.addressingMode;
   if (mode === 'Unsupported') return null;
   if (!hasAddressingModeCall(driverVersion, field)) return null;
@@ -164,9 +193,19 @@ function buildNics(entries: readonly NicEntry[], base: string): NicHardware[] {
       speedGbps: n.speedGbps ?? null,
     };
   });
-  checkUnique(nics, (n) => n.busId, 'bus ID', (n) => `${n.field}.busId`);
-  checkUnique(nics, (n) => n.ifName ?? undefined, 'interface name', (n) => `${n.field}.ifName`);
-  return nics.map(({ field: _f, ...n }) => n);
+  checkUnique(
+    nics,
+    (n) => n.busId,
+    'bus ID',
+    (n) => `${n.field}.busId`,
+  );
+  checkUnique(
+    nics,
+    (n) => n.ifName ?? undefined,
+    'interface name',
+    (n) => `${n.field}.ifName`,
+  );
+  return nics.map(({ field: _field, ...n }) => n);
 }
 
 /** Builds the hardware model of one node. Pure: the same profile, node and options give the same machine. */
@@ -181,13 +220,21 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
   const cudaDriverVersion = cudaVersionToNvml(cudaText, 'spec.driver.cudaVersion');
 
   const drafts = applyOverrides(expandGpus(spec), spec);
-  checkUnique(drafts, (d) => d.busId, 'bus ID', (d) => `${d.field}.busId`);
+  checkUnique(
+    drafts,
+    (d) => d.busId,
+    'bus ID',
+    (d) => `${d.field}.busId`,
+  );
 
   const gpus = drafts.map((d, index): GpuHardware & { field: string } => {
     const model = findModel(d.entry.model, `${d.field}.model`);
-    const uuid = d.entry.uuid ?? gpuUuid(opts.nodeName, d.busId);
+    const uuid = d.entry.uuid ?? gpuUuid(opts.nodeName, d.busId, model.key);
     if (!GPU_GUID.test(uuid)) {
-      throw new FakegpuError(`${d.field}.uuid`, `${show(uuid)} is not a GPU UUID; expected GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in lower-case hex`);
+      throw new FakegpuError(
+        `${d.field}.uuid`,
+        `${show(uuid)} is not a GPU UUID; expected GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in lower-case hex`,
+      );
     }
     const mig = migFor(d, spec, opts);
     return {
@@ -204,15 +251,25 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
       migInstances: mig.instances,
     };
   });
-  checkUnique(gpus, (g) => String(g.minor), 'minor number', (g) => `${g.field}.minor`);
-  checkUnique(gpus, (g) => g.uuid, 'UUID', (g) => `${g.field}.uuid`);
+  checkUnique(
+    gpus,
+    (g) => String(g.minor),
+    'minor number',
+    (g) => `${g.field}.minor`,
+  );
+  checkUnique(
+    gpus,
+    (g) => g.uuid,
+    'UUID',
+    (g) => `${g.field}.uuid`,
+  );
 
   return {
     profile: profile.name,
     nodeName: opts.nodeName,
     driverVersion,
     cudaDriverVersion,
-    gpus: gpus.map(({ field: _f, ...g }) => g),
+    gpus: gpus.map(({ field: _field, ...g }) => g),
     nics: buildNics(spec.nics ?? [], 'spec.nics'),
   };
 }

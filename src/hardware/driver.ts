@@ -28,7 +28,10 @@ export function cudaVersionForDriver(driverVersion: string, field: string): stri
   let found: string | undefined;
   for (const [branch, cuda] of CUDA_BY_BRANCH) if (major >= branch) found = cuda;
   if (!found) {
-    throw new FakegpuError(field, `driver ${show(driverVersion)} is older than R525; give spec.driver.cudaVersion explicitly`);
+    throw new FakegpuError(
+      field,
+      `driver ${show(driverVersion)} is older than R525; give spec.driver.cudaVersion explicitly`,
+    );
   }
   return found;
 }
@@ -36,7 +39,11 @@ export function cudaVersionForDriver(driverVersion: string, field: string): stri
 /** `13.0` → 13000, the integer `nvmlSystemGetCudaDriverVersion` returns. */
 export function cudaVersionToNvml(text: string, field: string): number {
   const m = /^(\d+)\.(\d)$/.exec(text.trim());
-  if (!m) throw new FakegpuError(field, `${show(text)} is not a CUDA version; expected <major>.<minor>, e.g. "13.0"`);
+  if (!m)
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a CUDA version; expected <major>.<minor>, e.g. "13.0"`,
+    );
   return Number(m[1]) * 1000 + Number(m[2]) * 10;
 }
 

@@ -7,10 +7,10 @@ function uuidFrom(...parts: string[]): string {
 
 /**
  * A GPU's UUID is burned into the board, so ours is a pure function of where the board is: the node and
- * its bus ID. Same node and profile give the same UUIDs on every run; different nodes never share one.
+ * its bus ID, and which board it is. Same node and profile give the same UUIDs on every run; different nodes never share one.
  */
-export function gpuUuid(nodeName: string, busId: string): string {
-  return `GPU-${uuidFrom('gpu', nodeName, busId)}`;
+export function gpuUuid(nodeName: string, busId: string, model: string): string {
+  return `GPU-${uuidFrom('gpu', nodeName, busId, model)}`;
 }
 
 /** MIG UUIDs are minted by the driver when the instance is created; ours depend on what was created where. */

@@ -10,7 +10,10 @@ export function canonicalBusId(text: string, field: string): string {
   const m = BDF.exec(text.trim());
   const [domain = '0000', bus, dev, fn] = m ? m.slice(1) : [];
   if (!m || bus === undefined || dev === undefined || fn === undefined || Number.parseInt(dev, 16) > 0x1f) {
-    throw new FakegpuError(field, `${show(text)} is not a PCI bus ID; expected DDDD:BB:DD.F in hex with device <= 1f and function <= 7, e.g. "0000:3b:00.0"`);
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a PCI bus ID; expected DDDD:BB:DD.F in hex with device <= 1f and function <= 7, e.g. "0000:3b:00.0"`,
+    );
   }
   const d = domain.length === 8 ? domain.slice(4) : domain;
   if (domain.length === 8 && domain.slice(0, 4) !== '0000') {
@@ -23,7 +26,10 @@ const ROOT = /^pci([0-9a-f]{4}):([0-9a-f]{2})$/i;
 
 export function canonicalPcieRoot(text: string, field: string): string {
   if (!ROOT.test(text.trim())) {
-    throw new FakegpuError(field, `${show(text)} is not a PCIe root; expected pci<domain>:<bus> in hex, e.g. "pci0000:00"`);
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a PCIe root; expected pci<domain>:<bus> in hex, e.g. "pci0000:00"`,
+    );
   }
   return text.trim().toLowerCase();
 }

@@ -16,7 +16,10 @@ const LENIENT = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?$/;
 export function parseLenientVersion(text: string, field: string): Semver {
   const m = LENIENT.exec(text.trim());
   if (!m) {
-    throw new FakegpuError(field, `${show(text)} is not a version; expected numbers separated by dots, e.g. "580.126.20"`);
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a version; expected numbers separated by dots, e.g. "580.126.20"`,
+    );
   }
   return { major: Number(m[1]), minor: Number(m[2] ?? 0), patch: Number(m[3] ?? 0) };
 }

@@ -30,9 +30,13 @@ export function parseLayout(spec: string | readonly string[], field: string): La
     }
     const start = m[2] === undefined ? null : Number(m[2]);
     const count = m[3] === undefined ? 1 : Number(m[3]);
-    if (count < 1) throw new FakegpuError(field, `item ${show(text)} has count ${count}; the count must be at least 1`);
+    if (count < 1)
+      throw new FakegpuError(field, `item ${show(text)} has count ${count}; the count must be at least 1`);
     if (start !== null && count > 1) {
-      throw new FakegpuError(field, `item ${show(text)} pins a placement and asks for ${count} instances; pin each instance separately`);
+      throw new FakegpuError(
+        field,
+        `item ${show(text)} pins a placement and asks for ${count} instances; pin each instance separately`,
+      );
     }
     items.push({ profile: m[1] ?? '', start, count });
   });

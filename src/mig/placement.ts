@@ -21,7 +21,12 @@ type Media = (typeof MEDIA)[number];
 function mediaBudget(model: GpuModel): Record<Media, number> {
   const profiles = model.mig?.profiles ?? [];
   const max = (k: Media): number => Math.max(0, ...profiles.map((p) => p[k]));
-  return { decoders: max('decoders'), encoders: max('encoders'), jpegEngines: max('jpegEngines'), ofaEngines: max('ofaEngines') };
+  return {
+    decoders: max('decoders'),
+    encoders: max('encoders'),
+    jpegEngines: max('jpegEngines'),
+    ofaEngines: max('ofaEngines'),
+  };
 }
 
 /**

@@ -91,11 +91,15 @@ export class MockNvml implements Nvml {
     const known = new Set(machine.gpus.map((g) => g.uuid));
     for (const uuid of Object.keys(this.state.gpus)) {
       if (!known.has(uuid)) {
-        throw new FakegpuError('NVML state', `it holds GPU ${uuid}, which this machine does not have; it was written for another node or profile`);
+        throw new FakegpuError(
+          'NVML state',
+          `it holds GPU ${uuid}, which this machine does not have; it was written for another node or profile`,
+        );
       }
     }
     const fresh = initialState(machine);
-    for (const g of machine.gpus) this.state.gpus[g.uuid] ??= fresh.gpus[g.uuid] ?? { migMode: 0, gpuInstances: [] };
+    for (const g of machine.gpus)
+      this.state.gpus[g.uuid] ??= fresh.gpus[g.uuid] ?? { migMode: 0, gpuInstances: [] };
     if (!loaded) store.save(this.state);
     this.devices = machine.gpus.map((g) => new MockDevice(this, g));
   }
@@ -163,7 +167,8 @@ class MockDevice implements NvmlDevice {
 
   private migProfiles(): readonly GiProfile[] {
     const profiles = this.hw.model.mig?.profiles;
-    if (!profiles) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `${this.hw.model.name} does not support MIG`);
+    if (!profiles)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `${this.hw.model.name} does not support MIG`);
     return profiles;
   }
 
@@ -228,7 +233,10 @@ class MockDevice implements NvmlDevice {
     this.migProfiles();
     if (mode !== 0 && mode !== 1) throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `MIG mode ${mode}`);
     if (this.mig.gpuInstances.length > 0) {
-      throw new NvmlError(NVML_RETURN.ERROR_IN_USE, 'GPU instances exist; destroy them before changing MIG mode');
+      throw new NvmlError(
+        NVML_RETURN.ERROR_IN_USE,
+        'GPU instances exist; destroy them before changing MIG mode',
+      );
     }
     this.mig.migMode = mode;
     this.nvml.commit();
@@ -239,7 +247,8 @@ class MockDevice implements NvmlDevice {
       throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `GPU instance profile ${profile}`);
     }
     const p = profiles.find((x) => GI_PROFILE_ENUM[x.enumName] === profile);
-    if (!p) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `GPU instance profile ${profile} not supported`);
+    if (!p)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `GPU instance profile ${profile} not supported`);
     return profileInfo(p);
   }
   getGpuInstancePossiblePlacements(info: GpuInstanceProfileInfo): GpuInstancePlacement[] {
@@ -251,7 +260,10 @@ class MockDevice implements NvmlDevice {
     return this.mig.gpuInstances.map((gi) => ({ profile: this.profileById(gi.profileId), start: gi.start }));
   }
 
-  createGpuInstanceWithPlacement(info: GpuInstanceProfileInfo, placement: GpuInstancePlacement): NvmlGpuInstance {
+  createGpuInstanceWithPlacement(
+    info: GpuInstanceProfileInfo,
+    placement: GpuInstancePlacement,
+  ): NvmlGpuInstance {
     const profile = this.profileById(info.id);
     if (this.mig.migMode !== 1) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, 'MIG mode is disabled');
     if (placement.size !== profile.placementSize || !profile.placements.includes(placement.start)) {
@@ -314,11 +326,18 @@ class MockGpuInstance implements NvmlGpuInstance {
     const g = computeSlices(gp);
     const c = CI_SLICES[profile];
     if (engProfile !== 0 || c === undefined || profile >= CI_PROFILE_COUNT) {
-      throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, `compute instance profile ${profile}/${engProfile}`);
+      throw new NvmlError(
+        NVML_RETURN.ERROR_INVALID_ARGUMENT,
+        `compute instance profile ${profile}/${engProfile}`,
+      );
     }
     const rev1 = profile === 7;
     const supported = rev1 ? gp.enumName === '1_SLICE_REV2' : c <= g && (c === g || 2 * c <= g + 1);
-    if (!supported) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `compute instance profile ${profile} on ${gp.name}`);
+    if (!supported)
+      throw new NvmlError(
+        NVML_RETURN.ERROR_NOT_SUPPORTED,
+        `compute instance profile ${profile} on ${gp.name}`,
+      );
     return {
       id: profile,
       sliceCount: c,
@@ -332,7 +351,10 @@ class MockGpuInstance implements NvmlGpuInstance {
     const used = gi.computeInstances.reduce((n, ci) => n + (CI_SLICES[ci.profileId] ?? 1), 0);
     const g = computeSlices(this.device.profileById(gi.profileId));
     if (used + info.sliceCount > g) {
-      throw new NvmlError(NVML_RETURN.ERROR_INSUFFICIENT_RESOURCES, `GPU instance ${gi.id} has ${g - used} free compute slices`);
+      throw new NvmlError(
+        NVML_RETURN.ERROR_INSUFFICIENT_RESOURCES,
+        `GPU instance ${gi.id} has ${g - used} free compute slices`,
+      );
     }
     const ids = new Set(gi.computeInstances.map((ci) => ci.id));
     let id = 0;
@@ -371,7 +393,11 @@ class MockComputeInstance implements NvmlComputeInstance {
   private find(): { list: { id: number; profileId: number }[]; ci: { id: number; profileId: number } } {
     const gi = this.device.migState().gpuInstances.find((x) => x.id === this.giId);
     const ci = gi?.computeInstances.find((x) => x.id === this.id);
-    if (!gi || !ci) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `compute instance ${this.giId}/${this.id} was destroyed`);
+    if (!gi || !ci)
+      throw new NvmlError(
+        NVML_RETURN.ERROR_NOT_FOUND,
+        `compute instance ${this.giId}/${this.id} was destroyed`,
+      );
     return { list: gi.computeInstances, ci };
   }
 
@@ -397,7 +423,8 @@ class MockMigDevice implements NvmlMigDevice {
   private parts(): { gi: GpuMigState['gpuInstances'][number] } {
     const gi = this.parent.migState().gpuInstances.find((x) => x.id === this.giId);
     const ci = gi?.computeInstances.find((x) => x.id === this.ciId);
-    if (!gi || !ci) throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `MIG device ${this.giId}/${this.ciId} is gone`);
+    if (!gi || !ci)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `MIG device ${this.giId}/${this.ciId} is gone`);
     return { gi };
   }
 

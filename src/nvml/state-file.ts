@@ -19,11 +19,17 @@ export class FileMigStateStore implements MigStateStore {
     try {
       json = JSON.parse(text);
     } catch {
-      throw new FakegpuError(this.path, 'the NVML state file is not JSON; delete it to start from the profile');
+      throw new FakegpuError(
+        this.path,
+        'the NVML state file is not JSON; delete it to start from the profile',
+      );
     }
     const parsed = MigStateSchema.safeParse(json);
     if (!parsed.success) {
-      throw new FakegpuError(this.path, `the NVML state file is malformed (${parsed.error.issues[0]?.message ?? 'invalid'}); delete it to start from the profile`);
+      throw new FakegpuError(
+        this.path,
+        `the NVML state file is malformed (${parsed.error.issues[0]?.message ?? 'invalid'}); delete it to start from the profile`,
+      );
     }
     return parsed.data;
   }

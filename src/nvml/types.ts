@@ -126,7 +126,10 @@ export interface NvmlDevice {
   setMigMode(mode: number): void;
   getGpuInstanceProfileInfo(profile: number): GpuInstanceProfileInfo;
   getGpuInstancePossiblePlacements(info: GpuInstanceProfileInfo): GpuInstancePlacement[];
-  createGpuInstanceWithPlacement(info: GpuInstanceProfileInfo, placement: GpuInstancePlacement): NvmlGpuInstance;
+  createGpuInstanceWithPlacement(
+    info: GpuInstanceProfileInfo,
+    placement: GpuInstancePlacement,
+  ): NvmlGpuInstance;
   getGpuInstances(info: GpuInstanceProfileInfo): NvmlGpuInstance[];
   getGpuInstanceById(id: number): NvmlGpuInstance;
   getMigDevices(): NvmlMigDevice[];

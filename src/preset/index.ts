@@ -9,6 +9,7 @@ export const PRESET_NAMES: readonly string[] = PRESETS.map((p) => p.name);
 
 export function findPreset(name: string, field: string): Preset {
   const p = PRESETS.find((x) => x.name === name.trim().toLowerCase());
-  if (!p) throw new FakegpuError(field, `unknown preset ${show(name)}; known presets: ${oneOf(PRESET_NAMES)}`);
+  if (!p)
+    throw new FakegpuError(field, `unknown preset ${show(name)}; known presets: ${oneOf(PRESET_NAMES)}`);
   return p;
 }

@@ -2,7 +2,8 @@ import type { Source } from '../catalog/types.js';
 import type { GpuEntry, NicEntry } from '../profile/schema.js';
 import type { Preset } from './types.js';
 
-const seen = (ref: string, note?: string): Source => (note ? { ref, confirmed: true, note } : { ref, confirmed: true });
+const seen = (ref: string, note?: string): Source =>
+  note ? { ref, confirmed: true, note } : { ref, confirmed: true };
 const inferred = (ref: string, note: string): Source => ({ ref, confirmed: false, note });
 
 interface Slot {
@@ -77,7 +78,10 @@ function dgxHNics(rdmaDevices: readonly string[]): NicEntry[] {
     nic(ifName, bus, root, numa, 'ConnectX-7', { ...cx7, rdmaDevice: rdmaDevices[i] ?? `mlx5_${i}` }),
   );
 }
-const dgxHRoots = inferred('FAKEGPU', 'Sapphire Rapids IIO root buses guessed; each GPU shares its root with its NIC as topo -m shows (PXB)');
+const dgxHRoots = inferred(
+  'FAKEGPU',
+  'Sapphire Rapids IIO root buses guessed; each GPU shares its root with its NIC as topo -m shows (PXB)',
+);
 
 const P4D_SLOTS = [
   slot('0000:10:1c.0', 'pci0000:10', 0),
@@ -134,14 +138,26 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'dgx-a100',
     description: 'NVIDIA DGX A100 (8x A100-SXM4-40GB, 8x ConnectX-6 HDR)',
-    spec: { driver: { version: '580.126.20' }, gpus: gpus('A100-SXM4-40GB', DGX_A100_SLOTS), nics: DGX_A100_NICS },
+    spec: {
+      driver: { version: '580.126.20' },
+      gpus: gpus('A100-SXM4-40GB', DGX_A100_SLOTS),
+      nics: DGX_A100_NICS,
+    },
     provenance: { gpus: seen('S59'), ...dgxA100Prov },
   },
   {
     name: 'dgx-a100-80gb',
     description: 'NVIDIA DGX A100 640GB (8x A100-SXM4-80GB, 8x ConnectX-6 HDR)',
-    spec: { driver: { version: '580.126.20' }, gpus: gpus('A100-SXM4-80GB', DGX_A100_SLOTS), nics: DGX_A100_NICS },
-    provenance: { gpus: seen('S13'), ...dgxA100Prov, busIds: inferred('S59', 'assumed equal to the 40GB DGX A100') },
+    spec: {
+      driver: { version: '580.126.20' },
+      gpus: gpus('A100-SXM4-80GB', DGX_A100_SLOTS),
+      nics: DGX_A100_NICS,
+    },
+    provenance: {
+      gpus: seen('S13'),
+      ...dgxA100Prov,
+      busIds: inferred('S59', 'assumed equal to the 40GB DGX A100'),
+    },
   },
   {
     name: 'dgx-h100',
@@ -228,7 +244,11 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g4dn.xlarge',
     description: 'AWS g4dn.xlarge (1x Tesla T4)',
-    spec: { driver: { version: '580.126.20' }, gpus: gpus('T4', [slot('0000:00:1e.0', 'pci0000:00', -1)]), nics: [] },
+    spec: {
+      driver: { version: '580.126.20' },
+      gpus: gpus('T4', [slot('0000:00:1e.0', 'pci0000:00', -1)]),
+      nics: [],
+    },
     provenance: {
       gpus: seen('S24'),
       busIds: inferred('S22', 'single-GPU Nitro instances put the GPU at 00:1e.0'),
@@ -265,7 +285,9 @@ export const PRESETS: readonly Preset[] = [
       driver: { version: '580.126.20' },
       gpus: gpus(
         'A10G',
-        ['16', '17', '18', '19', '1a', '1b', '1c', '1d'].map((d, i) => slot(`0000:00:${d}.0`, 'pci0000:00', i < 4 ? 0 : 1)),
+        ['16', '17', '18', '19', '1a', '1b', '1c', '1d'].map((d, i) =>
+          slot(`0000:00:${d}.0`, 'pci0000:00', i < 4 ? 0 : 1),
+        ),
       ),
       nics: [],
     },
@@ -281,7 +303,11 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g6e.2xlarge',
     description: 'AWS g6e.2xlarge (1x L40S)',
-    spec: { driver: { version: '580.126.20' }, gpus: gpus('L40S', [slot('0000:00:1e.0', 'pci0000:00', -1)]), nics: [] },
+    spec: {
+      driver: { version: '580.126.20' },
+      gpus: gpus('L40S', [slot('0000:00:1e.0', 'pci0000:00', -1)]),
+      nics: [],
+    },
     provenance: {
       gpus: seen('S26'),
       busIds: inferred('S22', 'single-GPU Nitro instances put the GPU at 00:1e.0'),
@@ -298,20 +324,45 @@ export const PRESETS: readonly Preset[] = [
       driver: { version: '580.126.20' },
       gpus: gpus(
         'H100-SXM5-80GB',
-        ['04', '05', '0a', '0b', '84', '85', '8a', '8b'].map((b, i) => slot(`0000:${b}:00.0`, `pci0000:${b}`, i < 4 ? 0 : 1)),
+        ['04', '05', '0a', '0b', '84', '85', '8a', '8b'].map((b, i) =>
+          slot(`0000:${b}:00.0`, `pci0000:${b}`, i < 4 ? 0 : 1),
+        ),
       ),
       nics: [
-        nic('eth1', '0000:06:00.0', 'pci0000:06', 0, 'gVNIC', { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 }),
-        nic('eth2', '0000:0c:00.0', 'pci0000:0c', 0, 'gVNIC', { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 }),
-        nic('eth3', '0000:86:00.0', 'pci0000:86', 1, 'gVNIC', { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 }),
-        nic('eth4', '0000:8c:00.0', 'pci0000:8c', 1, 'gVNIC', { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 }),
+        nic('eth1', '0000:06:00.0', 'pci0000:06', 0, 'gVNIC', {
+          pciVendor: '1ae0',
+          pciDevice: '0042',
+          rdma: false,
+          speedGbps: 200,
+        }),
+        nic('eth2', '0000:0c:00.0', 'pci0000:0c', 0, 'gVNIC', {
+          pciVendor: '1ae0',
+          pciDevice: '0042',
+          rdma: false,
+          speedGbps: 200,
+        }),
+        nic('eth3', '0000:86:00.0', 'pci0000:86', 1, 'gVNIC', {
+          pciVendor: '1ae0',
+          pciDevice: '0042',
+          rdma: false,
+          speedGbps: 200,
+        }),
+        nic('eth4', '0000:8c:00.0', 'pci0000:8c', 1, 'gVNIC', {
+          pciVendor: '1ae0',
+          pciDevice: '0042',
+          rdma: false,
+          speedGbps: 200,
+        }),
       ],
     },
     provenance: {
       gpus: seen('S79'),
       busIds: inferred('S80', '04:00.0 and 05:00.0 seen on GCP hosts; the rest extrapolated'),
       pcieRoots: inferred('FAKEGPU', 'one root per GPU assumed'),
-      numa: seen('S79', 'TX bindings put eth1/eth2 on socket 0 and eth3/eth4 on socket 1; GPU NUMA assumed to follow'),
+      numa: seen(
+        'S79',
+        'TX bindings put eth1/eth2 on socket 0 and eth3/eth4 on socket 1; GPU NUMA assumed to follow',
+      ),
       nics: inferred('S79', 'four GPUDirect-TCPX NICs; BDFs invented'),
       driver: inferred('FAKEGPU', 'a current R580 driver'),
     },

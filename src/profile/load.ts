@@ -14,7 +14,10 @@ export interface ResolvedProfile {
 }
 
 function pathText(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)), '');
+  return path.reduce<string>(
+    (acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)),
+    '',
+  );
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -37,11 +40,14 @@ function toError(error: z.ZodError, input: unknown, prefix: string): FakegpuErro
 }
 
 export function parseProfileText(text: string, source: string): MachineProfile {
-  const doc = parseDocument(text, { prettyErrors: false });
+  const doc = parseDocument(text, { prettyErrors: true });
   const [yamlError] = doc.errors;
   if (yamlError) {
     const line = yamlError.linePos?.[0];
-    throw new FakegpuError(source, `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`);
+    throw new FakegpuError(
+      source,
+      `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`,
+    );
   }
   const input: unknown = doc.toJS();
   const parsed = MachineProfile.safeParse(input);
@@ -75,10 +81,17 @@ export function resolveProfile(ref: string, field = '--profile'): ResolvedProfil
     text = readFileSync(ref, 'utf8');
   } catch (e) {
     const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
-    throw new FakegpuError(field, `cannot read profile file ${show(ref)} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`);
+    throw new FakegpuError(
+      field,
+      `cannot read profile file ${show(ref)} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`,
+    );
   }
   const profile = parseProfileText(text, ref);
-  return { name: profile.metadata.name, preset: profile.spec.preset ?? null, spec: mergeOverPreset(profile.spec) };
+  return {
+    name: profile.metadata.name,
+    preset: profile.spec.preset ?? null,
+    spec: mergeOverPreset(profile.spec),
+  };
 }
 
 export function validateSpec(spec: unknown, prefix: string): ProfileSpec {

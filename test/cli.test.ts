@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { List, ResourceSlice } from '../src/k8s/resource.js';
+
+const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'fakegpu.js');
+
+function fakegpu(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function attr(list: List<ResourceSlice>, device: string, key: string): unknown {
+  const d = list.items.flatMap((s) => s.spec.devices ?? []).find((x) => x.name === device);
+  return d?.attributes?.[key];
+}
+
+describe('fakegpu render', () => {
+  it('prints the p4d slices with the values the real driver publishes there', () => {
+    const r = fakegpu('render', '--profile', 'aws-p4d.24xlarge', '--node', 'n1', '--output', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    const list = JSON.parse(r.stdout) as List<ResourceSlice>;
+    assert.equal(list.kind, 'List');
+    const devices = list.items.flatMap((s) => s.spec.devices ?? []);
+    assert.deepEqual(
+      devices.map((d) => d.name),
+      ['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3', 'gpu-4', 'gpu-5', 'gpu-6', 'gpu-7'],
+    );
+    assert.deepEqual(attr(list, 'gpu-0', 'productName'), { string: 'NVIDIA A100-SXM4-40GB' });
+    assert.deepEqual(attr(list, 'gpu-0', 'cudaComputeCapability'), { version: '8.0.0' });
+    assert.deepEqual(attr(list, 'gpu-0', 'resource.kubernetes.io/pciBusID'), { string: '0000:10:1c.0' });
+    assert.deepEqual(attr(list, 'gpu-0', 'resource.kubernetes.io/pcieRoot'), { string: 'pci0000:10' });
+    assert.deepEqual(devices[0]?.capacity, { memory: { value: '40Gi' } });
+    assert.equal(list.items[0]?.spec.nodeName, 'n1');
+    assert.equal(list.items[0].spec.pool.name, 'n1');
+  });
+
+  it('names dynamic MIG devices as the real driver does', () => {
+    const r = fakegpu('render', '-p', 'dgx-a100', '-n', 'n1', '--dynamic-mig', '-o', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    const list = JSON.parse(r.stdout) as List<ResourceSlice>;
+    const names = list.items.flatMap((s) => s.spec.devices ?? []).map((d) => d.name);
+    assert.ok(names.includes('gpu-0-mig-1g5gb-19-0'));
+    assert.ok(names.includes('gpu-7-mig-7g40gb-0-0'));
+    assert.ok(!names.includes('gpu-0'), 'Ampere in MIG mode offers no full GPU');
+    assert.equal(list.items[0]?.spec.sharedCounters?.length, 8);
+  });
+
+  it('writes YAML by default', () => {
+    const r = fakegpu('render', '-p', 'aws-g4dn.xlarge', '-n', 'n1');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^apiVersion: v1\nkind: List\n/);
+    assert.match(r.stdout, /productName:\n\s+string: Tesla T4/);
+  });
+});
+
+describe('bad input on the command line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+  const profile = (name: string, spec: string): string => {
+    const p = join(dir, `${name}.yaml`);
+    writeFileSync(
+      p,
+      `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: ${name}}\nspec:\n${spec}`,
+    );
+    return p;
+  };
+  const cases: [string, string[], RegExp][] = [
+    [
+      'unknown preset',
+      ['render', '-p', 'nope', '-n', 'n1'],
+      /^fakegpu: --profile: unknown preset "nope"; known presets: dgx-a100, .*azure-nd-gb300-v6\n$/,
+    ],
+    [
+      'unknown model',
+      ['render', '-p', profile('m', '  gpus: [{model: X1}]\n'), '-n', 'n1'],
+      /^fakegpu: spec\.gpus\[0\]\.model: unknown GPU model "X1"; known models: .*\n$/,
+    ],
+    [
+      'malformed bus ID',
+      ['render', '-p', profile('b', '  gpus: [{model: T4, busId: "zz:00.0"}]\n'), '-n', 'n1'],
+      /^fakegpu: spec\.gpus\[0\]\.busId: "zz:00\.0" is not a PCI bus ID; .*\n$/,
+    ],
+    [
+      'duplicate bus IDs',
+      ['validate', profile('d', '  gpus: [{model: T4, busId: "3b:00.0"}, {model: T4, busId: "3b:00.0"}]\n')],
+      /duplicate bus ID "0000:3b:00\.0"/,
+    ],
+    [
+      'MIG without MIG',
+      ['validate', profile('g', '  gpus: [{model: A10G, mig: {layout: "1g.5gb"}}]\n')],
+      /^fakegpu: spec\.gpus\[0\]\.mig: A10G \(NVIDIA A10G\) does not support MIG\n$/,
+    ],
+    [
+      'overlapping MIG',
+      ['validate', profile('o', '  gpus: [{model: A100-SXM4-40GB, mig: {layout: "7g.40gb, 1g.5gb"}}]\n')],
+      /no free placement for 1g\.5gb/,
+    ],
+    [
+      'driver version',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--driver-version', 'banana'],
+      /^fakegpu: --driver-version: "banana" is not a version; .*\n$/,
+    ],
+    [
+      'node name',
+      ['render', '-p', 'dgx-h100', '-n', 'Node_1'],
+      /^fakegpu: --node: "Node_1" is not a valid node name; .*\n$/,
+    ],
+    [
+      'output format',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '-o', 'xml'],
+      /argument 'xml' is invalid\. Allowed choices are yaml, json\./,
+    ],
+    [
+      'release',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--dra-driver-release', '9.9'],
+      /Allowed choices are 25\.12, 0\.4, 0\.5\./,
+    ],
+    [
+      'kubernetes version',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--kubernetes-version', 'next'],
+      /^fakegpu: --kubernetes-version: "next" is not a version/,
+    ],
+  ];
+  for (const [name, args, stderr] of cases) {
+    it(`${name}: exit non-zero, one line on stderr, nothing on stdout`, () => {
+      const r = fakegpu(...args);
+      assert.notEqual(r.code, 0);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, stderr);
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+    });
+  }
+});
+
+describe('fakegpu profiles and validate', () => {
+  it('lists every preset as JSON with provenance', () => {
+    const r = fakegpu('profiles', '--output', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    const rows = JSON.parse(r.stdout) as {
+      name: string;
+      gpus: { model: string; count: number }[];
+      provenance: Record<string, string>;
+    }[];
+    const p4d = rows.find((x) => x.name === 'aws-p4d.24xlarge');
+    assert.deepEqual(p4d?.gpus, [{ model: 'A100-SXM4-40GB', count: 8 }]);
+    assert.equal(p4d.provenance['pcieRoots'], 'confirmed');
+    assert.equal(rows.length, 17);
+  });
+  it('validates a good profile and summarises it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+    const p = join(dir, 'ok.yaml');
+    writeFileSync(
+      p,
+      'apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: lab}\nspec:\n  preset: dgx-a100\n  mig: {layout: "3g.20gb x2"}\n',
+    );
+    const r = fakegpu('validate', p);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /valid MachineProfile "lab": 8x A100-SXM4-40GB; 8 NIC\(s\); driver 580\.126\.20; MIG on 8 GPU\(s\) with 16 instance\(s\)/,
+    );
+  });
+});

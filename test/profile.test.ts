@@ -1,0 +1,206 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildMachine } from '../src/hardware/build.js';
+import {
+  mergeOverPreset,
+  parseProfileText,
+  resolveProfile,
+  type ResolvedProfile,
+} from '../src/profile/load.js';
+import type { ProfileSpec } from '../src/profile/schema.js';
+
+function machineOf(spec: ProfileSpec, dynamicMig = false) {
+  const profile: ResolvedProfile = { name: 't', preset: spec.preset ?? null, spec: mergeOverPreset(spec) };
+  return buildMachine(profile, { nodeName: 'n1', dynamicMig });
+}
+
+function doc(spec: string): string {
+  return `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata:\n  name: mine\nspec:\n${spec}`;
+}
+
+describe('MachineProfile parsing', () => {
+  it('reads a profile that starts from a preset and overrides one GPU', () => {
+    const p = parseProfileText(
+      doc(
+        '  preset: dgx-h100\n  driver: {version: "570.172.08"}\n  overrides:\n  - {index: 0, numaNode: 1, mig: {layout: "1g.10gb x7"}}\n',
+      ),
+      'f.yaml',
+    );
+    const m = machineOf(p.spec);
+    assert.equal(m.gpus.length, 8);
+    assert.equal(m.driverVersion, '570.172.08');
+    assert.equal(m.cudaDriverVersion, 12080);
+    assert.equal(m.gpus[0]?.numaNode, 1);
+    assert.equal(m.gpus[0].migInstances.length, 7);
+    assert.equal(m.gpus[1]?.migEnabled, false);
+    assert.equal(m.gpus[0].addressingMode, null, 'no addressing-mode call before R580');
+  });
+
+  it('lists GPUs by model and count with generated addresses', () => {
+    const m = machineOf({ gpus: [{ model: 'L4', count: 2 }, { model: 'NVIDIA A100-SXM4-80GB' }] });
+    assert.deepEqual(
+      m.gpus.map((g) => [g.busId, g.pcieRoot, g.minor, g.model.key]),
+      [
+        ['0000:01:00.0', 'pci0000:01', 0, 'L4'],
+        ['0000:02:00.0', 'pci0000:02', 1, 'L4'],
+        ['0000:03:00.0', 'pci0000:03', 2, 'A100-SXM4-80GB'],
+      ],
+    );
+  });
+
+  it('accepts nvidia-smi and lspci bus ID spellings', () => {
+    const m = machineOf({
+      gpus: [
+        { model: 'T4', busId: '00000000:3B:00.0' },
+        { model: 'T4', busId: '5e:00.0' },
+      ],
+    });
+    assert.deepEqual(
+      m.gpus.map((g) => g.busId),
+      ['0000:3b:00.0', '0000:5e:00.0'],
+    );
+  });
+
+  it('turns on MIG mode for Ampere GPUs under dynamic MIG unless told otherwise', () => {
+    assert.equal(machineOf({ preset: 'dgx-a100' }, true).gpus[0]?.migEnabled, true);
+    assert.equal(
+      machineOf({ preset: 'dgx-a100', mig: { mode: 'disabled' } }, true).gpus[0]?.migEnabled,
+      false,
+    );
+    assert.equal(machineOf({ preset: 'dgx-h100' }, true).gpus[0]?.migEnabled, false);
+  });
+});
+
+/** Each bad input: the exact one-line message a user sees. */
+describe('bad profiles', () => {
+  const cases: [string, () => unknown, string][] = [
+    [
+      'unknown preset',
+      () => resolveProfile('dgx-z9000'),
+      '--profile: unknown preset "dgx-z9000"; known presets: dgx-a100, ',
+    ],
+    [
+      'unknown model',
+      () => machineOf({ gpus: [{ model: 'H300' }] }),
+      'spec.gpus[0].model: unknown GPU model "H300"; known models: A100-SXM4-40GB, ',
+    ],
+    [
+      'malformed bus ID',
+      () => machineOf({ gpus: [{ model: 'T4', busId: '0000:3b:00' }] }),
+      'spec.gpus[0].busId: "0000:3b:00" is not a PCI bus ID; expected DDDD:BB:DD.F in hex with device <= 1f and function <= 7, e.g. "0000:3b:00.0"',
+    ],
+    [
+      'duplicate bus IDs',
+      () =>
+        machineOf({
+          gpus: [
+            { model: 'T4', busId: '0000:3b:00.0' },
+            { model: 'T4', busId: '3B:00.0' },
+          ],
+        }),
+      'spec.gpus[1].busId: duplicate bus ID "0000:3b:00.0"; spec.gpus[0].busId has it already',
+    ],
+    [
+      'MIG on a GPU without MIG',
+      () => machineOf({ gpus: [{ model: 'L40S', mig: { mode: 'enabled' } }] }),
+      'spec.gpus[0].mig: L40S (NVIDIA L40S) does not support MIG',
+    ],
+    [
+      'overlapping MIG placements',
+      () => machineOf({ gpus: [{ model: 'H100-SXM5-80GB', mig: { layout: ['3g.40gb@4', '2g.20gb@4'] } }] }),
+      'spec.gpus[0].mig.layout: H100-SXM5-80GB: 2g.20gb@4 (memory slices 4-5) overlaps 3g.40gb@4 (memory slices 4-7)',
+    ],
+    [
+      'driver version that is not a version',
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { version: '580.x' } }),
+      'spec.driver.version: "580.x" is not a version; expected numbers separated by dots, e.g. "580.126.20"',
+    ],
+    [
+      'CUDA version',
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { cudaVersion: '13' } }),
+      'spec.driver.cudaVersion: "13" is not a CUDA version; expected <major>.<minor>, e.g. "13.0"',
+    ],
+    [
+      'override index',
+      () => machineOf({ preset: 'aws-g4dn.xlarge', overrides: [{ index: 3, numaNode: 1 }] }),
+      'spec.overrides[0].index: 3 is not a GPU index; this machine has GPUs 0 to 0',
+    ],
+    [
+      'layout with MIG disabled',
+      () => machineOf({ gpus: [{ model: 'A30', mig: { mode: 'disabled', layout: '1g.6gb' } }] }),
+      'spec.gpus[0].mig.layout: a MIG layout needs MIG mode enabled, but mode is "disabled"',
+    ],
+    [
+      'static layout with dynamic MIG',
+      () => machineOf({ gpus: [{ model: 'A30', mig: { layout: '1g.6gb' } }] }, true),
+      'spec.gpus[0].mig.layout: a static MIG layout cannot be combined with dynamic MIG',
+    ],
+    [
+      'bus ID with count',
+      () => machineOf({ gpus: [{ model: 'T4', count: 2, busId: '0000:3b:00.0' }] }),
+      'spec.gpus[0].busId: a bus ID names one GPU but count is 2; list the GPUs one by one',
+    ],
+    [
+      'bad root',
+      () => machineOf({ gpus: [{ model: 'T4', pcieRoot: '0000:00' }] }),
+      'spec.gpus[0].pcieRoot: "0000:00" is not a PCIe root; expected pci<domain>:<bus> in hex, e.g. "pci0000:00"',
+    ],
+    [
+      'bad uuid',
+      () => machineOf({ gpus: [{ model: 'T4', uuid: 'GPU-1234' }] }),
+      'spec.gpus[0].uuid: "GPU-1234" is not a GPU UUID',
+    ],
+    [
+      'duplicate minor',
+      () =>
+        machineOf({
+          gpus: [
+            { model: 'T4', minor: 1 },
+            { model: 'T4', minor: 1 },
+          ],
+        }),
+      'spec.gpus[1].minor: duplicate minor number "1"; spec.gpus[0].minor has it already',
+    ],
+    [
+      'no GPUs',
+      () => machineOf({}),
+      'spec.gpus: no GPUs: list GPUs by model and count, or start from a preset with spec.preset',
+    ],
+    [
+      'unknown field',
+      () => parseProfileText(doc('  gpu: []\n'), 'f.yaml'),
+      'spec: unknown field "gpu"; allowed fields: preset, description, driver, addressingMode, gpus, mig, overrides, nics',
+    ],
+    [
+      'wrong kind',
+      () => parseProfileText(doc('  preset: dgx-h100\n').replace('MachineProfile', 'Machine'), 'f.yaml'),
+      'kind: must be "MachineProfile" (got "Machine")',
+    ],
+    [
+      'negative count',
+      () => parseProfileText(doc('  gpus: [{model: T4, count: 0}]\n'), 'f.yaml'),
+      'spec.gpus[0].count: Too small: expected number to be >=1 (got 0)',
+    ],
+    [
+      'bad addressing mode',
+      () => parseProfileText(doc('  preset: dgx-h100\n  addressingMode: hmm\n'), 'f.yaml'),
+      'spec.addressingMode: Invalid option: expected one of "HMM"|"ATS"|"None"|"Unsupported" (got "hmm")',
+    ],
+    ['YAML syntax', () => parseProfileText('spec: [\n', 'f.yaml'), 'f.yaml: not valid YAML at line'],
+    [
+      'missing file',
+      () => resolveProfile('/nonexistent/p.yaml'),
+      '--profile: cannot read profile file "/nonexistent/p.yaml" (ENOENT)',
+    ],
+  ];
+  for (const [name, run, message] of cases) {
+    it(name, () => {
+      assert.throws(run, (e: unknown) => {
+        assert.ok(e instanceof Error);
+        assert.ok(e.message.startsWith(message), `got: ${e.message}`);
+        assert.ok(!e.message.includes('\n'), 'one line');
+        return true;
+      });
+    });
+  }
+});

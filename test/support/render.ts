@@ -1,0 +1,29 @@
+import { DEFAULT_RELEASE, type DriverRelease } from '../../src/device/release.js';
+import type { List, ResourceSlice } from '../../src/k8s/resource.js';
+import { parseLenientVersion } from '../../src/k8s/version.js';
+import { resolveProfile, type ResolvedProfile } from '../../src/profile/load.js';
+import { renderSlices } from '../../src/render.js';
+import { DRIVER_NAME } from '../../src/slice/build.js';
+
+export interface TestRender {
+  node?: string;
+  dynamicMig?: boolean;
+  release?: DriverRelease;
+  kubernetesVersion?: string;
+  driverVersion?: string;
+}
+
+export function render(profile: string | ResolvedProfile, o: TestRender = {}): List<ResourceSlice> {
+  return renderSlices(typeof profile === 'string' ? resolveProfile(profile) : profile, {
+    nodeName: o.node ?? 'node-a',
+    dynamicMig: o.dynamicMig ?? false,
+    driverVersion: o.driverVersion,
+    driverName: DRIVER_NAME,
+    kubernetesVersion: parseLenientVersion(o.kubernetesVersion ?? '1.37.0', 'test'),
+    release: o.release ?? DEFAULT_RELEASE,
+  });
+}
+
+export function devicesOf(list: List<ResourceSlice>): NonNullable<ResourceSlice['spec']['devices']> {
+  return list.items.flatMap((s) => s.spec.devices ?? []);
+}
