@@ -234,8 +234,8 @@ const gb200 = eightSliceTable(
 );
 
 const gb300Guess = inferred(
-  'FAKEGPU',
-  'no GB300 lgip found; profile memory scaled from GB200 by total memory',
+  'GB300, FAKEGPU',
+  'names and ids from NVIDIA docs; no GB300 lgip found, so memory is scaled from GB200 by total memory and engines follow GB200',
 );
 const gb300 = eightSliceTable(
   {
@@ -539,12 +539,18 @@ export const GPU_MODELS: readonly GpuModel[] = [
     powerLimitW: 1400,
     mig: gb300,
     coherentWithCpu: true,
-    provenance: facts(seen('DRANET', 'Azure ND GB300 v6 captured slice: name, CC 10.3, 284208Mi, ATS'), {
-      pciDeviceId: inferred('FAKEGPU', 'no public nvidia-smi -q of a GB300 found'),
-      pciSubsystemId: inferred('FAKEGPU', 'no public nvidia-smi -q of a GB300 found'),
-      multiprocessors: inferred('FAKEGPU', 'assumed equal to GB200'),
-      powerLimitW: inferred('FAKEGPU', 'spec sheet figure'),
-    }),
+    provenance: facts(
+      seen('DRANET', 'Azure ND GB300 v6 and OCI GB300 captured slices: name, CC 10.3, 284208Mi, ATS'),
+      {
+        pciDeviceId: seen('GB300', 'lspci 10de:31c2'),
+        pciSubsystemId: inferred('FAKEGPU', 'no public nvidia-smi -q of a GB300 found'),
+        multiprocessors: inferred(
+          'FAKEGPU',
+          'NVIDIA says up to 160; no device query found; GB200 figure used',
+        ),
+        powerLimitW: seen('GB300', 'nvidia-smi power cap'),
+      },
+    ),
   },
   {
     key: 'RTX-PRO-6000-BSE',

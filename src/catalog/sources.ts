@@ -54,6 +54,8 @@ export const SOURCES: Record<string, string> = {
   S79: 'GoogleCloudPlatform/container-engine-accelerators GPUDirect-TCPX config: a3-highgpu-8g NICs and CPU bindings',
   S80: 'H100 BDFs 04:00.0 and 05:00.0 seen on GCP hosts',
   S81: '4x L4 VM nvidia-smi: BDFs 00:03.0-00:06.0, 580.159.04',
+  GB300:
+    'GB300 nvidia-smi, lspci and numactl outputs in public repositories (580.82.07 ... 580.167.08); NVIDIA DGX Station MIG profile list',
   DRANET: 'kubernetes-sigs/dranet examples: ResourceSlices captured from AWS p4d, Azure GB300 and OCI GB200',
   DRIVER:
     'NVIDIA DRA driver source (kubernetes-sigs/dra-driver-nvidia-gpu): deviceinfo.go, mig.go, partitions.go',

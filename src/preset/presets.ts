@@ -359,7 +359,7 @@ export const PRESETS: readonly Preset[] = [
       gpus: seen('S79'),
       busIds: inferred('S80', '04:00.0 and 05:00.0 seen on GCP hosts; the rest extrapolated'),
       pcieRoots: inferred('FAKEGPU', 'one root per GPU assumed'),
-      numa: seen(
+      numa: inferred(
         'S79',
         'TX bindings put eth1/eth2 on socket 0 and eth3/eth4 on socket 1; GPU NUMA assumed to follow',
       ),
