@@ -300,7 +300,19 @@ class MockDevice implements NvmlDevice {
   migState(): GpuMigState {
     return this.mig;
   }
+
+  /** A compute instance's record and its GPU instance's, or NOT_FOUND once either is destroyed. */
+  computeInstance(giId: number, ciId: number): { gi: GpuInstanceState; ci: ComputeInstanceState } {
+    const gi = this.mig.gpuInstances.find((x) => x.id === giId);
+    const ci = gi?.computeInstances.find((x) => x.id === ciId);
+    if (!gi || !ci)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `compute instance ${giId}/${ciId} was destroyed`);
+    return { gi, ci };
+  }
 }
+
+type GpuInstanceState = GpuMigState['gpuInstances'][number];
+type ComputeInstanceState = GpuInstanceState['computeInstances'][number];
 
 class MockGpuInstance implements NvmlGpuInstance {
   constructor(
@@ -390,25 +402,14 @@ class MockComputeInstance implements NvmlComputeInstance {
     private readonly id: number,
   ) {}
 
-  private find(): { list: { id: number; profileId: number }[]; ci: { id: number; profileId: number } } {
-    const gi = this.device.migState().gpuInstances.find((x) => x.id === this.giId);
-    const ci = gi?.computeInstances.find((x) => x.id === this.id);
-    if (!gi || !ci)
-      throw new NvmlError(
-        NVML_RETURN.ERROR_NOT_FOUND,
-        `compute instance ${this.giId}/${this.id} was destroyed`,
-      );
-    return { list: gi.computeInstances, ci };
-  }
-
   getInfo(): ComputeInstanceInfo {
-    const { ci } = this.find();
+    const { ci } = this.device.computeInstance(this.giId, this.id);
     return { id: ci.id, profileId: ci.profileId, gpuInstanceId: this.giId };
   }
 
   destroy(): void {
-    const { list, ci } = this.find();
-    list.splice(list.indexOf(ci), 1);
+    const { gi, ci } = this.device.computeInstance(this.giId, this.id);
+    gi.computeInstances.splice(gi.computeInstances.indexOf(ci), 1);
     this.nvml.commit();
   }
 }
@@ -420,16 +421,8 @@ class MockMigDevice implements NvmlMigDevice {
     private readonly ciId: number,
   ) {}
 
-  private parts(): { gi: GpuMigState['gpuInstances'][number] } {
-    const gi = this.parent.migState().gpuInstances.find((x) => x.id === this.giId);
-    const ci = gi?.computeInstances.find((x) => x.id === this.ciId);
-    if (!gi || !ci)
-      throw new NvmlError(NVML_RETURN.ERROR_NOT_FOUND, `MIG device ${this.giId}/${this.ciId} is gone`);
-    return { gi };
-  }
-
   getUUID(): string {
-    const { gi } = this.parts();
+    const { gi } = this.parent.computeInstance(this.giId, this.ciId);
     return migUuid(this.parent.hw.uuid, gi.id, this.ciId);
   }
   getGpuInstanceId(): number {
@@ -439,7 +432,10 @@ class MockMigDevice implements NvmlMigDevice {
     return this.ciId;
   }
   getMemoryInfo(): MemoryInfo {
-    const total = BigInt(this.parent.profileById(this.parts().gi.profileId).memoryMiB) * MiB;
+    const total =
+      BigInt(
+        this.parent.profileById(this.parent.computeInstance(this.giId, this.ciId).gi.profileId).memoryMiB,
+      ) * MiB;
     return { total, free: total, used: 0n };
   }
   getDeviceHandleFromMigDeviceHandle(): NvmlDevice {

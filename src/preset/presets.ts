@@ -132,6 +132,8 @@ const p5Prov = {
   driver: inferred('FAKEGPU', 'a current R580 driver'),
 };
 
+const gvnic = { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 };
+
 const noNics = inferred('FAKEGPU', 'only the primary ENA/gVNIC, not modelled');
 
 export const PRESETS: readonly Preset[] = [
@@ -329,31 +331,13 @@ export const PRESETS: readonly Preset[] = [
         ),
       ),
       nics: [
-        nic('eth1', '0000:06:00.0', 'pci0000:06', 0, 'gVNIC', {
-          pciVendor: '1ae0',
-          pciDevice: '0042',
-          rdma: false,
-          speedGbps: 200,
-        }),
-        nic('eth2', '0000:0c:00.0', 'pci0000:0c', 0, 'gVNIC', {
-          pciVendor: '1ae0',
-          pciDevice: '0042',
-          rdma: false,
-          speedGbps: 200,
-        }),
-        nic('eth3', '0000:86:00.0', 'pci0000:86', 1, 'gVNIC', {
-          pciVendor: '1ae0',
-          pciDevice: '0042',
-          rdma: false,
-          speedGbps: 200,
-        }),
-        nic('eth4', '0000:8c:00.0', 'pci0000:8c', 1, 'gVNIC', {
-          pciVendor: '1ae0',
-          pciDevice: '0042',
-          rdma: false,
-          speedGbps: 200,
-        }),
-      ],
+        ['eth1', '06', 0],
+        ['eth2', '0c', 0],
+        ['eth3', '86', 1],
+        ['eth4', '8c', 1],
+      ].map(([ifName, bus, numa]) =>
+        nic(String(ifName), `0000:${bus}:00.0`, `pci0000:${bus}`, Number(numa), 'gVNIC', gvnic),
+      ),
     },
     provenance: {
       gpus: seen('S79'),
