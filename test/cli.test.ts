@@ -110,6 +110,11 @@ describe('bad input on the command line', () => {
       /^fakegpu: --node: "Node_1" is not a valid node name; .*\n$/,
     ],
     [
+      'driver name',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--driver-name', 'GPU'],
+      /^fakegpu: --driver-name: "GPU" is not a valid DRA driver name; .*\n$/,
+    ],
+    [
       'output format',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '-o', 'xml'],
       /argument 'xml' is invalid\. Allowed choices are yaml, json\./,

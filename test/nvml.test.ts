@@ -95,7 +95,15 @@ describe('mock NVML', () => {
     const other = buildMachine(h100, { nodeName: 'another-node', dynamicMig: false });
     assert.throws(() => new MockNvml(other, new FileMigStateStore(path)), /which this machine does not have/);
     writeFileSync(path, '{');
-    assert.throws(() => new MockNvml(machine, new FileMigStateStore(path)), /not JSON/);
+    assert.throws(
+      () => new MockNvml(machine, new FileMigStateStore(path)),
+      /not JSON; delete it to start from the profile$/,
+    );
+    writeFileSync(path, '{"version": 2, "gpus": {}}');
+    assert.throws(
+      () => new MockNvml(machine, new FileMigStateStore(path)),
+      /the NVML state file is malformed \(.*\); delete it/,
+    );
   });
 
   it('creates the static layout of a profile at boot, one full compute instance per GPU instance', () => {

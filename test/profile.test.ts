@@ -162,6 +162,41 @@ describe('bad profiles', () => {
       'spec.gpus[1].minor: duplicate minor number "1"; spec.gpus[0].minor has it already',
     ],
     [
+      'driver older than R525 without a CUDA version',
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { version: '470.82.01' } }),
+      'spec.driver.version: driver "470.82.01" is older than R525; give spec.driver.cudaVersion explicitly',
+    ],
+    [
+      'UUID with count',
+      () =>
+        machineOf({ gpus: [{ model: 'T4', count: 2, uuid: 'GPU-00000000-0000-0000-0000-000000000000' }] }),
+      'spec.gpus[0].uuid: a UUID names one GPU but count is 2',
+    ],
+    [
+      'duplicate NIC bus ID',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [
+            { ifName: 'a', busId: '0000:10:00.0', model: 'ConnectX-7' },
+            { ifName: 'b', busId: '10:00.0', model: 'ConnectX-7' },
+          ],
+        }),
+      'spec.nics[1].busId: duplicate bus ID "0000:10:00.0"; spec.nics[0].busId has it already',
+    ],
+    [
+      'duplicate NIC interface',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [
+            { ifName: 'eth0', busId: '0000:10:00.0', model: 'ConnectX-7' },
+            { ifName: 'eth0', busId: '0000:11:00.0', model: 'ConnectX-7' },
+          ],
+        }),
+      'spec.nics[1].ifName: duplicate interface name "eth0"',
+    ],
+    [
       'no GPUs',
       () => machineOf({}),
       'spec.gpus: no GPUs: list GPUs by model and count, or start from a preset with spec.preset',
