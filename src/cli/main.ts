@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { FakegpuError } from '../errors.js';
+import { clusterCommand } from './cluster.js';
 import { profilesCommand, renderCommand, validateCommand } from './commands.js';
 
 /**
@@ -19,6 +20,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(profilesCommand(write));
   program.addCommand(renderCommand(write));
   program.addCommand(validateCommand(write));
+  program.addCommand(clusterCommand(write));
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {

@@ -1,0 +1,73 @@
+import { Command, Option } from 'commander';
+import {
+  clusterDown,
+  clusterStatus,
+  clusterUp,
+  DEFAULT_NODE,
+  defaultClusterDir,
+  exportLines,
+} from '../cluster/cluster.js';
+import { FakegpuError } from '../errors.js';
+import { checkNodeName } from '../render.js';
+import { table } from './output.js';
+
+const progress = (line: string): void => {
+  process.stderr.write(`fakegpu: ${line}\n`);
+};
+
+export function clusterCommand(write: (s: string) => void): Command {
+  const cluster = new Command('cluster').description(
+    'a local Kubernetes built from upstream sources: etcd, API server, scheduler, controller manager, containerd, kubelet',
+  );
+  cluster
+    .command('up')
+    .description('start the cluster (or reuse the running one) and print export lines for your shell')
+    .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
+    .option('--node <name>', 'name of the node', DEFAULT_NODE)
+    .option(
+      '-p, --profile <preset|file.yaml>',
+      'also run the fakegpu node plugin for this machine on the node',
+    )
+    .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
+    .action(async (opts: { dir: string; node: string; profile?: string; dynamicMig?: boolean }) => {
+      if (opts.profile !== undefined || opts.dynamicMig) {
+        throw new FakegpuError(
+          '--profile',
+          'running the fakegpu node plugin in the cluster is not available yet (it lands with the node plugin); start the cluster without --profile',
+        );
+      }
+      const e = await clusterUp({
+        dir: opts.dir,
+        nodeName: checkNodeName(opts.node, '--node'),
+        log: progress,
+      });
+      write(`${exportLines(e)}\n`);
+    });
+  cluster
+    .command('down')
+    .description('stop every process of the cluster, unmount and remove its network bridge')
+    .option('--dir <dir>', 'cluster directory', defaultClusterDir())
+    .option('--purge', 'also delete the cluster directory (certificates, etcd data, logs)')
+    .action(async (opts: { dir: string; purge?: boolean }) => {
+      await clusterDown({ dir: opts.dir, purge: opts.purge === true, log: progress });
+    });
+  cluster
+    .command('status')
+    .description('which components run, and where their logs are')
+    .option('--dir <dir>', 'cluster directory', defaultClusterDir())
+    .action((opts: { dir: string }) => {
+      const s = clusterStatus(opts.dir);
+      write(
+        table(
+          ['COMPONENT', 'STATE', 'PID', 'LOG'],
+          s.map((c) => [
+            c.name,
+            c.running ? 'running' : 'stopped',
+            c.pid === null ? '-' : String(c.pid),
+            c.log,
+          ]),
+        ),
+      );
+    });
+  return cluster;
+}

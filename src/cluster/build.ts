@@ -1,0 +1,205 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { FakegpuError } from '../errors.js';
+
+/** Versions of the upstream components; the Go modules under cluster/ pin the same ones. */
+export const VERSIONS = {
+  kubernetes: '1.37.2',
+  etcd: '3.7.3',
+  containerd: '2.4.2',
+  runc: '1.5.3',
+  cni: '1.10.0',
+  crictl: '1.37.0',
+  pause: '1.0.0',
+} as const;
+
+interface Component {
+  /** Folder under cluster/ holding its go.mod. */
+  module: keyof typeof VERSIONS;
+  /** Go package → binary name. */
+  binaries: Record<string, string>;
+  /** Sub-folder of the cache's bin/ (CNI plugins live apart, as containerd expects). */
+  dir?: string;
+  ldflags?: string;
+  tags?: string[];
+  cgo?: boolean;
+  /** A C header the build needs, and the Debian package that provides it. */
+  needs?: { header: string; debian: string };
+}
+
+/** Installs a build dependency from Debian's archive when we are root on Debian; otherwise says what to install. */
+function ensureBuildDependency(needs: { header: string; debian: string }, log: (line: string) => void): void {
+  if (existsSync(needs.header)) return;
+  const canInstall = process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');
+  if (canInstall) {
+    log(`installing ${needs.debian} (provides ${needs.header})`);
+    let r = spawnSync('apt-get', ['install', '-y', '-qq', needs.debian], {
+      encoding: 'utf8',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    if (r.status !== 0) {
+      spawnSync('apt-get', ['update', '-qq'], { encoding: 'utf8' });
+      r = spawnSync('apt-get', ['install', '-y', '-qq', needs.debian], {
+        encoding: 'utf8',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
+    }
+    if (r.status === 0 && existsSync(needs.header)) return;
+  }
+  throw new FakegpuError(
+    'build',
+    `${needs.header} is missing; install the ${needs.debian} package (apt-get install ${needs.debian}) and retry`,
+  );
+}
+
+function k8sVersionFlags(): string {
+  const v = VERSIONS.kubernetes;
+  const [major, minor] = v.split('.');
+  return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']
+    .map(
+      (p) =>
+        `-X ${p}.gitVersion=v${v} -X ${p}.gitMajor=${major} -X ${p}.gitMinor=${minor} -X ${p}.gitTreeState=clean`,
+    )
+    .join(' ');
+}
+
+export const COMPONENTS: readonly Component[] = [
+  {
+    module: 'kubernetes',
+    binaries: Object.fromEntries(
+      ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kubectl'].map((c) => [
+        `k8s.io/kubernetes/cmd/${c}`,
+        c,
+      ]),
+    ),
+    ldflags: k8sVersionFlags(),
+  },
+  { module: 'etcd', binaries: { 'go.etcd.io/etcd/server/v3': 'etcd' } },
+  {
+    module: 'containerd',
+    binaries: {
+      'github.com/containerd/containerd/v2/cmd/containerd': 'containerd',
+      'github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2': 'containerd-shim-runc-v2',
+      'github.com/containerd/containerd/v2/cmd/ctr': 'ctr',
+    },
+    ldflags: `-X github.com/containerd/containerd/v2/version.Version=v${VERSIONS.containerd}`,
+    // btrfs support needs kernel headers at build time; overlayfs is what we use.
+    tags: ['no_btrfs'],
+  },
+  // runc's nsenter is C, so it needs cgo; seccomp needs libseccomp, because containerd gives every pod
+  // sandbox the runtime's default seccomp profile.
+  {
+    module: 'runc',
+    binaries: { 'github.com/opencontainers/runc': 'runc' },
+    ldflags: `-X main.version=${VERSIONS.runc}`,
+    cgo: true,
+    tags: ['seccomp'],
+    needs: { header: '/usr/include/seccomp.h', debian: 'libseccomp-dev' },
+  },
+  {
+    module: 'cni',
+    dir: 'cni',
+    binaries: {
+      'github.com/containernetworking/plugins/plugins/main/bridge': 'bridge',
+      'github.com/containernetworking/plugins/plugins/main/loopback': 'loopback',
+      'github.com/containernetworking/plugins/plugins/ipam/host-local': 'host-local',
+    },
+  },
+  { module: 'crictl', binaries: { 'sigs.k8s.io/cri-tools/cmd/crictl': 'crictl' } },
+  { module: 'pause', binaries: { 'fakegpu.dev/cluster/pause': 'pause' } },
+];
+
+export interface Toolchain {
+  /** Binaries: kube-*, kubelet, kubectl, etcd, containerd*, ctr, runc, crictl. */
+  bin: string;
+  /** CNI plugins. */
+  cniBin: string;
+}
+
+function recipe(repoRoot: string, c: Component): string {
+  const dir = join(repoRoot, 'cluster', c.module);
+  const h = createHash('sha256');
+  // go.sum is absent for a module without dependencies (the pause program).
+  for (const f of ['go.mod', 'go.sum', 'main.go'])
+    if (existsSync(join(dir, f))) h.update(readFileSync(join(dir, f)));
+  h.update(JSON.stringify({ ...c, go: goVersion() }));
+  return h.digest('hex').slice(0, 16);
+}
+
+let cachedGo: string | undefined;
+function goVersion(): string {
+  if (cachedGo) return cachedGo;
+  const r = spawnSync('go', ['env', 'GOVERSION'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    throw new FakegpuError(
+      'go',
+      'the Go toolchain is needed to build the cluster binaries and was not found on PATH; install Go >= 1.26 (https://go.dev/dl) and retry',
+    );
+  }
+  cachedGo = r.stdout.trim();
+  return cachedGo;
+}
+
+/** `$FAKEGPU_CACHE`, else `$XDG_CACHE_HOME/fakegpu`, else `~/.cache/fakegpu`: outside the checkout, so clones share it. */
+export function cacheRoot(): string {
+  return (
+    process.env['FAKEGPU_CACHE'] ??
+    join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'fakegpu')
+  );
+}
+
+export function toolchainPaths(): Toolchain {
+  const base = join(cacheRoot(), `k8s-v${VERSIONS.kubernetes}`);
+  return { bin: join(base, 'bin'), cniBin: join(base, 'cni', 'bin') };
+}
+
+/**
+ * Builds every missing or outdated binary from the pinned Go modules, printing progress to stderr. A
+ * component is rebuilt only when its go.mod, go.sum, build recipe or the Go version changed.
+ */
+export function ensureBinaries(repoRoot: string, log: (line: string) => void): Toolchain {
+  const paths = toolchainPaths();
+  COMPONENTS.forEach((c, i) => {
+    const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
+    const stamp = join(out, `.${c.module}.stamp`);
+    const want = recipe(repoRoot, c);
+    const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
+    const names = Object.values(c.binaries);
+    if (have === want && names.every((n) => existsSync(join(out, n)))) return;
+    mkdirSync(out, { recursive: true });
+    if (c.needs) ensureBuildDependency(c.needs, log);
+    const started = Date.now();
+    log(
+      `building ${c.module} ${VERSIONS[c.module]} (${names.join(', ')}) [${i + 1}/${COMPONENTS.length}]; a first build takes minutes`,
+    );
+    for (const [pkg, name] of Object.entries(c.binaries)) {
+      const tmp = join(out, `.${name}.tmp`);
+      const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
+      if (c.tags) args.push('-tags', c.tags.join(','));
+      args.push(pkg);
+      const r = spawnSync('go', args, {
+        cwd: join(repoRoot, 'cluster', c.module),
+        env: {
+          ...process.env,
+          CGO_ENABLED: c.cgo ? '1' : '0',
+          GOTOOLCHAIN: 'local',
+          GOFLAGS: '-mod=readonly',
+        },
+        stdio: ['ignore', 'inherit', 'pipe'],
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      if (r.status !== 0) {
+        const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
+        throw new FakegpuError(`build ${name}`, `go build ${pkg} failed in cluster/${c.module}:\n${tail}`);
+      }
+      renameSync(tmp, join(out, name));
+    }
+    writeFileSync(stamp, `${want}\n`);
+    log(`built ${c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
+  });
+  return paths;
+}

@@ -1,0 +1,543 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FakegpuError } from '../errors.js';
+import { cacheRoot, ensureBinaries, type Toolchain } from './build.js';
+import {
+  featureGatesFlag,
+  layout,
+  NODE_IP,
+  NODE_LINK,
+  type Layout,
+  PORTS,
+  SERVICE_CIDR,
+  writeCniConfig,
+  writeContainerdConfig,
+  writeKubeletConfig,
+} from './config.js';
+import { ensureImageArchives, PAUSE_IMAGE, TEST_IMAGE } from './image.js';
+import { ensureCa, ensureCert, ensureServiceAccountKey, writeKubeconfig } from './pki.js';
+import {
+  exeOf,
+  forgetPid,
+  isAlive,
+  pidsMentioning,
+  readPid,
+  startDaemon,
+  stopPid,
+  tail,
+  type Started,
+} from './process.js';
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/** Components in start order; `down` stops them in reverse. */
+export const COMPONENT_ORDER = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'containerd',
+  'kubelet',
+] as const;
+export type ComponentName = (typeof COMPONENT_ORDER)[number];
+
+export interface ClusterOptions {
+  dir: string;
+  nodeName: string;
+  log: (line: string) => void;
+}
+
+export function defaultClusterDir(): string {
+  return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
+}
+
+export const DEFAULT_NODE = 'fakegpu-node';
+
+interface State {
+  nodeName: string;
+  bin: string;
+  cniBin: string;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function preflight(): void {
+  if (process.platform !== 'linux')
+    throw new FakegpuError('cluster up', `the local cluster needs Linux; this is ${process.platform}`);
+  if (process.getuid?.() !== 0) {
+    throw new FakegpuError(
+      'cluster up',
+      'the local cluster runs a kubelet and containerd, which need root; run it as root (sudo -E npx fakegpu cluster up)',
+    );
+  }
+  const fs = readFileSync('/proc/filesystems', 'utf8');
+  if (!/\boverlay\b/.test(fs))
+    throw new FakegpuError(
+      'cluster up',
+      'the kernel has no overlay filesystem (not in /proc/filesystems); containerd needs it (modprobe overlay)',
+    );
+  const v1 = existsSync('/sys/fs/cgroup/memory') && existsSync('/sys/fs/cgroup/cpu');
+  const v2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
+  if (!v1 && !v2)
+    throw new FakegpuError(
+      'cluster up',
+      'no cgroup hierarchy is mounted under /sys/fs/cgroup; the kubelet needs cgroups (v1 or v2)',
+    );
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => {
+      resolve(false);
+    });
+    s.listen(port, '127.0.0.1', () => {
+      s.close(() => {
+        resolve(true);
+      });
+    });
+  });
+}
+
+async function checkPorts(): Promise<void> {
+  for (const [name, port] of Object.entries(PORTS)) {
+    if (!(await portFree(port))) {
+      throw new FakegpuError(
+        'cluster up',
+        `port ${port} (${name}) on 127.0.0.1 is already in use; stop what holds it (ss -ltnp 'sport = :${port}') or run "fakegpu cluster down"`,
+      );
+    }
+  }
+}
+
+function ensureNodeLink(): void {
+  if (existsSync(`/sys/class/net/${NODE_LINK}`)) return;
+  for (const a of [
+    ['link', 'add', NODE_LINK, 'type', 'bridge'],
+    ['addr', 'add', `${NODE_IP}/32`, 'dev', NODE_LINK],
+    ['link', 'set', NODE_LINK, 'up'],
+  ]) {
+    const r = spawnSync('ip', a, { encoding: 'utf8' });
+    if (r.error || r.status !== 0) {
+      throw new FakegpuError(
+        'cluster up',
+        `cannot create the node's network interface (ip ${a.join(' ')}): ${r.stderr || String(r.error)}; the iproute2 package and root are needed`,
+      );
+    }
+  }
+}
+
+function ensurePki(l: Layout, nodeName: string): void {
+  ensureCa(l.pki);
+  ensureServiceAccountKey(l.pki);
+  const local = 'DNS:localhost,IP:127.0.0.1';
+  ensureCert(l.pki, {
+    file: 'apiserver',
+    cn: 'kube-apiserver',
+    usage: 'server',
+    san: `${local},IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local`,
+  });
+  ensureCert(l.pki, {
+    file: 'apiserver-kubelet-client',
+    cn: 'kube-apiserver-kubelet-client',
+    org: 'system:masters',
+    usage: 'client',
+  });
+  ensureCert(l.pki, { file: 'admin', cn: 'kubernetes-admin', org: 'system:masters', usage: 'client' });
+  ensureCert(l.pki, { file: 'controller-manager', cn: 'system:kube-controller-manager', usage: 'client' });
+  ensureCert(l.pki, { file: 'scheduler', cn: 'system:kube-scheduler', usage: 'client' });
+  ensureCert(l.pki, {
+    file: `kubelet-${nodeName}`,
+    cn: `system:node:${nodeName}`,
+    org: 'system:nodes',
+    usage: 'client',
+  });
+  ensureCert(l.pki, {
+    file: 'kubelet-serving',
+    cn: nodeName,
+    usage: 'server',
+    san: `${local},DNS:${nodeName},IP:${NODE_IP}`,
+  });
+  const server = `https://127.0.0.1:${PORTS.apiserver}`;
+  writeKubeconfig(l.adminKubeconfig, l.pki, server, 'admin', 'admin');
+  writeKubeconfig(
+    join(l.configDir, 'controller-manager.kubeconfig'),
+    l.pki,
+    server,
+    'controller-manager',
+    'controller-manager',
+  );
+  writeKubeconfig(join(l.configDir, 'scheduler.kubeconfig'), l.pki, server, 'scheduler', 'scheduler');
+  writeKubeconfig(
+    join(l.configDir, 'kubelet.kubeconfig'),
+    l.pki,
+    server,
+    `system:node:${nodeName}`,
+    `kubelet-${nodeName}`,
+  );
+}
+
+function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string): string[] {
+  const p = (f: string): string => join(l.pki, f);
+  const gates = `--feature-gates=${featureGatesFlag()}`;
+  switch (name) {
+    case 'etcd':
+      return [
+        '--name=fakegpu',
+        `--data-dir=${l.etcdData}`,
+        `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
+        // A throwaway test cluster: durability is not worth an fsync per write.
+        '--unsafe-no-fsync',
+        '--listen-metrics-urls=',
+      ];
+    case 'kube-apiserver':
+      return [
+        `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${PORTS.apiserver}`,
+        `--tls-cert-file=${p('apiserver.crt')}`,
+        `--tls-private-key-file=${p('apiserver.key')}`,
+        `--client-ca-file=${p('ca.crt')}`,
+        `--kubelet-client-certificate=${p('apiserver-kubelet-client.crt')}`,
+        `--kubelet-client-key=${p('apiserver-kubelet-client.key')}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${p('sa.pub')}`,
+        `--service-account-signing-key-file=${p('sa.key')}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--authorization-mode=Node,RBAC',
+        '--enable-admission-plugins=NodeRestriction',
+        '--allow-privileged=true',
+        '--endpoint-reconciler-type=none',
+        '--kubelet-preferred-address-types=InternalIP',
+        gates,
+      ];
+    case 'kube-controller-manager': {
+      const kc = join(l.configDir, 'controller-manager.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.controllerManager}`,
+        `--service-account-private-key-file=${p('sa.key')}`,
+        `--root-ca-file=${p('ca.crt')}`,
+        '--use-service-account-credentials=true',
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--leader-elect=false',
+        gates,
+      ];
+    }
+    case 'kube-scheduler': {
+      const kc = join(l.configDir, 'scheduler.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.scheduler}`,
+        '--leader-elect=false',
+        gates,
+      ];
+    }
+    case 'containerd':
+      return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
+    case 'kubelet':
+      return [
+        `--config=${writeKubeletConfig(l)}`,
+        `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
+        `--root-dir=${l.kubeletRoot}`,
+        `--hostname-override=${nodeName}`,
+        `--node-ip=${NODE_IP}`,
+      ];
+  }
+}
+
+function httpOk(url: string, tls?: { ca: Buffer; cert: Buffer; key: Buffer } | 'insecure'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean): void => {
+      resolve(ok);
+    };
+    const onRes = (res: { statusCode?: number; resume: () => void }): void => {
+      res.resume();
+      done(res.statusCode === 200);
+    };
+    const req = url.startsWith('https:')
+      ? httpsRequest(url, tls === 'insecure' || !tls ? { rejectUnauthorized: false } : { ...tls }, onRes)
+      : httpGet(url, onRes);
+    req.setTimeout(2000, () => {
+      req.destroy();
+    });
+    req.on('error', () => {
+      done(false);
+    });
+    if (url.startsWith('https:')) req.end();
+  });
+}
+
+export function kubectl(
+  l: Layout,
+  bin: string,
+  args: string[],
+  input?: string,
+): { code: number; out: string; err: string } {
+  const r = spawnSync(join(bin, 'kubectl'), [`--kubeconfig=${l.adminKubeconfig}`, ...args], {
+    encoding: 'utf8',
+    input,
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
+}
+
+async function waitFor(
+  what: string,
+  started: Started,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(started.pid)) {
+      throw new FakegpuError(
+        started.name,
+        `exited while starting (${what}); last lines of ${started.log}:\n${tail(started.log)}`,
+      );
+    }
+    if (await check()) return;
+    await sleep(250);
+  }
+  throw new FakegpuError(
+    started.name,
+    `not ready after ${timeoutMs / 1000}s (${what}); last lines of ${started.log}:\n${tail(started.log)}`,
+  );
+}
+
+function env(t: Toolchain): NodeJS.ProcessEnv {
+  return { ...process.env, PATH: `${t.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+}
+
+function running(l: Layout): Record<ComponentName, number | null> {
+  return Object.fromEntries(
+    COMPONENT_ORDER.map((n) => {
+      const pid = readPid(l.run, n);
+      return [n, pid !== null && isAlive(pid) ? pid : null];
+    }),
+  ) as Record<ComponentName, number | null>;
+}
+
+export interface Exports {
+  KUBECONFIG: string;
+  PATH: string;
+  FAKEGPU_TEST_IMAGE: string;
+  FAKEGPU_CLUSTER_DIR: string;
+  FAKEGPU_NODE: string;
+}
+
+function exportsOf(l: Layout, s: State): Exports {
+  return {
+    KUBECONFIG: l.adminKubeconfig,
+    PATH: `${s.bin}:${process.env['PATH'] ?? ''}`,
+    FAKEGPU_TEST_IMAGE: TEST_IMAGE,
+    FAKEGPU_CLUSTER_DIR: l.dir,
+    FAKEGPU_NODE: s.nodeName,
+  };
+}
+
+export function exportLines(e: Exports): string {
+  return Object.entries(e)
+    .map(([k, v]) => `export ${k}=${JSON.stringify(v)}`)
+    .join('\n');
+}
+
+function readState(l: Layout): State | null {
+  try {
+    return JSON.parse(readFileSync(join(l.dir, 'state.json'), 'utf8')) as State;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
+export async function clusterUp(o: ClusterOptions): Promise<Exports> {
+  preflight();
+  const l = layout(o.dir);
+  const state = readState(l);
+  const live = running(l);
+  if (state && COMPONENT_ORDER.every((n) => live[n] !== null)) {
+    if (state.nodeName !== o.nodeName) {
+      throw new FakegpuError(
+        '--node',
+        `the cluster in ${l.dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
+      );
+    }
+    o.log(`reusing the running cluster in ${l.dir}`);
+    return exportsOf(l, state);
+  }
+  if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
+    o.log('found a partly running or crashed cluster; cleaning it up first');
+    await clusterDown({ dir: o.dir, purge: false, log: o.log });
+  }
+  await checkPorts();
+  const t = ensureBinaries(REPO_ROOT, o.log);
+  const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
+  for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
+  ensurePki(l, o.nodeName);
+  writeCniConfig(l);
+  ensureNodeLink();
+  const s: State = { nodeName: o.nodeName, bin: t.bin, cniBin: t.cniBin };
+  writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
+
+  const tls = {
+    ca: readFileSync(join(l.pki, 'ca.crt')),
+    cert: readFileSync(join(l.pki, 'admin.crt')),
+    key: readFileSync(join(l.pki, 'admin.key')),
+  };
+  const start = (name: ComponentName): Started => {
+    o.log(`starting ${name}`);
+    return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, o.nodeName), env(t));
+  };
+  try {
+    await waitFor(
+      'etcd /health',
+      start('etcd'),
+      () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
+      60_000,
+    );
+    await waitFor(
+      '/readyz',
+      start('kube-apiserver'),
+      () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls),
+      120_000,
+    );
+    await waitFor(
+      '/healthz',
+      start('kube-controller-manager'),
+      () => httpOk(`https://127.0.0.1:${PORTS.controllerManager}/healthz`, 'insecure'),
+      60_000,
+    );
+    await waitFor(
+      '/healthz',
+      start('kube-scheduler'),
+      () => httpOk(`https://127.0.0.1:${PORTS.scheduler}/healthz`, 'insecure'),
+      60_000,
+    );
+    const containerd = start('containerd');
+    const ctr = (a: string[]): ReturnType<typeof spawnSync> =>
+      spawnSync(join(t.bin, 'ctr'), ['--address', l.containerdSock, '--namespace', 'k8s.io', ...a], {
+        encoding: 'utf8',
+      });
+    await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
+    for (const archive of [images.pause, images.test]) {
+      const r = ctr(['images', 'import', '--local', archive]);
+      if (r.status !== 0)
+        throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
+    }
+    const kubelet = start('kubelet');
+    await waitFor(
+      `node ${o.nodeName} Ready`,
+      kubelet,
+      () => {
+        const r = kubectl(l, t.bin, [
+          'get',
+          'node',
+          o.nodeName,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+        ]);
+        return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
+      },
+      180_000,
+    );
+    await waitFor(
+      'the default service account',
+      kubelet,
+      () =>
+        Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
+      60_000,
+    );
+  } catch (e) {
+    o.log('start failed; stopping what was started');
+    await clusterDown({ dir: o.dir, purge: false, log: o.log });
+    throw e;
+  }
+  o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
+  return exportsOf(l, s);
+}
+
+function mountsUnder(dir: string): string[] {
+  const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  const points = lines.map((x) => x.split(' ')[4] ?? '').filter((m) => m === dir || m.startsWith(`${dir}/`));
+  // Deepest first, so parents unmount after their children.
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+export interface DownOptions {
+  dir: string;
+  purge: boolean;
+  log: (line: string) => void;
+}
+
+/** Stops every process the cluster started, unmounts what it mounted and removes its bridge. */
+export async function clusterDown(o: DownOptions): Promise<void> {
+  const l = layout(o.dir);
+  const state = readState(l);
+  // Remove pods while the runtime still runs, so their shims, mounts and veths go with them.
+  const kubeletPid = readPid(l.run, 'kubelet');
+  if (kubeletPid !== null) {
+    await stopPid(kubeletPid);
+    forgetPid(l.run, 'kubelet');
+  }
+  const containerdPid = readPid(l.run, 'containerd');
+  if (state && containerdPid !== null && isAlive(containerdPid)) {
+    spawnSync(
+      join(state.bin, 'crictl'),
+      ['--runtime-endpoint', `unix://${l.containerdSock}`, 'rmp', '--all', '--force'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+  }
+  for (const name of [...COMPONENT_ORDER].reverse()) {
+    const pid = readPid(l.run, name);
+    if (pid === null) continue;
+    const exe = exeOf(pid);
+    if (isAlive(pid) && (exe === null || exe.endsWith(`/${name}`))) {
+      o.log(`stopping ${name} (pid ${pid})`);
+      await stopPid(pid);
+    }
+    forgetPid(l.run, name);
+  }
+  for (const pid of pidsMentioning(l.containerdSock)) await stopPid(pid, 2000);
+  for (const m of mountsUnder(l.dir)) spawnSync('umount', ['-l', m]);
+  for (const link of ['fakegpu0', NODE_LINK])
+    if (existsSync(`/sys/class/net/${link}`)) spawnSync('ip', ['link', 'delete', link]);
+  if (o.purge) {
+    rmSync(l.dir, { recursive: true, force: true });
+    o.log(`removed ${l.dir}`);
+  }
+}
+
+export interface ComponentStatus {
+  name: ComponentName;
+  pid: number | null;
+  running: boolean;
+  log: string;
+}
+
+export function clusterStatus(dir: string): ComponentStatus[] {
+  const l = layout(dir);
+  const live = running(l);
+  return COMPONENT_ORDER.map((name) => ({
+    name,
+    pid: readPid(l.run, name),
+    running: live[name] !== null,
+    log: join(l.logs, `${name}.log`),
+  }));
+}

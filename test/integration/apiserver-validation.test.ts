@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import type { Exports } from '../../src/cluster/cluster.js';
+import type { ResourceSlice } from '../../src/k8s/resource.js';
+import { PRESETS } from '../../src/preset/index.js';
+import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
+import { render } from '../support/render.js';
+
+/** Every preset's slices, plain and dynamic MIG, through the real API server's validation. */
+describe('the real kube-apiserver accepts rendered slices', () => {
+  let e: Exports;
+  before(async () => {
+    e = await testCluster();
+  });
+
+  PRESETS.forEach((p, i) => {
+    for (const dynamicMig of [false, true]) {
+      it(`${p.name}${dynamicMig ? ' --dynamic-mig' : ''}`, () => {
+        const node = `validate-${i}${dynamicMig ? '-mig' : ''}`;
+        const list = render(p.name, { node, dynamicMig });
+        const names = mustKubectl(e, ['create', '-o', 'name', '-f', '-'], JSON.stringify(list))
+          .trim()
+          .split('\n');
+        try {
+          assert.equal(names.length, list.items.length);
+          const stored = JSON.parse(mustKubectl(e, ['get', '-o', 'json', ...names])) as {
+            items?: ResourceSlice[];
+          } & ResourceSlice;
+          const items = stored.items ?? [stored];
+          // The server stores exactly what was sent: no field dropped, defaulted or re-encoded.
+          const key = (s: ResourceSlice['spec']): string =>
+            s.devices?.[0]?.name ?? s.sharedCounters?.[0]?.name ?? '';
+          const order = (a: ResourceSlice['spec'], b: ResourceSlice['spec']): number =>
+            key(a).localeCompare(key(b));
+          assert.deepEqual(items.map((s) => s.spec).sort(order), list.items.map((s) => s.spec).sort(order));
+        } finally {
+          mustKubectl(e, ['delete', '--wait=false', ...names]);
+        }
+      });
+    }
+  });
+
+  it('rejects a slice over the API limit (129 devices), so this test can fail', () => {
+    const list = render('aws-p4d.24xlarge', { node: 'validate-limit' });
+    const slice = list.items[0];
+    assert.ok(slice?.spec.devices);
+    const [first] = slice.spec.devices;
+    assert.ok(first);
+    slice.spec.devices = Array.from({ length: 129 }, (_, n) => ({ ...first, name: `gpu-${n}` }));
+    const r = kubectl(e, ['create', '-f', '-'], JSON.stringify(slice));
+    assert.notEqual(r.code, 0);
+    assert.match(r.err, /spec\.devices: Too many: 129: must have at most 128 items/);
+  });
+});

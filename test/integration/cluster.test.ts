@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import type { Exports } from '../../src/cluster/cluster.js';
+import { clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
+import {
+  eventually,
+  kubectl,
+  mustKubectl,
+  TEST_CLUSTER_DIR,
+  TEST_NODE,
+  testCluster,
+} from '../support/cluster.js';
+
+describe('local cluster', () => {
+  let e: Exports;
+  before(async () => {
+    e = await testCluster();
+  });
+
+  it('has a Ready node and every component running', () => {
+    assert.equal(
+      mustKubectl(e, [
+        'get',
+        'node',
+        TEST_NODE,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]),
+      'True',
+    );
+    for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs`);
+  });
+
+  it('serves the DRA API group resource.k8s.io/v1', () => {
+    const out = mustKubectl(e, ['api-resources', '--api-group=resource.k8s.io', '-o', 'name']);
+    for (const r of [
+      'resourceslices.resource.k8s.io',
+      'resourceclaims.resource.k8s.io',
+      'deviceclasses.resource.k8s.io',
+      'resourceclaimtemplates.resource.k8s.io',
+    ]) {
+      assert.ok(out.split('\n').includes(r), `${r} in ${out}`);
+    }
+    assert.match(mustKubectl(e, ['api-versions']), /^resource\.k8s\.io\/v1$/m);
+  });
+
+  it('runs a pod from the test image to completion', async () => {
+    const name = `hello-${Date.now().toString(36)}`;
+    mustKubectl(
+      e,
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: {
+          restartPolicy: 'Never',
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'main',
+              image: e.FAKEGPU_TEST_IMAGE,
+              imagePullPolicy: 'Never',
+              command: ['sh', '-c', 'echo hello from $(uname -s); ls /bin/sh'],
+            },
+          ],
+        },
+      }),
+    );
+    const phase = await eventually(
+      'the pod to finish',
+      () => {
+        const p = kubectl(e, ['get', 'pod', name, '-o', 'jsonpath={.status.phase}']).out;
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      120_000,
+    );
+    assert.equal(phase, 'Succeeded', kubectl(e, ['describe', 'pod', name]).out);
+    assert.equal(mustKubectl(e, ['logs', name]), 'hello from Linux\n/bin/sh\n');
+    mustKubectl(e, ['delete', 'pod', name, '--wait=false']);
+  });
+});
+
+describe('cluster up refuses what it cannot do', () => {
+  before(async () => {
+    await testCluster();
+  });
+
+  it('a second cluster on the same ports: names the port, starts nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-second-'));
+    await assert.rejects(clusterUp({ dir, nodeName: 'second', log: () => undefined }), {
+      message: /^cluster up: port 6443 \(apiserver\) on 127\.0\.0\.1 is already in use; /,
+    });
+    for (const c of clusterStatus(dir)) assert.equal(c.running, false, `${c.name} must not run`);
+    for (const c of clusterStatus(TEST_CLUSTER_DIR))
+      assert.ok(c.running, `the test cluster's ${c.name} still runs`);
+  });
+});
