@@ -170,3 +170,31 @@ describe('fakegpu profiles and validate', () => {
     );
   });
 });
+
+describe('fakegpu cluster up refuses to run where it cannot', () => {
+  it('as a user other than root: says root is needed, prints no exports', () => {
+    const r = spawnSync(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        bin,
+        'cluster',
+        'up',
+        '--dir',
+        '/tmp/fakegpu-nobody',
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.notEqual(r.status, 0);
+    assert.equal(r.stdout, '');
+    assert.match(
+      r.stderr,
+      /^fakegpu: cluster up: the local cluster runs a kubelet and containerd, which need root; run it as root/,
+    );
+  });
+});

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Exports } from '../../src/cluster/cluster.js';
 import { clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
+import { isAlive } from '../../src/cluster/process.js';
 import {
   eventually,
   kubectl,
@@ -97,5 +98,33 @@ describe('cluster up refuses what it cannot do', () => {
     for (const c of clusterStatus(dir)) assert.equal(c.running, false, `${c.name} must not run`);
     for (const c of clusterStatus(TEST_CLUSTER_DIR))
       assert.ok(c.running, `the test cluster's ${c.name} still runs`);
+  });
+});
+
+describe('cluster up after a crash', () => {
+  it('finds a component dead, cleans up and brings every component back', async () => {
+    const e = await testCluster();
+    const scheduler = clusterStatus(TEST_CLUSTER_DIR).find((c) => c.name === 'kube-scheduler');
+    assert.ok(scheduler?.pid);
+    process.kill(scheduler.pid, 'SIGKILL');
+    await eventually('the scheduler to die', () => (isAlive(scheduler.pid ?? 0) ? undefined : true));
+    const lines: string[] = [];
+    const again = await clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, log: (l) => lines.push(l) });
+    assert.ok(
+      lines.includes('found a partly running or crashed cluster; cleaning it up first'),
+      lines.join('\n'),
+    );
+    assert.equal(again.KUBECONFIG, e.KUBECONFIG);
+    for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs again`);
+    assert.equal(
+      mustKubectl(e, [
+        'get',
+        'node',
+        TEST_NODE,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]),
+      'True',
+    );
   });
 });
