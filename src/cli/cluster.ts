@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import { Command, Option } from 'commander';
 import {
   clusterDown,
@@ -8,6 +9,7 @@ import {
   exportLines,
 } from '../cluster/cluster.js';
 import { FakegpuError } from '../errors.js';
+import { resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { table } from './output.js';
 
@@ -30,15 +32,23 @@ export function clusterCommand(write: (s: string) => void): Command {
     )
     .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
     .action(async (opts: { dir: string; node: string; profile?: string; dynamicMig?: boolean }) => {
-      if (opts.profile !== undefined || opts.dynamicMig) {
+      if (opts.dynamicMig && opts.profile === undefined) {
         throw new FakegpuError(
-          '--profile',
-          'running the fakegpu node plugin in the cluster is not available yet (it lands with the node plugin); start the cluster without --profile',
+          '--dynamic-mig',
+          'needs --profile: it is a setting of the node plugin that --profile starts',
         );
       }
+      // Check the profile before starting anything, so a typo costs nothing.
+      if (opts.profile !== undefined) resolveProfile(opts.profile);
       const e = await clusterUp({
         dir: opts.dir,
         nodeName: checkNodeName(opts.node, '--node'),
+        // The plugin runs in its own process: a profile file must not depend on this shell's directory.
+        profile:
+          opts.profile !== undefined && /[/\\]|\.ya?ml$/i.test(opts.profile)
+            ? resolvePath(opts.profile)
+            : opts.profile,
+        dynamicMig: opts.dynamicMig === true,
         log: progress,
       });
       write(`${exportLines(e)}\n`);

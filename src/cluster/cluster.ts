@@ -43,14 +43,22 @@ export const COMPONENT_ORDER = [
   'kube-scheduler',
   'containerd',
   'kubelet',
+  'fakegpu-plugin',
 ] as const;
 export type ComponentName = (typeof COMPONENT_ORDER)[number];
 
 export interface ClusterOptions {
   dir: string;
   nodeName: string;
+  /** Run fakegpu's node plugin for this machine (preset name or profile file) on the node. */
+  profile?: string | undefined;
+  dynamicMig?: boolean;
   log: (line: string) => void;
 }
+
+/** NVIDIA's sharing gates are off by default in the real driver; a demo cluster turns them on. */
+export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
+export const PLUGIN_HTTP = '127.0.0.1:51516';
 
 export function defaultClusterDir(): string {
   return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
@@ -62,6 +70,8 @@ interface State {
   nodeName: string;
   bin: string;
   cniBin: string;
+  profile: string | null;
+  dynamicMig: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -251,6 +261,8 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string): s
     }
     case 'containerd':
       return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
+    case 'fakegpu-plugin':
+      throw new Error('the plugin is started by startPlugin');
     case 'kubelet':
       return [
         `--config=${writeKubeletConfig(l)}`,
@@ -325,6 +337,11 @@ function env(t: Toolchain): NodeJS.ProcessEnv {
   return { ...process.env, PATH: `${t.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
 }
 
+/** Components this cluster runs: the plugin only with a profile. */
+function componentsOf(s: State | null): ComponentName[] {
+  return COMPONENT_ORDER.filter((n) => n !== 'fakegpu-plugin' || (s?.profile ?? null) !== null);
+}
+
 function running(l: Layout): Record<ComponentName, number | null> {
   return Object.fromEntries(
     COMPONENT_ORDER.map((n) => {
@@ -332,6 +349,43 @@ function running(l: Layout): Record<ComponentName, number | null> {
       return [n, pid !== null && isAlive(pid) ? pid : null];
     }),
   ) as Record<ComponentName, number | null>;
+}
+
+async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string) => void): Promise<void> {
+  const classes = kubectl(l, t.bin, ['apply', '-f', join(REPO_ROOT, 'deploy', 'deviceclasses.yaml')]);
+  if (classes.code !== 0)
+    throw new FakegpuError('cluster up', `installing the DeviceClasses failed: ${classes.err.trim()}`);
+  log(`starting fakegpu-plugin (${s.profile ?? ''}${s.dynamicMig ? ', dynamic MIG' : ''})`);
+  const args = [
+    join(REPO_ROOT, 'bin', 'fakegpu.js'),
+    'plugin',
+    `--node-name=${s.nodeName}`,
+    `--profile=${s.profile ?? ''}`,
+    `--kubelet-plugins-dir=${join(l.kubeletRoot, 'plugins')}`,
+    `--kubelet-registrar-dir=${join(l.kubeletRoot, 'plugins_registry')}`,
+    `--cdi-root=${l.cdiDir}`,
+    `--state-dir=${join(l.dir, 'plugin')}`,
+    `--kubeconfig=${l.adminKubeconfig}`,
+    `--http-endpoint=${PLUGIN_HTTP}`,
+    `--feature-gates=${PLUGIN_FEATURE_GATES}`,
+    ...(s.dynamicMig ? ['--dynamic-mig'] : []),
+  ];
+  const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, args, env(t));
+  await waitFor(
+    'its ResourceSlices published',
+    plugin,
+    () => {
+      const r = kubectl(l, t.bin, [
+        'get',
+        'resourceslices',
+        `--field-selector=spec.nodeName=${s.nodeName}`,
+        '-o',
+        'name',
+      ]);
+      return Promise.resolve(r.code === 0 && r.out.trim() !== '');
+    },
+    60_000,
+  );
 }
 
 export interface Exports {
@@ -372,11 +426,23 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   const l = layout(o.dir);
   const state = readState(l);
   const live = running(l);
-  if (state && COMPONENT_ORDER.every((n) => live[n] !== null)) {
+  const profile = o.profile ?? null;
+  const dynamicMig = o.dynamicMig === true;
+  if (state && componentsOf(state).every((n) => live[n] !== null)) {
     if (state.nodeName !== o.nodeName) {
       throw new FakegpuError(
         '--node',
         `the cluster in ${l.dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
+      );
+    }
+    if (state.profile !== profile || state.dynamicMig !== dynamicMig) {
+      const now =
+        state.profile === null
+          ? 'no node plugin'
+          : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}`;
+      throw new FakegpuError(
+        '--profile',
+        `the cluster in ${l.dir} runs ${now}; run "fakegpu cluster down" first to change it`,
       );
     }
     o.log(`reusing the running cluster in ${l.dir}`);
@@ -393,7 +459,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   ensurePki(l, o.nodeName);
   writeCniConfig(l);
   ensureNodeLink();
-  const s: State = { nodeName: o.nodeName, bin: t.bin, cniBin: t.cniBin };
+  const s: State = { nodeName: o.nodeName, bin: t.bin, cniBin: t.cniBin, profile, dynamicMig };
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
 
   const tls = {
@@ -464,6 +530,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
       60_000,
     );
+    if (profile !== null) await startPlugin(l, t, s, o.log);
   } catch (e) {
     o.log('start failed; stopping what was started');
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
@@ -490,11 +557,14 @@ export interface DownOptions {
 export async function clusterDown(o: DownOptions): Promise<void> {
   const l = layout(o.dir);
   const state = readState(l);
-  // Remove pods while the runtime still runs, so their shims, mounts and veths go with them.
-  const kubeletPid = readPid(l.run, 'kubelet');
-  if (kubeletPid !== null) {
-    await stopPid(kubeletPid);
-    forgetPid(l.run, 'kubelet');
+  // The plugin deregisters first; then pods go while the runtime still runs, so their shims, mounts
+  // and veths go with them.
+  for (const name of ['fakegpu-plugin', 'kubelet'] as const) {
+    const pid = readPid(l.run, name);
+    if (pid === null) continue;
+    if (isAlive(pid)) o.log(`stopping ${name} (pid ${pid})`);
+    await stopPid(pid);
+    forgetPid(l.run, name);
   }
   const containerdPid = readPid(l.run, 'containerd');
   if (state && containerdPid !== null && isAlive(containerdPid)) {
@@ -508,6 +578,7 @@ export async function clusterDown(o: DownOptions): Promise<void> {
     const pid = readPid(l.run, name);
     if (pid === null) continue;
     const exe = exeOf(pid);
+    // A pid file can outlive its process and the pid be reused: only stop our own binary.
     if (isAlive(pid) && (exe === null || exe.endsWith(`/${name}`))) {
       o.log(`stopping ${name} (pid ${pid})`);
       await stopPid(pid);
@@ -534,7 +605,7 @@ export interface ComponentStatus {
 export function clusterStatus(dir: string): ComponentStatus[] {
   const l = layout(dir);
   const live = running(l);
-  return COMPONENT_ORDER.map((name) => ({
+  return componentsOf(readState(l)).map((name) => ({
     name,
     pid: readPid(l.run, name),
     running: live[name] !== null,

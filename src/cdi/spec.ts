@@ -1,0 +1,58 @@
+/**
+ * CDI specs as NVIDIA's driver writes them: one transient spec per claim, kind `k8s.gpu.nvidia.com/claim`,
+ * devices named `<claimUID>-<device>`, version 0.5.0 (the lowest that allows names starting with a digit
+ * and `hostPath` on device nodes), written with a rename so runtimes never read half a file.
+ */
+
+export const CDI_VENDOR = 'k8s.gpu.nvidia.com';
+export const CDI_CLASS = 'claim';
+export const CDI_KIND = `${CDI_VENDOR}/${CDI_CLASS}`;
+export const CDI_VERSION = '0.5.0';
+
+export interface DeviceNode {
+  path: string;
+  hostPath?: string;
+  type: 'c';
+  major: number;
+  minor: number;
+  permissions: string;
+}
+
+export interface Mount {
+  hostPath: string;
+  containerPath: string;
+  type?: string;
+  options: string[];
+}
+
+export interface ContainerEdits {
+  env?: string[];
+  deviceNodes?: DeviceNode[];
+  mounts?: Mount[];
+}
+
+export interface CdiDevice {
+  name: string;
+  containerEdits: ContainerEdits;
+}
+
+export interface CdiSpec {
+  cdiVersion: string;
+  kind: string;
+  devices: CdiDevice[];
+  containerEdits?: ContainerEdits;
+}
+
+export function cdiDeviceName(claimUid: string, deviceName: string): string {
+  return `${claimUid}-${deviceName}`;
+}
+
+export function cdiDeviceId(claimUid: string, deviceName: string): string {
+  return `${CDI_KIND}=${cdiDeviceName(claimUid, deviceName)}`;
+}
+
+export function specFileName(claimUid: string): string {
+  return `${CDI_VENDOR}-${CDI_CLASS}_${claimUid}.yaml`;
+}
+
+export const READ_ONLY_BIND = ['ro', 'nosuid', 'nodev', 'rbind', 'rprivate'];

@@ -1,0 +1,171 @@
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { pino } from 'pino';
+import type { FeatureGates } from '../config/nvidia.js';
+import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { FakegpuError, show } from '../errors.js';
+import { runPlugin } from '../plugin/run.js';
+import { resolveProfile } from '../profile/load.js';
+import { checkNodeName } from '../render.js';
+import { DRIVER_NAME } from '../slice/build.js';
+
+interface Flags {
+  nodeName: string;
+  profile: string;
+  dynamicMig?: boolean;
+  driverName: string;
+  driverVersion?: string;
+  draDriverRelease: string;
+  kubeletPluginsDir: string;
+  kubeletRegistrarDir: string;
+  cdiRoot: string;
+  stateDir?: string;
+  slicesFile?: string;
+  kubeconfig?: string;
+  httpEndpoint: string;
+  featureGates: string;
+  resetCheckpoint?: boolean;
+}
+
+const GATES: (keyof FeatureGates)[] = ['TimeSlicingSettings', 'MPSSupport'];
+
+/** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
+export function parseGates(text: string): FeatureGates {
+  const gates: FeatureGates = { TimeSlicingSettings: false, MPSSupport: false };
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const [k = '', v] = part.split('=');
+    if (!GATES.includes(k as keyof FeatureGates)) {
+      throw new FakegpuError(
+        '--feature-gates',
+        `unknown feature gate ${show(k)}; fakegpu knows ${GATES.join(', ')}`,
+      );
+    }
+    if (v !== 'true' && v !== 'false')
+      throw new FakegpuError('--feature-gates', `${show(part)}: the value must be true or false`);
+    gates[k as keyof FeatureGates] = v === 'true';
+  }
+  return gates;
+}
+
+export function pluginCommand(): Command {
+  const opt = (flags: string, desc: string, env: string, dflt?: string): Option => {
+    const o = new Option(flags, desc).env(env);
+    return dflt === undefined ? o : o.default(dflt);
+  };
+  return new Command('plugin')
+    .description(
+      "run as the node's DRA kubelet plugin: publish slices, prepare claims with CDI, fake nvidia-smi",
+    )
+    .addOption(opt('--node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
+    .addOption(
+      opt(
+        '-p, --profile <preset|file.yaml>',
+        'the machine this node pretends to be',
+        'FAKEGPU_PROFILE',
+      ).makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
+    )
+    .addOption(opt('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
+    .addOption(
+      opt(
+        '--driver-version <version>',
+        'NVIDIA driver version, overriding the profile',
+        'FAKEGPU_DRIVER_VERSION',
+      ),
+    )
+    .addOption(
+      opt(
+        '--dra-driver-release <release>',
+        'NVIDIA DRA driver release to emulate',
+        'FAKEGPU_DRA_DRIVER_RELEASE',
+        DEFAULT_RELEASE,
+      ).choices(Object.keys(RELEASES)),
+    )
+    .addOption(
+      opt(
+        '--kubelet-plugins-dir <dir>',
+        'kubelet plugins directory',
+        'KUBELET_PLUGINS_DIRECTORY_PATH',
+        '/var/lib/kubelet/plugins',
+      ),
+    )
+    .addOption(
+      opt(
+        '--kubelet-registrar-dir <dir>',
+        'kubelet plugin registration directory',
+        'KUBELET_REGISTRAR_DIRECTORY_PATH',
+        '/var/lib/kubelet/plugins_registry',
+      ),
+    )
+    .addOption(opt('--cdi-root <dir>', 'where CDI specs are written', 'CDI_ROOT', '/var/run/cdi'))
+    .addOption(
+      opt(
+        '--state-dir <dir>',
+        'checkpoint, MIG state, device views (default: <plugins dir>/<driver name>)',
+        'FAKEGPU_STATE_DIR',
+      ),
+    )
+    .addOption(
+      opt(
+        '--slices-file <file.yaml>',
+        'publish these ResourceSlices verbatim instead of rendering them',
+        'FAKEGPU_SLICES_FILE',
+      ),
+    )
+    .addOption(opt('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'))
+    .addOption(
+      opt(
+        '--http-endpoint <host:port>',
+        '/healthz and /metrics; empty to disable',
+        'HTTP_ENDPOINT',
+        '127.0.0.1:51516',
+      ),
+    )
+    .addOption(
+      opt(
+        '--feature-gates <gates>',
+        'NVIDIA driver gates: TimeSlicingSettings, MPSSupport',
+        'FEATURE_GATES',
+        '',
+      ),
+    )
+    .addOption(
+      new Option('--reset-checkpoint', 'start with an empty checkpoint if the existing one is corrupt'),
+    )
+    .action(async (f: Flags) => {
+      const log = pino({ name: 'fakegpu-plugin', base: { node: f.nodeName } }, pino.destination(2));
+      const plugin = await runPlugin({
+        nodeName: checkNodeName(f.nodeName, '--node-name'),
+        profile: resolveProfile(f.profile),
+        dynamicMig: f.dynamicMig === true,
+        driverName: f.driverName,
+        driverVersion: f.driverVersion,
+        release: parseRelease(f.draDriverRelease, '--dra-driver-release'),
+        kubeletPluginsDir: f.kubeletPluginsDir,
+        kubeletRegistrarDir: f.kubeletRegistrarDir,
+        cdiRoot: f.cdiRoot,
+        stateDir: f.stateDir ?? join(f.kubeletPluginsDir, f.driverName),
+        slicesFile: f.slicesFile,
+        kubeconfig: f.kubeconfig,
+        httpEndpoint: f.httpEndpoint,
+        gates: parseGates(f.featureGates),
+        resetCheckpoint: f.resetCheckpoint === true,
+        log,
+      });
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string): void => {
+          log.info({ signal }, 'stopping');
+          void plugin.stop().then(resolve);
+        };
+        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+          process.once(s, () => {
+            stop(s);
+          });
+      });
+    });
+}

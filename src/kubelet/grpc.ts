@@ -1,0 +1,160 @@
+import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+/**
+ * The kubelet-facing gRPC servers: plugin registration on `<registrar>/<driver>-reg.sock` and the DRA
+ * service (v1 and v1beta1) on `<plugins>/<driver>/dra.sock`, both from our own .proto files.
+ */
+
+const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'proto');
+
+export interface ClaimRef {
+  namespace: string;
+  uid: string;
+  name: string;
+}
+
+export interface Device {
+  requestNames: string[];
+  poolName: string;
+  deviceName: string;
+  cdiDeviceIds: string[];
+  shareId?: string;
+}
+
+export interface PrepareResponse {
+  claims: Record<string, { devices: Device[]; error: string }>;
+}
+
+export interface UnprepareResponse {
+  claims: Record<string, { error: string }>;
+}
+
+export interface DraHandlers {
+  prepare(claims: ClaimRef[]): Promise<PrepareResponse>;
+  unprepare(claims: ClaimRef[]): Promise<UnprepareResponse>;
+}
+
+const LOADER: protoLoader.Options = {
+  keepCase: false,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+export function loadProto(file: string): grpc.GrpcObject {
+  return grpc.loadPackageDefinition(protoLoader.loadSync(join(PROTO_DIR, file), LOADER));
+}
+
+function service(pkg: grpc.GrpcObject, path: string[]): grpc.ServiceDefinition {
+  let cur: unknown = pkg;
+  for (const p of path) cur = (cur as Record<string, unknown>)[p];
+  const ctor = cur as { service?: grpc.ServiceDefinition } | undefined;
+  if (!ctor?.service) throw new Error(`service ${path.join('.')} not found in proto`);
+  return ctor.service;
+}
+
+export const DRA_V1 = ['k8s', 'io', 'kubelet', 'pkg', 'apis', 'dra', 'v1', 'DRAPlugin'];
+export const DRA_V1BETA1 = ['k8s', 'io', 'kubelet', 'pkg', 'apis', 'dra', 'v1beta1', 'DRAPlugin'];
+export const REGISTRATION = ['pluginregistration', 'Registration'];
+
+type Unary<Req, Res> = grpc.handleUnaryCall<Req, Res>;
+
+function unary<Req, Res>(fn: (req: Req) => Promise<Res>): Unary<Req, Res> {
+  return (call, callback) => {
+    fn(call.request).then(
+      (res) => {
+        callback(null, res);
+      },
+      (e: unknown) => {
+        callback({ code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) });
+      },
+    );
+  };
+}
+
+/** Binds a server to a Unix socket owned by root with mode 0600, replacing a stale socket file. */
+async function listen(server: grpc.Server, path: string): Promise<void> {
+  mkdirSync(dirname(path), { recursive: true });
+  if (existsSync(path)) rmSync(path, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix://${path}`, grpc.ServerCredentials.createInsecure(), (err) => {
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+  chmodSync(path, 0o600);
+}
+
+export interface DraServerOptions {
+  driverName: string;
+  pluginsDir: string;
+  registrarDir: string;
+  onRegistration: (registered: boolean, error: string) => void;
+}
+
+export interface RunningServers {
+  draSocket: string;
+  registrationSocket: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the DRA service first, then registration, so the kubelet never dials a socket not yet served. */
+export async function startServers(o: DraServerOptions, h: DraHandlers): Promise<RunningServers> {
+  const dra = new grpc.Server();
+  const handlers = {
+    NodePrepareResources: unary<{ claims: ClaimRef[] }, PrepareResponse>((req) => h.prepare(req.claims)),
+    NodeUnprepareResources: unary<{ claims: ClaimRef[] }, UnprepareResponse>((req) =>
+      h.unprepare(req.claims),
+    ),
+  };
+  dra.addService(service(loadProto('dra-v1.proto'), DRA_V1), handlers);
+  dra.addService(service(loadProto('dra-v1beta1.proto'), DRA_V1BETA1), handlers);
+  const draSocket = join(o.pluginsDir, o.driverName, 'dra.sock');
+  await listen(dra, draSocket);
+
+  const reg = new grpc.Server();
+  reg.addService(service(loadProto('pluginregistration.proto'), REGISTRATION), {
+    GetInfo: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+      cb(null, {
+        type: 'DRAPlugin',
+        name: o.driverName,
+        endpoint: draSocket,
+        supportedVersions: ['v1.DRAPlugin', 'v1beta1.DRAPlugin'],
+      });
+    },
+    NotifyRegistrationStatus: (
+      call: grpc.ServerUnaryCall<{ pluginRegistered: boolean; error: string }, unknown>,
+      cb: grpc.sendUnaryData<unknown>,
+    ) => {
+      o.onRegistration(call.request.pluginRegistered, call.request.error);
+      cb(null, {});
+    },
+  });
+  const registrationSocket = join(o.registrarDir, `${o.driverName}-reg.sock`);
+  await listen(reg, registrationSocket);
+
+  return {
+    draSocket,
+    registrationSocket,
+    async stop() {
+      // Removing the registration socket deregisters the plugin; the DRA socket goes last.
+      rmSync(registrationSocket, { force: true });
+      await new Promise<void>((r) => {
+        reg.tryShutdown(() => {
+          r();
+        });
+      });
+      await new Promise<void>((r) => {
+        dra.tryShutdown(() => {
+          r();
+        });
+      });
+      rmSync(draSocket, { force: true });
+    },
+  };
+}

@@ -1,0 +1,324 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { parseAllDocuments } from 'yaml';
+import { CheckpointStore } from '../checkpoint/checkpoint.js';
+import type { FeatureGates } from '../config/nvidia.js';
+import type { DriverRelease } from '../device/release.js';
+import { FakegpuError } from '../errors.js';
+import type { ResourceSlice } from '../k8s/resource.js';
+import type { Semver } from '../k8s/version.js';
+import { startServers, type ClaimRef, type RunningServers } from '../kubelet/grpc.js';
+import { FileMigStateStore } from '../nvml/state-file.js';
+import type { ResolvedProfile } from '../profile/load.js';
+import { DeviceState, PrepareError } from '../prepare/state.js';
+import type { ResourceClaim } from '../prepare/claim.js';
+import { Publisher } from '../publish/publisher.js';
+import { modelNode } from '../render.js';
+import { buildSlices } from '../slice/build.js';
+import { join } from 'node:path';
+
+export interface PluginOptions {
+  nodeName: string;
+  profile: ResolvedProfile;
+  dynamicMig: boolean;
+  driverName: string;
+  driverVersion?: string | undefined;
+  release: DriverRelease;
+  kubeletPluginsDir: string;
+  kubeletRegistrarDir: string;
+  cdiRoot: string;
+  stateDir: string;
+  slicesFile?: string | undefined;
+  kubeconfig?: string | undefined;
+  httpEndpoint: string;
+  gates: FeatureGates;
+  resetCheckpoint: boolean;
+  log?: Logger;
+}
+
+export interface RunningPlugin {
+  stop(): Promise<void>;
+  servers: RunningServers;
+}
+
+/** Slices replayed from a file: the node's name goes where the capture had its own. */
+export function slicesFromFile(path: string, nodeName: string, driverName: string): ResourceSlice[] {
+  const docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown);
+  const items = docs.flatMap((d) => {
+    const o = d as { kind?: string; items?: unknown[] };
+    return o.kind === 'List' || o.kind === 'ResourceSliceList' ? (o.items ?? []) : [d];
+  }) as Partial<ResourceSlice>[];
+  if (items.length === 0) throw new FakegpuError('--slices-file', `${path} holds no ResourceSlice`);
+  return items.map((s, i) => {
+    if (s.kind !== 'ResourceSlice' || !s.spec)
+      throw new FakegpuError(
+        '--slices-file',
+        `${path}: item ${i} is a ${s.kind ?? 'object without kind'}, not a ResourceSlice`,
+      );
+    return {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: { generateName: `${i.toString(16).padStart(5, '0')}-${driverName}-${nodeName}-` },
+      spec: {
+        ...s.spec,
+        driver: driverName,
+        nodeName,
+        pool: { name: nodeName, generation: 1, resourceSliceCount: items.length },
+      },
+    };
+  });
+}
+
+function metrics(reg: Registry) {
+  collectDefaultMetrics({ register: reg, prefix: 'fakegpu_' });
+  return {
+    requests: new Counter({
+      name: 'fakegpu_dra_requests_total',
+      help: 'DRA gRPC requests by method and result',
+      labelNames: ['method', 'result'],
+      registers: [reg],
+    }),
+    latency: new Histogram({
+      name: 'fakegpu_dra_request_duration_seconds',
+      help: 'DRA gRPC request latency by method',
+      labelNames: ['method'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers: [reg],
+    }),
+    published: new Gauge({
+      name: 'fakegpu_published_devices',
+      help: 'devices in the ResourceSlices this node publishes',
+      registers: [reg],
+    }),
+    prepared: new Gauge({
+      name: 'fakegpu_prepared_claims',
+      help: 'claims currently prepared on this node',
+      registers: [reg],
+    }),
+  };
+}
+
+export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
+  const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
+  const kc = new KubeConfig();
+  if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
+  else kc.loadFromDefault();
+  const claims = kc.makeApiClient(CustomObjectsApi);
+
+  const model = modelNode(o.profile, {
+    nodeName: o.nodeName,
+    dynamicMig: o.dynamicMig,
+    driverVersion: o.driverVersion,
+    driverName: o.driverName,
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 } satisfies Semver,
+    release: o.release,
+    migState: new FileMigStateStore(join(o.stateDir, 'nvml-state.json')),
+  });
+  const version = await serverVersion(kc);
+  const desired = o.slicesFile
+    ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
+    : buildSlices(model.devices, {
+        nodeName: o.nodeName,
+        driverName: o.driverName,
+        dynamicMig: o.dynamicMig,
+        kubernetesVersion: version,
+        release: o.release,
+      });
+
+  const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
+  const state = new DeviceState(model.machine, model.devices, checkpoint, {
+    driverName: o.driverName,
+    nodeName: o.nodeName,
+    cdiRoot: o.cdiRoot,
+    stateDir: o.stateDir,
+    gates: o.gates,
+  });
+  state.restore();
+
+  const reg = new Registry();
+  const m = metrics(reg);
+  m.prepared.set(checkpoint.all().length);
+
+  const readClaim = async (ref: ClaimRef): Promise<ResourceClaim> => {
+    const c = (await claims.getNamespacedCustomObject({
+      group: 'resource.k8s.io',
+      version: 'v1',
+      namespace: ref.namespace,
+      plural: 'resourceclaims',
+      name: ref.name,
+    })) as ResourceClaim;
+    if (c.metadata.uid !== ref.uid) {
+      throw new PrepareError(
+        `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,
+      );
+    }
+    return c;
+  };
+
+  const timed = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
+    const end = m.latency.startTimer({ method });
+    try {
+      return await fn();
+    } finally {
+      end();
+    }
+  };
+
+  const servers = await startServers(
+    {
+      driverName: o.driverName,
+      pluginsDir: o.kubeletPluginsDir,
+      registrarDir: o.kubeletRegistrarDir,
+      onRegistration: (ok, error) => {
+        if (ok) log.info('registered with the kubelet');
+        else log.error({ error }, 'the kubelet refused the registration');
+      },
+    },
+    {
+      prepare: (refs) =>
+        timed('NodePrepareResources', async () => {
+          const out: Record<
+            string,
+            {
+              devices: {
+                requestNames: string[];
+                poolName: string;
+                deviceName: string;
+                cdiDeviceIds: string[];
+              }[];
+              error: string;
+            }
+          > = {};
+          await Promise.all(
+            refs.map(async (ref) => {
+              try {
+                const devices = await state.prepare(await readClaim(ref));
+                out[ref.uid] = {
+                  devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
+                    requestNames,
+                    poolName,
+                    deviceName,
+                    cdiDeviceIds,
+                  })),
+                  error: '',
+                };
+                m.requests.inc({ method: 'NodePrepareResources', result: 'success' });
+                log.info(
+                  {
+                    claim: `${ref.namespace}/${ref.name}`,
+                    uid: ref.uid,
+                    devices: devices.map((d) => d.deviceName),
+                  },
+                  'prepared claim',
+                );
+              } catch (e) {
+                const msg = e instanceof Error ? e.message : String(e);
+                const error =
+                  e instanceof PrepareError
+                    ? msg
+                    : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
+                out[ref.uid] = { devices: [], error };
+                m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
+                log.warn({ claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error }, 'prepare failed');
+              }
+            }),
+          );
+          m.prepared.set(checkpoint.all().length);
+          return { claims: out };
+        }),
+      unprepare: (refs) =>
+        timed('NodeUnprepareResources', async () => {
+          const out: Record<string, { error: string }> = {};
+          for (const ref of refs) {
+            try {
+              await state.unprepare(ref.uid);
+              out[ref.uid] = { error: '' };
+              m.requests.inc({ method: 'NodeUnprepareResources', result: 'success' });
+              log.info({ claim: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'unprepared claim');
+            } catch (e) {
+              const msg = e instanceof Error ? e.message : String(e);
+              out[ref.uid] = {
+                error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
+              };
+              m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
+            }
+          }
+          m.prepared.set(checkpoint.all().length);
+          return { claims: out };
+        }),
+    },
+  );
+  log.info({ dra: servers.draSocket, registration: servers.registrationSocket }, 'serving the kubelet');
+
+  const publisher = new Publisher(kc, {
+    nodeName: o.nodeName,
+    driverName: o.driverName,
+    log,
+    onSync: (_writes, devices) => {
+      m.published.set(devices);
+    },
+  });
+  publisher.start(desired);
+
+  let http: Server | null = null;
+  if (o.httpEndpoint) {
+    const [host, port] = splitEndpoint(o.httpEndpoint);
+    http = createServer((req, res) => {
+      if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      } else if (req.url === '/metrics') {
+        reg.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': reg.contentType }).end(text);
+          },
+          () => {
+            res.writeHead(500).end();
+          },
+        );
+      } else {
+        res.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => http?.listen(port, host, resolve));
+  }
+
+  return {
+    servers,
+    async stop() {
+      publisher.stop();
+      await servers.stop();
+      await new Promise<void>((r) => {
+        if (http)
+          http.close(() => {
+            r();
+          });
+        else r();
+      });
+    },
+  };
+}
+
+function splitEndpoint(ep: string): [string, number] {
+  const i = ep.lastIndexOf(':');
+  const port = Number(ep.slice(i + 1));
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new FakegpuError(
+      '--http-endpoint',
+      `${JSON.stringify(ep)} is not host:port, e.g. "127.0.0.1:51516" or ":51516"`,
+    );
+  }
+  return [ep.slice(0, i) || '0.0.0.0', port];
+}
+
+/** The API server's version decides the slice layout under dynamic MIG, as in the real driver. */
+async function serverVersion(kc: KubeConfig): Promise<Semver> {
+  const { VersionApi } = await import('@kubernetes/client-node');
+  const v = await kc.makeApiClient(VersionApi).getCode();
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.gitVersion);
+  return m
+    ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) }
+    : { major: 1, minor: 37, patch: 0 };
+}

@@ -1,0 +1,337 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  cdiDeviceId,
+  cdiDeviceName,
+  READ_ONLY_BIND,
+  type CdiSpec,
+  type ContainerEdits,
+  type DeviceNode,
+} from '../cdi/spec.js';
+import { removeSpec, writeSpec } from '../cdi/write.js';
+import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
+import {
+  ConfigError,
+  configKindFor,
+  decodeConfig,
+  type DeviceConfig,
+  type FeatureGates,
+} from '../config/nvidia.js';
+import type { GpuDevices } from '../device/allocatable.js';
+import type { GpuInfo, StaticMigDevice } from '../device/discover.js';
+import type { Machine } from '../hardware/machine.js';
+import { NVIDIA_SMI, DEVICES_DIR } from '../nvidia-smi/script.js';
+import { deviceView, type SmiGpu } from '../nvidia-smi/views.js';
+import { baseRequest, type AllocationResult, type ResourceClaim } from './claim.js';
+
+/**
+ * The node's side of a claim: check the allocation, apply NVIDIA's configs, write the CDI spec and the
+ * device views the fake nvidia-smi reads, and remember it all in the checkpoint. Calls are serialised,
+ * as the real driver's lock does, so concurrent claims cannot interleave.
+ */
+
+/** Character major for fake device nodes: LANANA's range for local/experimental use, never a real driver's. */
+export const FAKE_MAJOR = 120;
+const CTL_MINORS = { '/dev/nvidiactl': 255, '/dev/nvidia-uvm': 254, '/dev/nvidia-uvm-tools': 253 } as const;
+
+export interface PrepareOptions {
+  driverName: string;
+  nodeName: string;
+  cdiRoot: string;
+  stateDir: string;
+  gates: FeatureGates;
+}
+
+interface Allocatable {
+  type: 'gpu' | 'mig';
+  gpu: GpuInfo;
+  mig: StaticMigDevice | null;
+}
+
+export class PrepareError extends Error {}
+
+export class DeviceState {
+  private readonly allocatable = new Map<string, Allocatable>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly machine: Machine,
+    devices: readonly GpuDevices[],
+    private readonly checkpoint: CheckpointStore,
+    private readonly opts: PrepareOptions,
+  ) {
+    for (const g of devices) {
+      for (const d of g.devices) {
+        const type = d.attributes?.['type'];
+        const isMig = type !== undefined && 'string' in type && type.string === 'mig';
+        const mig = isMig
+          ? (g.gpu.migDevices.find(
+              (m) =>
+                d.attributes?.['uuid'] &&
+                'string' in d.attributes['uuid'] &&
+                d.attributes['uuid'].string === m.uuid,
+            ) ?? null)
+          : null;
+        this.allocatable.set(d.name, { type: isMig ? 'mig' : 'gpu', gpu: g.gpu, mig });
+      }
+    }
+    mkdirSync(join(opts.stateDir, 'bin'), { recursive: true });
+    writeFileSync(join(opts.stateDir, 'bin', 'nvidia-smi'), NVIDIA_SMI, { mode: 0o755 });
+    this.makeDeviceNodes();
+  }
+
+  private serial<T>(fn: () => T): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Harmless stand-ins for /dev/nvidia* on the host, under the state dir: our own major, so opening one
+   * reaches no driver. CDI carries type, major and minor itself, so where mknod is not allowed the nodes
+   * are simply absent.
+   */
+  private makeDeviceNodes(): void {
+    const dir = join(this.opts.stateDir, 'dev');
+    mkdirSync(dir, { recursive: true });
+    const nodes: [string, number][] = [
+      ...this.machine.gpus.map((g): [string, number] => [`nvidia${g.minor}`, g.minor]),
+      ...Object.entries(CTL_MINORS).map(([p, m]): [string, number] => [p.slice('/dev/'.length), m]),
+    ];
+    for (const [name, minor] of nodes) {
+      if (!existsSync(join(dir, name)))
+        spawnSync('mknod', ['-m', '0666', join(dir, name), 'c', String(FAKE_MAJOR), String(minor)]);
+    }
+  }
+
+  private node(path: string, minor: number): DeviceNode {
+    return { path, type: 'c', major: FAKE_MAJOR, minor, permissions: 'rw' };
+  }
+
+  /** Re-applies every completed claim's files after a restart (CDI specs may live on tmpfs). */
+  restore(): void {
+    for (const [uid, c] of this.checkpoint.all()) {
+      if (c.state === 'PrepareCompleted') this.writeFiles(uid, c);
+      else this.forget(uid);
+    }
+  }
+
+  prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
+    return this.serial(() => this.prepareNow(claim));
+  }
+
+  unprepare(uid: string): Promise<void> {
+    return this.serial(() => {
+      this.forget(uid);
+    });
+  }
+
+  private fail(claim: ResourceClaim, cause: string): PrepareError {
+    const m = claim.metadata;
+    return new PrepareError(
+      `error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: prepare devices failed: ${cause}`,
+    );
+  }
+
+  private prepareNow(claim: ResourceClaim): PreparedDevice[] {
+    const uid = claim.metadata.uid;
+    const done = this.checkpoint.get(uid);
+    if (done?.state === 'PrepareCompleted') {
+      this.writeFiles(uid, done);
+      return done.devices;
+    }
+    if (done) this.forget(uid);
+    const allocation = claim.status?.allocation?.devices;
+    if (!allocation) throw this.fail(claim, 'claim not yet allocated');
+    const results = (allocation.results ?? []).filter((r) => r.driver === this.opts.driverName);
+    const configs = (allocation.config ?? []).filter((c) => c.opaque?.driver === this.opts.driverName);
+    const chosen: { result: AllocationResult; device: Allocatable; config: DeviceConfig | null }[] = [];
+    for (const r of results) {
+      const device = this.allocatable.get(r.device);
+      if (r.pool !== this.opts.nodeName || !device)
+        throw this.fail(claim, `allocatable not found for device "${r.device}"`);
+      if (!r.adminAccess) {
+        for (const [other, c] of this.checkpoint.all()) {
+          if (
+            other !== uid &&
+            c.state === 'PrepareCompleted' &&
+            c.devices.some((d) => d.deviceName === r.device)
+          ) {
+            throw this.fail(
+              claim,
+              `requested device ${r.device} is already allocated to different claim ${other}`,
+            );
+          }
+        }
+      }
+      // Class configs come before claim configs in the allocation; the last one that applies wins.
+      let config: DeviceConfig | null = null;
+      for (const c of configs) {
+        const applies =
+          !c.requests ||
+          c.requests.length === 0 ||
+          c.requests.includes(r.request) ||
+          c.requests.includes(baseRequest(r.request));
+        if (!applies) continue;
+        let decoded: DeviceConfig;
+        try {
+          decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
+        } catch (e) {
+          if (e instanceof ConfigError)
+            throw this.fail(claim, `error getting opaque device configs: ${e.message}`);
+          throw e;
+        }
+        const want = configKindFor(device.type);
+        if (decoded.kind !== want) {
+          if (c.requests && c.requests.length > 0) {
+            throw this.fail(
+              claim,
+              `cannot apply ${decoded.kind} to device "${r.device}" of type "${device.type}" (request: ${r.request})`,
+            );
+          }
+          continue;
+        }
+        config = decoded;
+      }
+      chosen.push({ result: r, device, config });
+    }
+    this.checkpoint.put(uid, {
+      namespace: claim.metadata.namespace,
+      name: claim.metadata.name,
+      state: 'PrepareStarted',
+      devices: [],
+      configState: {},
+    });
+    const devices: PreparedDevice[] = chosen.map(({ result, device }) => ({
+      requestNames: [baseRequest(result.request)],
+      poolName: result.pool,
+      deviceName: result.device,
+      cdiDeviceIds: [cdiDeviceId(uid, result.device)],
+      uuid: device.mig?.uuid ?? device.gpu.uuid,
+      type: device.type,
+    }));
+    const configState: PreparedClaim['configState'] = {};
+    for (const { result, config } of chosen) {
+      const s = config?.sharing;
+      if (s?.strategy === 'TimeSlicing')
+        configState[result.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
+      if (s?.strategy === 'MPS') configState[result.device] = { mps: true };
+    }
+    const prepared: PreparedClaim = {
+      namespace: claim.metadata.namespace,
+      name: claim.metadata.name,
+      state: 'PrepareCompleted',
+      devices,
+      configState,
+    };
+    this.writeFiles(uid, prepared);
+    this.checkpoint.put(uid, prepared);
+    return devices;
+  }
+
+  private claimDir(uid: string): string {
+    return join(this.opts.stateDir, 'claims', uid);
+  }
+
+  private smiGpu(gpu: GpuInfo, timeSlice: string | undefined): SmiGpu {
+    const hw = this.machine.gpus.find((g) => g.uuid === gpu.uuid);
+    const g: SmiGpu = {
+      name: gpu.productName,
+      uuid: gpu.uuid,
+      busId: `0000${gpu.pciBusId}`.toUpperCase(),
+      memoryMiB: Number((gpu.memoryBytes ?? 0n) / 1048576n),
+      driverVersion: gpu.driverVersion,
+      cudaVersion: gpu.cudaDriverVersion,
+      computeCap: gpu.cudaComputeCapability,
+      powerLimitW: hw?.model.powerLimitW ?? 0,
+      minor: gpu.minor,
+      architecture: gpu.architecture,
+      migMode: gpu.migCapable ? (gpu.migEnabled ? 'Enabled' : 'Disabled') : 'N/A',
+      pciDeviceId: hw?.model.pciDeviceId ?? 0,
+      pciSubsystemId: hw?.model.pciSubsystemId ?? 0,
+    };
+    if (timeSlice) g.timeSliceInterval = timeSlice;
+    return g;
+  }
+
+  /** CDI spec and nvidia-smi views for a prepared claim; idempotent, rewritten on every prepare. */
+  private writeFiles(uid: string, c: PreparedClaim): void {
+    const dir = this.claimDir(uid);
+    rmSync(dir, { recursive: true, force: true });
+    const byRequest = new Map<string, string[]>();
+    for (const d of c.devices)
+      for (const r of d.requestNames) byRequest.set(r, [...(byRequest.get(r) ?? []), d.uuid]);
+    const devices = c.devices.map((d) => {
+      const a = this.allocatable.get(d.deviceName);
+      if (!a) throw new PrepareError(`allocatable not found for device "${d.deviceName}"`);
+      const mig = a.mig
+        ? {
+            profile: a.mig.profile.name,
+            uuid: a.mig.uuid,
+            memoryMiB: a.mig.profile.info.memorySizeMB,
+            gpuInstanceId: a.mig.gpuInstanceId,
+            computeInstanceId: a.mig.computeInstanceId,
+            multiprocessors: a.mig.profile.info.multiprocessorCount,
+          }
+        : null;
+      const view = deviceView(d.deviceName, this.smiGpu(a.gpu, c.configState[d.deviceName]?.timeSlice), mig);
+      mkdirSync(join(dir, view.dir), { recursive: true });
+      for (const [f, text] of Object.entries(view.files)) writeFileSync(join(dir, view.dir, f), text);
+      const visible = d.requestNames.flatMap((r) => byRequest.get(r) ?? []);
+      const edits: ContainerEdits = {
+        env: [`NVIDIA_VISIBLE_DEVICES=${visible.join(',')}`],
+        deviceNodes: [this.node(`/dev/nvidia${a.gpu.minor}`, a.gpu.minor)],
+        mounts: [
+          {
+            hostPath: join(dir, view.dir),
+            containerPath: `${DEVICES_DIR}/${view.dir}`,
+            options: READ_ONLY_BIND,
+          },
+        ],
+      };
+      return { name: cdiDeviceName(uid, d.deviceName), containerEdits: edits };
+    });
+    const mps = Object.values(c.configState).some((s) => s.mps);
+    const common: ContainerEdits = {
+      deviceNodes: Object.entries(CTL_MINORS).map(([path, minor]) => this.node(path, minor)),
+      mounts: [
+        {
+          hostPath: join(this.opts.stateDir, 'bin', 'nvidia-smi'),
+          containerPath: '/usr/bin/nvidia-smi',
+          options: READ_ONLY_BIND,
+        },
+      ],
+    };
+    if (mps) {
+      // The traces NVIDIA's MPS setup leaves in a container: the pipe directory and its variable.
+      const pipe = join(dir, 'mps', 'pipe');
+      const shm = join(dir, 'mps', 'shm');
+      mkdirSync(pipe, { recursive: true });
+      mkdirSync(shm, { recursive: true });
+      common.env = ['CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps'];
+      common.mounts?.push({
+        hostPath: pipe,
+        containerPath: '/tmp/nvidia-mps',
+        options: ['rw', 'nosuid', 'nodev', 'rbind', 'rprivate'],
+      });
+    }
+    if (devices.length === 0) {
+      removeSpec(this.opts.cdiRoot, uid);
+      return;
+    }
+    const spec: CdiSpec = {
+      cdiVersion: '0.5.0',
+      kind: 'k8s.gpu.nvidia.com/claim',
+      containerEdits: common,
+      devices,
+    };
+    writeSpec(this.opts.cdiRoot, uid, spec);
+  }
+
+  private forget(uid: string): void {
+    removeSpec(this.opts.cdiRoot, uid);
+    rmSync(this.claimDir(uid), { recursive: true, force: true });
+    this.checkpoint.delete(uid);
+  }
+}

@@ -1,0 +1,247 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import type { CdiSpec } from '../src/cdi/spec.js';
+import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
+import type { ResourceClaim } from '../src/prepare/claim.js';
+import { DeviceState } from '../src/prepare/state.js';
+import { resolveProfile } from '../src/profile/load.js';
+import { modelNode } from '../src/render.js';
+
+const NODE = 'node-a';
+const on = { TimeSlicingSettings: true, MPSSupport: true };
+
+function setup(profile = 'dgx-h100') {
+  const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
+  const model = modelNode(resolveProfile(profile), {
+    nodeName: NODE,
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: '0.5',
+  });
+  const opts = {
+    driverName: 'gpu.nvidia.com',
+    nodeName: NODE,
+    cdiRoot: join(root, 'cdi'),
+    stateDir: join(root, 'state'),
+    gates: on,
+  };
+  const make = () =>
+    new DeviceState(
+      model.machine,
+      model.devices,
+      new CheckpointStore(join(root, 'state', 'checkpoint.json')),
+      opts,
+    );
+  return { root, model, opts, make, state: make() };
+}
+
+function claim(
+  uid: string,
+  devices: string[],
+  config: unknown[] = [],
+  extra: Partial<{ driver: string; pool: string }> = {},
+): ResourceClaim {
+  return {
+    metadata: { name: `claim-${uid}`, namespace: 'default', uid },
+    status: {
+      allocation: {
+        devices: {
+          results: devices.map((d) => ({
+            request: 'gpus',
+            driver: extra.driver ?? 'gpu.nvidia.com',
+            pool: extra.pool ?? NODE,
+            device: d,
+          })),
+          config: config.map((parameters) => ({
+            source: 'FromClaim' as const,
+            opaque: { driver: 'gpu.nvidia.com', parameters },
+          })),
+        },
+      },
+    },
+  };
+}
+
+function spec(cdiRoot: string, uid: string): CdiSpec {
+  return parse(readFileSync(join(cdiRoot, `k8s.gpu.nvidia.com-claim_${uid}.yaml`), 'utf8')) as CdiSpec;
+}
+
+describe('preparing claims', () => {
+  it('writes one CDI spec per claim with the real driver naming, visible devices and fake nodes', async () => {
+    const t = setup();
+    const devices = await t.state.prepare(claim('0c0ffee0', ['gpu-0', 'gpu-3']));
+    assert.deepEqual(
+      devices.map((d) => [d.deviceName, d.cdiDeviceIds, d.requestNames, d.poolName]),
+      [
+        ['gpu-0', ['k8s.gpu.nvidia.com/claim=0c0ffee0-gpu-0'], ['gpus'], NODE],
+        ['gpu-3', ['k8s.gpu.nvidia.com/claim=0c0ffee0-gpu-3'], ['gpus'], NODE],
+      ],
+    );
+    const s = spec(t.opts.cdiRoot, '0c0ffee0');
+    assert.equal(s.cdiVersion, '0.5.0');
+    assert.equal(s.kind, 'k8s.gpu.nvidia.com/claim');
+    const uuids = [0, 3].map((i) => t.model.machine.gpus[i]?.uuid).join(',');
+    assert.deepEqual(s.devices[0]?.containerEdits.env, [`NVIDIA_VISIBLE_DEVICES=${uuids}`]);
+    assert.deepEqual(s.devices[1]?.containerEdits.deviceNodes, [
+      { path: '/dev/nvidia3', type: 'c', major: 120, minor: 3, permissions: 'rw' },
+    ]);
+    assert.deepEqual(
+      s.containerEdits?.deviceNodes?.map((n) => n.path),
+      ['/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools'],
+    );
+    const mounts: { containerPath: string }[] = s.containerEdits.mounts ?? [];
+    assert.equal(mounts[0]?.containerPath, '/usr/bin/nvidia-smi');
+  });
+
+  it('is idempotent, and restores every completed claim after a restart', async () => {
+    const t = setup();
+    const first = await t.state.prepare(claim('aa11', ['gpu-1']));
+    assert.deepEqual(await t.state.prepare(claim('aa11', ['gpu-1'])), first);
+    const file = join(t.opts.cdiRoot, 'k8s.gpu.nvidia.com-claim_aa11.yaml');
+    rmSync(file);
+    const restarted = t.make();
+    restarted.restore();
+    assert.ok(existsSync(file), 'the CDI spec is back');
+    assert.deepEqual(await restarted.prepare(claim('aa11', ['gpu-1'])), first);
+  });
+
+  it('unprepares, also claims it never saw, and leaves no file behind', async () => {
+    const t = setup();
+    await t.state.prepare(claim('bb22', ['gpu-2']));
+    await t.state.unprepare('bb22');
+    await t.state.unprepare('never-seen');
+    assert.deepEqual(readdirSync(t.opts.cdiRoot), []);
+    assert.deepEqual(readdirSync(join(t.opts.stateDir, 'claims')), []);
+  });
+
+  it('refuses a device held by another claim, an unknown device and a bad config, per claim', async () => {
+    const t = setup();
+    await t.state.prepare(claim('c1', ['gpu-0']));
+    await assert.rejects(t.state.prepare(claim('c2', ['gpu-0'])), {
+      message:
+        'error preparing devices for claim default/claim-c2:c2: prepare devices failed: requested device gpu-0 is already allocated to different claim c1',
+    });
+    await assert.rejects(t.state.prepare(claim('c3', ['gpu-9'])), {
+      message: /prepare devices failed: allocatable not found for device "gpu-9"$/,
+    });
+    await assert.rejects(
+      t.state.prepare(
+        claim(
+          'c4',
+          ['gpu-1'],
+          [
+            {
+              apiVersion: 'resource.nvidia.com/v1beta1',
+              kind: 'GpuConfig',
+              sharing: { strategy: 'TimeSlicing', timeSlicingConfig: { interval: 'Forever' } },
+            },
+          ],
+        ),
+      ),
+      {
+        message:
+          /prepare devices failed: error getting opaque device configs: unknown time-slice interval: Forever, supported time-slice intervals: Default, Short, Medium, Long$/,
+      },
+    );
+    assert.ok(!existsSync(join(t.opts.cdiRoot, 'k8s.gpu.nvidia.com-claim_c4.yaml')), 'nothing half-applied');
+    assert.deepEqual(await t.state.prepare(claim('c5', [], [], {})), []);
+  });
+
+  it('honours time-slicing and MPS configs', async () => {
+    const t = setup();
+    await t.state.prepare(
+      claim(
+        'ts',
+        ['gpu-4'],
+        [
+          {
+            apiVersion: 'resource.nvidia.com/v1beta1',
+            kind: 'GpuConfig',
+            sharing: { strategy: 'TimeSlicing', timeSlicingConfig: { interval: 'Long' } },
+          },
+        ],
+      ),
+    );
+    const view = readdirSync(join(t.opts.stateDir, 'claims', 'ts'))[0] ?? '';
+    assert.match(
+      readFileSync(join(t.opts.stateDir, 'claims', 'ts', view, 'q'), 'utf8'),
+      /Compute Policy Timeslice +: Long/,
+    );
+    await t.state.prepare(
+      claim(
+        'mps',
+        ['gpu-5'],
+        [{ apiVersion: 'resource.nvidia.com/v1beta1', kind: 'GpuConfig', sharing: { strategy: 'MPS' } }],
+      ),
+    );
+    const s = spec(t.opts.cdiRoot, 'mps');
+    assert.deepEqual(s.containerEdits?.env, ['CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps']);
+    const mounts: { containerPath: string }[] = s.containerEdits.mounts ?? [];
+    assert.ok(mounts.some((m) => m.containerPath === '/tmp/nvidia-mps'));
+  });
+
+  it('prepares many claims at once without crossing their state', async () => {
+    const t = setup();
+    const ids = Array.from({ length: 8 }, (_, i) => `p${i}`);
+    const out = await Promise.all(ids.map((id, i) => t.state.prepare(claim(id, [`gpu-${i}`]))));
+    out.forEach((devices, i) => {
+      assert.equal(devices[0]?.deviceName, `gpu-${i}`);
+      assert.deepEqual(
+        spec(t.opts.cdiRoot, `p${i}`).devices.map((d) => d.name),
+        [`p${i}-gpu-${i}`],
+      );
+    });
+  });
+
+  it('prepares static MIG devices with their own UUIDs', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
+    const profile = {
+      name: 'mig',
+      preset: null,
+      spec: { gpus: [{ model: 'A100-SXM4-40GB', mig: { layout: '1g.5gb x7' } }] },
+    };
+    const model = modelNode(profile, {
+      nodeName: NODE,
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+      release: '0.5',
+    });
+    const opts = {
+      driverName: 'gpu.nvidia.com',
+      nodeName: NODE,
+      cdiRoot: join(root, 'cdi'),
+      stateDir: join(root, 'state'),
+      gates: on,
+    };
+    const state = new DeviceState(
+      model.machine,
+      model.devices,
+      new CheckpointStore(join(root, 'cp.json')),
+      opts,
+    );
+    const [d] = await state.prepare(claim('m1', ['gpu-0-mig-1g5gb-19-3']));
+    assert.match(d?.uuid ?? '', /^MIG-/);
+    assert.deepEqual(spec(opts.cdiRoot, 'm1').devices[0]?.containerEdits.env, [
+      `NVIDIA_VISIBLE_DEVICES=${d?.uuid ?? ''}`,
+    ]);
+  });
+});
+
+describe('checkpoint', () => {
+  it('refuses a corrupt file unless told to reset', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cp-'));
+    const path = join(dir, 'checkpoint.json');
+    writeFileSync(path, '{"version": 1, "preparedClaims": ');
+    assert.throws(
+      () => new CheckpointStore(path),
+      /the checkpoint is not valid JSON .*; restart with --reset-checkpoint to start empty/,
+    );
+    assert.deepEqual(new CheckpointStore(path, true).all(), []);
+  });
+});
