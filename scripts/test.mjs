@@ -28,7 +28,7 @@ const bin = (pkg, file) => join(root, 'node_modules', pkg, file);
 const fakegpu = join(root, 'bin', 'fakegpu.js');
 const all = testFiles(join(root, 'dist', 'test'));
 const integration = all.filter((f) => f.includes('/integration/'));
-const unit = all.filter((f) => !integration.includes(f));
+const unit = all.filter((f) => !integration.includes(f) && !f.includes('/e2e/'));
 if (unit.length === 0 || integration.length === 0) {
   process.stderr.write('fakegpu: no compiled tests found under dist/test\n');
   process.exit(1);

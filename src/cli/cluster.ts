@@ -1,7 +1,10 @@
 import { resolve as resolvePath } from 'node:path';
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import {
   clusterDown,
+  clusterRestart,
+  RESTARTABLE,
+  type Restartable,
   clusterStatus,
   clusterUp,
   DEFAULT_NODE,
@@ -60,6 +63,14 @@ export function clusterCommand(write: (s: string) => void): Command {
     .option('--purge', 'also delete the cluster directory (certificates, etcd data, logs)')
     .action(async (opts: { dir: string; purge?: boolean }) => {
       await clusterDown({ dir: opts.dir, purge: opts.purge === true, log: progress });
+    });
+  cluster
+    .command('restart')
+    .description('stop one component and start it again, leaving pods and the rest running')
+    .addArgument(new Argument('<component>', 'what to restart').choices(RESTARTABLE))
+    .option('--dir <dir>', 'cluster directory', defaultClusterDir())
+    .action(async (component: Restartable, opts: { dir: string }) => {
+      await clusterRestart(opts.dir, component, progress);
     });
   cluster
     .command('status')

@@ -372,6 +372,12 @@ async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string
   ];
   const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, args, env(t));
   await waitFor(
+    'the kubelet to accept its registration',
+    plugin,
+    () => httpOk(`http://${PLUGIN_HTTP}/readyz`),
+    60_000,
+  );
+  await waitFor(
     'its ResourceSlices published',
     plugin,
     () => {
@@ -611,4 +617,54 @@ export function clusterStatus(dir: string): ComponentStatus[] {
     running: live[name] !== null,
     log: join(l.logs, `${name}.log`),
   }));
+}
+
+/** Components `restart` knows how to bring back on their own, leaving everything else running. */
+export const RESTARTABLE = [
+  'kubelet',
+  'fakegpu-plugin',
+  'kube-scheduler',
+  'kube-controller-manager',
+] as const;
+export type Restartable = (typeof RESTARTABLE)[number];
+
+/**
+ * Stops one component and starts it again with the same configuration, as a crash and a supervisor
+ * would: pods, claims and the other components are left alone.
+ */
+export async function clusterRestart(
+  dir: string,
+  name: Restartable,
+  log: (line: string) => void,
+): Promise<void> {
+  const l = layout(dir);
+  const s = readState(l);
+  if (!s) throw new FakegpuError('cluster restart', `no cluster in ${dir}; run "fakegpu cluster up" first`);
+  if (name === 'fakegpu-plugin' && s.profile === null) {
+    throw new FakegpuError(
+      'cluster restart',
+      'this cluster runs no node plugin (it was started without --profile)',
+    );
+  }
+  const pid = readPid(l.run, name);
+  if (pid !== null) {
+    log(`stopping ${name} (pid ${pid})`);
+    await stopPid(pid);
+    forgetPid(l.run, name);
+  }
+  const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
+  if (name === 'fakegpu-plugin') {
+    await startPlugin(l, t, s, log);
+    return;
+  }
+  log(`starting ${name}`);
+  const started = startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s.nodeName), env(t));
+  const port =
+    name === 'kubelet'
+      ? PORTS.kubeletHealthz
+      : name === 'kube-scheduler'
+        ? PORTS.scheduler
+        : PORTS.controllerManager;
+  const url = name === 'kubelet' ? `http://127.0.0.1:${port}/healthz` : `https://127.0.0.1:${port}/healthz`;
+  await waitFor('/healthz', started, () => httpOk(url, 'insecure'), 60_000);
 }

@@ -167,12 +167,15 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     }
   };
 
+  // Ready once the kubelet accepted the registration: before that, prepare calls cannot reach us.
+  let registered = false;
   const servers = await startServers(
     {
       driverName: o.driverName,
       pluginsDir: o.kubeletPluginsDir,
       registrarDir: o.kubeletRegistrarDir,
       onRegistration: (ok, error) => {
+        registered = ok;
         if (ok) log.info('registered with the kubelet');
         else log.error({ error }, 'the kubelet refused the registration');
       },
@@ -269,6 +272,10 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     http = createServer((req, res) => {
       if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      } else if (req.url === '/readyz') {
+        res
+          .writeHead(registered ? 200 : 503, { 'content-type': 'text/plain' })
+          .end(registered ? 'ok\n' : 'not registered with the kubelet\n');
       } else if (req.url === '/metrics') {
         reg.metrics().then(
           (text) => {

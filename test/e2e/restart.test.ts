@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
+import { layout } from '../../src/cluster/config.js';
+import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
+import {
+  apply,
+  E2E_CLUSTER_DIR,
+  E2E_NODE,
+  e2eCluster,
+  podClaim,
+  podManifest,
+  running,
+  seen,
+} from '../support/e2e.js';
+
+/** Restarts of the plugin and of the kubelet while pods with GPUs run: nothing may be lost. */
+describe('restarts with running pods', () => {
+  let e: Exports;
+  const log = (l: string): void => {
+    process.stderr.write(`fakegpu: ${l}\n`);
+  };
+  before(async () => {
+    e = await e2eCluster();
+    apply(e, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaimTemplate',
+      metadata: { name: 'restart-gpu', namespace: 'default' },
+      spec: {
+        spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.nvidia.com' } }] } },
+      },
+    });
+  });
+  after(() => {
+    // Gracefully, so the kubelet unprepares every claim before the next file allocates the GPUs again.
+    kubectl(e, ['delete', 'pods', '--all', '--wait=true', '--timeout=120s']);
+    kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
+  });
+
+  const state = (pod: string): { uid: string; spec: string; restarts: string; containerId: string } => {
+    const uid = mustKubectl(e, [
+      'get',
+      'resourceclaim',
+      podClaim(e, pod, 'gpu'),
+      '-o',
+      'jsonpath={.metadata.uid}',
+    ]);
+    return {
+      uid,
+      spec: join(layout(E2E_CLUSTER_DIR).cdiDir, `k8s.gpu.nvidia.com-claim_${uid}.yaml`),
+      restarts: mustKubectl(e, [
+        'get',
+        'pod',
+        pod,
+        '-o',
+        'jsonpath={.status.containerStatuses[0].restartCount}',
+      ]),
+      containerId: mustKubectl(e, [
+        'get',
+        'pod',
+        pod,
+        '-o',
+        'jsonpath={.status.containerStatuses[0].containerID}',
+      ]),
+    };
+  };
+
+  for (const component of ['fakegpu-plugin', 'kubelet'] as const) {
+    it(`${component} restart: the running pod is untouched, its claim stays prepared, new pods still work`, async () => {
+      const pod = `before-${component}`;
+      apply(
+        e,
+        podManifest(e, {
+          name: pod,
+          claims: [{ name: 'gpu', template: 'restart-gpu' }],
+          containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+        }),
+      );
+      await running(e, pod);
+      const was = state(pod);
+      const saw = await seen(e, pod, 'main');
+      await clusterRestart(E2E_CLUSTER_DIR, component, log);
+      await eventually('the node Ready again', () =>
+        mustKubectl(e, [
+          'get',
+          'node',
+          E2E_NODE,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+        ]) === 'True'
+          ? true
+          : undefined,
+      );
+      await eventually('slices published again', () =>
+        mustKubectl(e, [
+          'get',
+          'resourceslices',
+          `--field-selector=spec.nodeName=${E2E_NODE}`,
+          '-o',
+          'name',
+        ]).trim()
+          ? true
+          : undefined,
+      );
+      const now = state(pod);
+      assert.deepEqual(now, was, 'same claim, same CDI spec, no container restart');
+      assert.ok(existsSync(now.spec), 'the CDI spec is still there');
+      assert.deepEqual(await seen(e, pod, 'main'), saw);
+      const after = `after-${component}`;
+      apply(
+        e,
+        podManifest(e, {
+          name: after,
+          claims: [{ name: 'gpu', template: 'restart-gpu' }],
+          containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+        }),
+      );
+      await running(e, after);
+      assert.equal((await seen(e, after, 'main')).listed.length, 1);
+      mustKubectl(e, ['delete', 'pod', pod, after, '--wait=true', '--timeout=60s']);
+      await eventually('the CDI spec of the first pod to go', () =>
+        existsSync(now.spec) ? undefined : true,
+      );
+    });
+  }
+});

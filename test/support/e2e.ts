@@ -1,0 +1,130 @@
+import { join } from 'node:path';
+import { cacheRoot } from '../../src/cluster/build.js';
+import { clusterUp, type Exports } from '../../src/cluster/cluster.js';
+import { eventually, kubectl, mustKubectl } from './cluster.js';
+
+/** The end-to-end cluster: a node that fakegpu's plugin turns into a DGX H100. */
+export const E2E_CLUSTER_DIR = process.env['FAKEGPU_E2E_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-cluster');
+export const E2E_NODE = 'fakegpu-e2e-node';
+export const E2E_PROFILE = 'dgx-h100';
+
+let cached: Exports | undefined;
+
+export async function e2eCluster(): Promise<Exports> {
+  cached ??= await clusterUp({
+    dir: E2E_CLUSTER_DIR,
+    nodeName: E2E_NODE,
+    profile: E2E_PROFILE,
+    log: (l) => {
+      process.stderr.write(`fakegpu: ${l}\n`);
+    },
+  });
+  return cached;
+}
+
+export interface PodSpec {
+  name: string;
+  containers: { name: string; claims: { name: string; request?: string }[] }[];
+  claims: ({ name: string; template: string } | { name: string; claim: string })[];
+}
+
+/** Each container prints what it sees, then stays up so restarts can be tested against it. */
+export const SHOW =
+  'echo "visible=$NVIDIA_VISIBLE_DEVICES"; nvidia-smi -L; ls /dev | grep nvidia | tr "\\n" " "; echo; sleep 3600';
+
+export function podManifest(e: Exports, p: PodSpec): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: p.name, namespace: 'default' },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      resourceClaims: p.claims.map((c) =>
+        'template' in c
+          ? { name: c.name, resourceClaimTemplateName: c.template }
+          : { name: c.name, resourceClaimName: c.claim },
+      ),
+      containers: p.containers.map((c) => ({
+        name: c.name,
+        image: e.FAKEGPU_TEST_IMAGE,
+        imagePullPolicy: 'Never',
+        command: ['sh', '-c', SHOW],
+        resources: { claims: c.claims },
+      })),
+    },
+  };
+}
+
+export function apply(e: Exports, ...objects: unknown[]): void {
+  mustKubectl(e, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+}
+
+export async function running(e: Exports, pod: string, timeoutMs = 90_000): Promise<void> {
+  await eventually(
+    `pod ${pod} Running`,
+    () => {
+      const phase = kubectl(e, ['get', 'pod', pod, '-o', 'jsonpath={.status.phase}']).out;
+      if (phase === 'Failed')
+        throw new Error(`pod ${pod} failed: ${kubectl(e, ['describe', 'pod', pod]).out}`);
+      return phase === 'Running' ? true : undefined;
+    },
+    timeoutMs,
+  ).catch((err: unknown) => {
+    throw new Error(
+      `${err instanceof Error ? err.message : String(err)}\n${kubectl(e, ['describe', 'pod', pod]).out}`,
+    );
+  });
+}
+
+export interface Seen {
+  visible: string[];
+  listed: string[];
+  devNodes: string[];
+}
+
+/** What a container printed: NVIDIA_VISIBLE_DEVICES, the UUIDs nvidia-smi -L lists, its /dev/nvidia* nodes. */
+export async function seen(e: Exports, pod: string, container: string): Promise<Seen> {
+  const out = await eventually(`output of ${pod}/${container}`, () => {
+    const r = kubectl(e, ['logs', pod, '-c', container]);
+    return r.code === 0 && r.out.includes('visible=') && r.out.split('\n').length >= 3 ? r.out : undefined;
+  });
+  const lines = out.split('\n');
+  const visible = (lines.find((l) => l.startsWith('visible='))?.slice('visible='.length) ?? '')
+    .split(',')
+    .filter(Boolean);
+  const listed = [...out.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? '');
+  const devNodes = (lines.find((l) => l.startsWith('nvidia')) ?? '').trim().split(/\s+/).filter(Boolean);
+  return { visible, listed, devNodes };
+}
+
+export function allocatedUuids(e: Exports, claimName: string): string[] {
+  const claim = JSON.parse(mustKubectl(e, ['get', 'resourceclaim', claimName, '-o', 'json'])) as {
+    status?: { allocation?: { devices: { results: { device: string; pool: string }[] } } };
+  };
+  const slices = JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as {
+    items: {
+      spec: {
+        pool: { name: string };
+        devices?: { name: string; attributes?: Record<string, { string?: string }> }[];
+      };
+    }[];
+  };
+  return (claim.status?.allocation?.devices.results ?? []).map((r) => {
+    const dev = slices.items
+      .filter((s) => s.spec.pool.name === r.pool)
+      .flatMap((s) => s.spec.devices ?? [])
+      .find((d) => d.name === r.device);
+    return dev?.attributes?.['uuid']?.string ?? `unknown:${r.device}`;
+  });
+}
+
+/** The generated claim of a pod's template claim. */
+export function podClaim(e: Exports, pod: string, name: string): string {
+  return mustKubectl(e, [
+    'get',
+    'pod',
+    pod,
+    '-o',
+    `jsonpath={.status.resourceClaimStatuses[?(@.name=="${name}")].resourceClaimName}`,
+  ]);
+}
