@@ -1,13 +1,7 @@
-// `npm run demo`: what a node with fakegpu publishes, on the default preset, in one command.
+// `npm run demo`: the main job on the embedded default. Sets itself up, starts the local cluster with a
+// fake DGX H100 node, runs a pod that claims a GPU and prints what the pod sees.
 import { bootstrap } from './bootstrap.mjs';
 
 bootstrap();
 const { main } = await import('../dist/src/cli/main.js');
-const profile = process.env.FAKEGPU_PROFILE ?? 'dgx-h100';
-process.stderr.write(`fakegpu: presets available:\n`);
-let code = await main(['profiles']);
-if (code === 0) {
-  process.stderr.write(`\nfakegpu: ResourceSlices a node "demo-node" with ${profile} publishes:\n`);
-  code = await main(['render', '--profile', profile, '--node', 'demo-node']);
-}
-process.exitCode = code;
+process.exitCode = await main(['demo', ...process.argv.slice(2)]);

@@ -245,3 +245,34 @@ describe('checkpoint', () => {
     assert.deepEqual(new CheckpointStore(path, true).all(), []);
   });
 });
+
+describe('dynamic MIG partitions', () => {
+  it('are refused at prepare with a clear message until MIG devices are created on demand', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
+    const model = modelNode(resolveProfile('dgx-h100'), {
+      nodeName: NODE,
+      dynamicMig: true,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+      release: '0.5',
+    });
+    const opts = {
+      driverName: 'gpu.nvidia.com',
+      nodeName: NODE,
+      cdiRoot: join(root, 'cdi'),
+      stateDir: join(root, 'state'),
+      gates: on,
+    };
+    const state = new DeviceState(
+      model.machine,
+      model.devices,
+      new CheckpointStore(join(root, 'cp.json')),
+      opts,
+    );
+    await assert.rejects(state.prepare(claim('d1', ['gpu-0-mig-1g10gb-19-0'])), {
+      message:
+        /prepare devices failed: device "gpu-0-mig-1g10gb-19-0" is a dynamic MIG partition; fakegpu does not create MIG devices on demand yet, use a static MIG layout$/,
+    });
+    assert.equal((await state.prepare(claim('d2', ['gpu-1'])))[0]?.deviceName, 'gpu-1');
+  });
+});

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { FakegpuError } from '../errors.js';
 import { clusterCommand } from './cluster.js';
+import { demoCommand } from './demo.js';
 import { pluginCommand } from './plugin.js';
 import { profilesCommand, renderCommand, validateCommand } from './commands.js';
 
@@ -23,6 +24,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(validateCommand(write));
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
+  program.addCommand(demoCommand(write));
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {

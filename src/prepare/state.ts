@@ -151,6 +151,12 @@ export class DeviceState {
       const device = this.allocatable.get(r.device);
       if (r.pool !== this.opts.nodeName || !device)
         throw this.fail(claim, `allocatable not found for device "${r.device}"`);
+      if (device.type === 'mig' && !device.mig) {
+        throw this.fail(
+          claim,
+          `device "${r.device}" is a dynamic MIG partition; fakegpu does not create MIG devices on demand yet, use a static MIG layout`,
+        );
+      }
       if (!r.adminAccess) {
         for (const [other, c] of this.checkpoint.all()) {
           if (

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Exports } from '../../src/cluster/cluster.js';
 import { layout } from '../../src/cluster/config.js';
@@ -9,6 +11,7 @@ import {
   allocatedUuids,
   apply,
   E2E_CLUSTER_DIR,
+  E2E_NODE,
   e2eCluster,
   podClaim,
   podManifest,
@@ -243,5 +246,25 @@ describe('pods on a fake DGX H100 node', () => {
     mustKubectl(e, ['delete', 'pod', 'brief', '--wait=true', '--timeout=60s']);
     await eventually('the CDI spec to go', () => (existsSync(spec) ? undefined : true));
     assert.ok(!cdiSpecs().includes(`k8s.gpu.nvidia.com-claim_${uid}.yaml`));
+  });
+});
+
+describe('fakegpu demo (the README main command)', () => {
+  it('runs a pod that claims a GPU and prints the GPU it got', async () => {
+    await e2eCluster();
+    const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'fakegpu.js');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'demo', '--dir', E2E_CLUSTER_DIR, '--node', E2E_NODE, '--profile', 'dgx-h100'],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^Pod fakegpu-demo on node fakegpu-e2e-node \(dgx-h100\) was allocated fakegpu-e2e-node\/gpu-\d and saw:\n/,
+    );
+    assert.match(r.stdout, /NVIDIA_VISIBLE_DEVICES=GPU-[0-9a-f-]{36}\n/);
+    assert.match(r.stdout, /\$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 \(UUID: GPU-[0-9a-f-]{36}\)\n/);
+    assert.match(r.stdout, /NVIDIA-SMI 580\.126\.20/);
   });
 });

@@ -1,0 +1,115 @@
+import { spawnSync } from 'node:child_process';
+import { Command } from 'commander';
+import { clusterUp, DEFAULT_NODE, defaultClusterDir, exportLines, kubectl } from '../cluster/cluster.js';
+import { layout } from '../cluster/config.js';
+import { FakegpuError } from '../errors.js';
+import { resolveProfile } from '../profile/load.js';
+import { checkNodeName } from '../render.js';
+
+const progress = (line: string): void => {
+  process.stderr.write(`fakegpu: ${line}\n`);
+};
+
+const POD = 'fakegpu-demo';
+
+/** A pod that asks for one GPU the way a user would with NVIDIA's driver, and prints what it got. */
+export function demoObjects(image: string): unknown[] {
+  return [
+    {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaimTemplate',
+      metadata: { name: 'fakegpu-demo-gpu', namespace: 'default' },
+      spec: {
+        spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.nvidia.com' } }] } },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: POD, namespace: 'default' },
+      spec: {
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 1,
+        resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'fakegpu-demo-gpu' }],
+        containers: [
+          {
+            name: 'main',
+            image,
+            imagePullPolicy: 'Never',
+            command: [
+              'sh',
+              '-c',
+              'echo "NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"; echo; echo "$ nvidia-smi -L"; nvidia-smi -L; echo; echo "$ nvidia-smi"; nvidia-smi',
+            ],
+            resources: { claims: [{ name: 'gpu' }] },
+          },
+        ],
+      },
+    },
+  ];
+}
+
+export function demoCommand(write: (s: string) => void): Command {
+  return new Command('demo')
+    .description('the local cluster with a fake GPU node, a pod that claims a GPU, and what the pod sees')
+    .option('--dir <dir>', 'cluster directory', defaultClusterDir())
+    .option('--node <name>', 'name of the node', DEFAULT_NODE)
+    .option('-p, --profile <preset|file.yaml>', 'the machine the node pretends to be', 'dgx-h100')
+    .action(async (opts: { dir: string; node: string; profile: string }) => {
+      resolveProfile(opts.profile);
+      const e = await clusterUp({
+        dir: opts.dir,
+        nodeName: checkNodeName(opts.node, '--node'),
+        profile: opts.profile,
+        log: progress,
+      });
+      const l = layout(opts.dir);
+      const bin = e.PATH.split(':')[0] ?? '';
+      kubectl(l, bin, ['delete', 'pod', POD, '--ignore-not-found', '--wait=true', '--timeout=60s']);
+      const applied = kubectl(
+        l,
+        bin,
+        ['apply', '-f', '-'],
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: demoObjects(e.FAKEGPU_TEST_IMAGE) }),
+      );
+      if (applied.code !== 0)
+        throw new FakegpuError('demo', `creating the demo pod failed: ${applied.err.trim()}`);
+      progress(`pod ${POD} claims one GPU through the DeviceClass gpu.nvidia.com; waiting for it to run`);
+      const deadline = Date.now() + 120_000;
+      let phase = '';
+      // A finished pod's claim is released at once, so note the allocation while the pod is alive.
+      let alloc = '';
+      while (Date.now() < deadline) {
+        phase = kubectl(l, bin, ['get', 'pod', POD, '-o', 'jsonpath={.status.phase}']).out;
+        const claim = kubectl(l, bin, [
+          'get',
+          'pod',
+          POD,
+          '-o',
+          'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}',
+        ]).out;
+        if (claim && !alloc) {
+          alloc = kubectl(l, bin, [
+            'get',
+            'resourceclaim',
+            claim,
+            '-o',
+            'jsonpath={range .status.allocation.devices.results[*]}{.pool}/{.device} {end}',
+          ]).out.trim();
+        }
+        if (phase === 'Succeeded' || phase === 'Failed') break;
+        spawnSync('sleep', ['0.2']);
+      }
+      if (phase !== 'Succeeded') {
+        throw new FakegpuError(
+          'demo',
+          `pod ${POD} did not complete (phase ${phase || 'unknown'}):\n${kubectl(l, bin, ['describe', 'pod', POD]).out}`,
+        );
+      }
+      write(`Pod ${POD} on node ${opts.node} (${opts.profile}) was allocated ${alloc} and saw:\n\n`);
+      write(kubectl(l, bin, ['logs', POD]).out);
+      write(
+        `\nThe cluster keeps running. To use it:\n${exportLines(e)}\n  kubectl get resourceslices,resourceclaims,pods\nStop it with: npx fakegpu cluster down --dir ${opts.dir}\n`,
+      );
+    });
+}
