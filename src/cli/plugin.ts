@@ -12,6 +12,7 @@ import { DRIVER_NAME } from '../slice/build.js';
 interface Flags {
   nodeName: string;
   profile: string;
+  profileLabel?: string;
   dynamicMig?: boolean;
   driverName: string;
   driverVersion?: string;
@@ -66,6 +67,13 @@ export function pluginCommand(): Command {
         'the machine this node pretends to be',
         'FAKEGPU_PROFILE',
       ).makeOptionMandatory(),
+    )
+    .addOption(
+      opt(
+        '--profile-label <key>',
+        'a node label whose value, if set on this node, overrides --profile',
+        'FAKEGPU_PROFILE_LABEL',
+      ),
     )
     .addOption(
       new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
@@ -142,6 +150,7 @@ export function pluginCommand(): Command {
       const plugin = await runPlugin({
         nodeName: checkNodeName(f.nodeName, '--node-name'),
         profile: resolveProfile(f.profile),
+        profileLabel: f.profileLabel === '' ? undefined : f.profileLabel,
         dynamicMig: f.dynamicMig === true,
         driverName: f.driverName,
         driverVersion: f.driverVersion,

@@ -14,6 +14,7 @@ export const VERSIONS = {
   cni: '1.10.0',
   crictl: '1.37.0',
   pause: '1.0.0',
+  helm: '3.22.0',
 } as const;
 
 interface Component {
@@ -110,6 +111,12 @@ export const COMPONENTS: readonly Component[] = [
   },
   { module: 'crictl', binaries: { 'sigs.k8s.io/cri-tools/cmd/crictl': 'crictl' } },
   { module: 'pause', binaries: { 'fakegpu.dev/cluster/pause': 'pause' } },
+  // Only for checking the chart in deploy/helm; the local cluster itself does not use it.
+  {
+    module: 'helm',
+    binaries: { 'helm.sh/helm/v3/cmd/helm': 'helm' },
+    ldflags: `-X helm.sh/helm/v3/internal/version.version=v${VERSIONS.helm}`,
+  },
 ];
 
 export interface Toolchain {

@@ -59,6 +59,8 @@ export interface ClusterOptions {
 /** NVIDIA's sharing gates are off by default in the real driver; a demo cluster turns them on. */
 export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
 export const PLUGIN_HTTP = '127.0.0.1:51516';
+/** As in the Helm chart: a node label that picks the node's machine, read when the plugin starts. */
+export const PROFILE_LABEL = 'fakegpu.dev/profile';
 
 export function defaultClusterDir(): string {
   return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
@@ -368,6 +370,7 @@ async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string
     `--kubeconfig=${l.adminKubeconfig}`,
     `--http-endpoint=${PLUGIN_HTTP}`,
     `--feature-gates=${PLUGIN_FEATURE_GATES}`,
+    `--profile-label=${PROFILE_LABEL}`,
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
   ];
   const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, args, env(t));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
@@ -12,7 +12,7 @@ import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
 import { startServers, type ClaimRef, type RunningServers } from '../kubelet/grpc.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
-import type { ResolvedProfile } from '../profile/load.js';
+import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import { DeviceState, PrepareError } from '../prepare/state.js';
 import type { ResourceClaim } from '../prepare/claim.js';
 import { Publisher } from '../publish/publisher.js';
@@ -23,6 +23,8 @@ import { join } from 'node:path';
 export interface PluginOptions {
   nodeName: string;
   profile: ResolvedProfile;
+  /** A node label whose value, when present on this node, names the profile instead (Helm's per-node choice). */
+  profileLabel?: string | undefined;
   dynamicMig: boolean;
   driverName: string;
   driverVersion?: string | undefined;
@@ -108,7 +110,16 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   else kc.loadFromDefault();
   const claims = kc.makeApiClient(CustomObjectsApi);
 
-  const model = modelNode(o.profile, {
+  let profile = o.profile;
+  if (o.profileLabel) {
+    const node = await kc.makeApiClient(CoreV1Api).readNode({ name: o.nodeName });
+    const value = node.metadata?.labels?.[o.profileLabel];
+    if (value) {
+      profile = resolveProfile(value, `node label ${o.profileLabel}`);
+      log.info({ label: o.profileLabel, profile: value }, 'profile chosen by node label');
+    }
+  }
+  const model = modelNode(profile, {
     nodeName: o.nodeName,
     dynamicMig: o.dynamicMig,
     driverVersion: o.driverVersion,
@@ -136,7 +147,9 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     stateDir: o.stateDir,
     gates: o.gates,
   });
-  state.restore();
+  const stale = state.restore();
+  if (stale.length > 0)
+    log.warn({ claims: stale }, 'prepared claims refer to devices this machine no longer has');
 
   const reg = new Registry();
   const m = metrics(reg);

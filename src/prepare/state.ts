@@ -110,11 +110,20 @@ export class DeviceState {
   }
 
   /** Re-applies every completed claim's files after a restart (CDI specs may live on tmpfs). */
-  restore(): void {
+  restore(): string[] {
+    const stale: string[] = [];
     for (const [uid, c] of this.checkpoint.all()) {
-      if (c.state === 'PrepareCompleted') this.writeFiles(uid, c);
-      else this.forget(uid);
+      if (c.state !== 'PrepareCompleted') {
+        this.forget(uid);
+      } else if (c.devices.every((d) => this.allocatable.has(d.deviceName))) {
+        this.writeFiles(uid, c);
+      } else {
+        // The machine changed under a prepared claim (another profile): keep the record so the
+        // kubelet's unprepare still finds and cleans it, but write nothing for devices that are gone.
+        stale.push(uid);
+      }
     }
+    return stale;
   }
 
   prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {

@@ -12,6 +12,7 @@ import {
   apply,
   E2E_CLUSTER_DIR,
   E2E_NODE,
+  cleanup,
   e2eCluster,
   podClaim,
   podManifest,
@@ -58,9 +59,7 @@ describe('pods on a fake DGX H100 node', () => {
     );
   });
   after(() => {
-    // Gracefully, so the kubelet unprepares every claim before the next file allocates the GPUs again.
-    kubectl(e, ['delete', 'pods', '--all', '--wait=true', '--timeout=120s']);
-    kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
+    cleanup(e);
   });
 
   it('gives two pods one GPU each, different ones, and each container sees exactly its GPU', async () => {

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import { layout } from '../../src/cluster/config.js';
-import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
+import { eventually, mustKubectl } from '../support/cluster.js';
 import {
   apply,
   E2E_CLUSTER_DIR,
   E2E_NODE,
+  cleanup,
   e2eCluster,
   podClaim,
   podManifest,
@@ -34,9 +35,7 @@ describe('restarts with running pods', () => {
     });
   });
   after(() => {
-    // Gracefully, so the kubelet unprepares every claim before the next file allocates the GPUs again.
-    kubectl(e, ['delete', 'pods', '--all', '--wait=true', '--timeout=120s']);
-    kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
+    cleanup(e);
   });
 
   const state = (pod: string): { uid: string; spec: string; restarts: string; containerId: string } => {
@@ -125,4 +124,46 @@ describe('restarts with running pods', () => {
       );
     });
   }
+});
+
+describe('a node label picks the machine', () => {
+  it('fakegpu.dev/profile switches the node to another preset at the next plugin start, and back', async () => {
+    const e = await e2eCluster();
+    const log = (l: string): void => {
+      process.stderr.write(`fakegpu: ${l}\n`);
+    };
+    const products = (): string[] => {
+      const list = JSON.parse(
+        mustKubectl(e, ['get', 'resourceslices', `--field-selector=spec.nodeName=${E2E_NODE}`, '-o', 'json']),
+      ) as {
+        items: { spec: { devices?: { attributes?: { productName?: { string: string } } }[] } }[];
+      };
+      return [
+        ...new Set(
+          list.items.flatMap((s) =>
+            (s.spec.devices ?? []).map((d) => d.attributes?.productName?.string ?? ''),
+          ),
+        ),
+      ];
+    };
+    try {
+      mustKubectl(e, ['label', 'node', E2E_NODE, 'fakegpu.dev/profile=aws-p4d.24xlarge', '--overwrite']);
+      await clusterRestart(E2E_CLUSTER_DIR, 'fakegpu-plugin', log);
+      assert.deepEqual(
+        await eventually('A100 slices', () =>
+          products().join() === 'NVIDIA A100-SXM4-40GB' ? products() : undefined,
+        ),
+        ['NVIDIA A100-SXM4-40GB'],
+      );
+    } finally {
+      mustKubectl(e, ['label', 'node', E2E_NODE, 'fakegpu.dev/profile-']);
+      await clusterRestart(E2E_CLUSTER_DIR, 'fakegpu-plugin', log);
+    }
+    assert.deepEqual(
+      await eventually('H100 slices again', () =>
+        products().join() === 'NVIDIA H100 80GB HBM3' ? products() : undefined,
+      ),
+      ['NVIDIA H100 80GB HBM3'],
+    );
+  });
 });

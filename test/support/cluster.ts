@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { clusterUp, type Exports } from '../../src/cluster/cluster.js';
+import { clusterUp, type ClusterOptions, type Exports } from '../../src/cluster/cluster.js';
 import { cacheRoot } from '../../src/cluster/build.js';
 
 /**
@@ -10,17 +10,25 @@ import { cacheRoot } from '../../src/cluster/build.js';
 export const TEST_CLUSTER_DIR = process.env['FAKEGPU_TEST_CLUSTER_DIR'] ?? join(cacheRoot(), 'test-cluster');
 export const TEST_NODE = 'fakegpu-test-node';
 
-let cached: Exports | undefined;
+const clusters = new Map<string, Promise<Exports>>();
 
-export async function testCluster(): Promise<Exports> {
-  cached ??= await clusterUp({
-    dir: TEST_CLUSTER_DIR,
-    nodeName: TEST_NODE,
-    log: (l) => {
-      process.stderr.write(`fakegpu: ${l}\n`);
-    },
-  });
-  return cached;
+/** One cluster per directory per test process, started (or reused) on first use. */
+export function sharedCluster(o: Omit<ClusterOptions, 'log'>): Promise<Exports> {
+  let c = clusters.get(o.dir);
+  if (!c) {
+    c = clusterUp({
+      ...o,
+      log: (l) => {
+        process.stderr.write(`fakegpu: ${l}\n`);
+      },
+    });
+    clusters.set(o.dir, c);
+  }
+  return c;
+}
+
+export function testCluster(): Promise<Exports> {
+  return sharedCluster({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE });
 }
 
 export interface Result {

@@ -1,25 +1,21 @@
 import { join } from 'node:path';
 import { cacheRoot } from '../../src/cluster/build.js';
-import { clusterUp, type Exports } from '../../src/cluster/cluster.js';
-import { eventually, kubectl, mustKubectl } from './cluster.js';
+import type { Exports } from '../../src/cluster/cluster.js';
+import { eventually, kubectl, mustKubectl, sharedCluster } from './cluster.js';
 
 /** The end-to-end cluster: a node that fakegpu's plugin turns into a DGX H100. */
 export const E2E_CLUSTER_DIR = process.env['FAKEGPU_E2E_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-cluster');
 export const E2E_NODE = 'fakegpu-e2e-node';
 export const E2E_PROFILE = 'dgx-h100';
 
-let cached: Exports | undefined;
+export function e2eCluster(): Promise<Exports> {
+  return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
+}
 
-export async function e2eCluster(): Promise<Exports> {
-  cached ??= await clusterUp({
-    dir: E2E_CLUSTER_DIR,
-    nodeName: E2E_NODE,
-    profile: E2E_PROFILE,
-    log: (l) => {
-      process.stderr.write(`fakegpu: ${l}\n`);
-    },
-  });
-  return cached;
+/** Gracefully, so the kubelet unprepares every claim before the next file allocates the GPUs again. */
+export function cleanup(e: Exports): void {
+  kubectl(e, ['delete', 'pods', '--all', '--wait=true', '--timeout=120s']);
+  kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
 }
 
 export interface PodSpec {
