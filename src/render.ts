@@ -19,8 +19,8 @@ export interface RenderOptions {
   driverName: string;
   kubernetesVersion: Semver;
   release: DriverRelease;
-  /** Where MIG state lives; a fresh in-memory store renders the machine as booted. */
-  migState?: MigStateStore;
+  /** Where MIG state lives, chosen per machine; a fresh in-memory store renders the machine as booted. */
+  migState?: (machine: Machine) => MigStateStore;
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -48,7 +48,7 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
     dynamicMig: opts.dynamicMig,
     driverVersion: opts.driverVersion,
   });
-  const nvml = new MockNvml(machine, opts.migState ?? new MemoryMigStateStore());
+  const nvml = new MockNvml(machine, opts.migState ? opts.migState(machine) : new MemoryMigStateStore());
   const gpus = discoverGpus(nvml, machineTopology(machine));
   return {
     machine,

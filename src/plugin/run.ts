@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
@@ -8,6 +9,7 @@ import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../config/nvidia.js';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
+import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
 import { startServers, type ClaimRef, type RunningServers } from '../kubelet/grpc.js';
@@ -126,7 +128,8 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     driverName: o.driverName,
     kubernetesVersion: { major: 1, minor: 37, patch: 0 } satisfies Semver,
     release: o.release,
-    migState: new FileMigStateStore(join(o.stateDir, 'nvml-state.json')),
+    // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
+    migState: (machine) => new FileMigStateStore(join(o.stateDir, `nvml-state-${machineKey(machine)}.json`)),
   });
   const version = await serverVersion(kc);
   const desired = o.slicesFile
@@ -319,6 +322,14 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       });
     },
   };
+}
+
+/** Short stable name for a machine: its GPUs' UUIDs, which already encode node, bus IDs and models. */
+function machineKey(m: Machine): string {
+  return createHash('sha256')
+    .update(m.gpus.map((g) => g.uuid).join(','))
+    .digest('hex')
+    .slice(0, 12);
 }
 
 function splitEndpoint(ep: string): [string, number] {

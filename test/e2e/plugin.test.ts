@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
+import { PLUGIN_HTTP, type Exports } from '../../src/cluster/cluster.js';
 import { layout } from '../../src/cluster/config.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
@@ -265,5 +265,27 @@ describe('fakegpu demo (the README main command)', () => {
     assert.match(r.stdout, /NVIDIA_VISIBLE_DEVICES=GPU-[0-9a-f-]{36}\n/);
     assert.match(r.stdout, /\$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 \(UUID: GPU-[0-9a-f-]{36}\)\n/);
     assert.match(r.stdout, /NVIDIA-SMI 580\.126\.20/);
+  });
+});
+
+describe('plugin health and metrics', () => {
+  it('serves /healthz, /readyz and Prometheus metrics with prepare counts and published devices', async () => {
+    await e2eCluster();
+    const get = async (path: string): Promise<{ status: number; text: string }> => {
+      const r = await fetch(`http://${PLUGIN_HTTP}${path}`);
+      return { status: r.status, text: await r.text() };
+    };
+    assert.deepEqual(await get('/healthz'), { status: 200, text: 'ok\n' });
+    assert.deepEqual(await get('/readyz'), { status: 200, text: 'ok\n' });
+    const metrics = (await get('/metrics')).text;
+    assert.match(
+      metrics,
+      /^fakegpu_dra_requests_total\{method="NodePrepareResources",result="success"\} [1-9]\d*$/m,
+    );
+    assert.match(
+      metrics,
+      /^fakegpu_dra_request_duration_seconds_bucket\{le="0\.1",method="NodePrepareResources"\} \d+$/m,
+    );
+    assert.match(metrics, /^fakegpu_published_devices 8$/m);
   });
 });
