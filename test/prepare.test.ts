@@ -8,17 +8,17 @@ import type { CdiSpec } from '../src/cdi/spec.js';
 import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
 import type { ResourceClaim } from '../src/prepare/claim.js';
 import { DeviceState } from '../src/prepare/state.js';
-import { resolveProfile } from '../src/profile/load.js';
+import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
 import { modelNode } from '../src/render.js';
 
 const NODE = 'node-a';
 const on = { TimeSlicingSettings: true, MPSSupport: true };
 
-function setup(profile = 'dgx-h100') {
+function setup(profile: string | ResolvedProfile = 'dgx-h100', dynamicMig = false) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
-  const model = modelNode(resolveProfile(profile), {
+  const model = modelNode(typeof profile === 'string' ? resolveProfile(profile) : profile, {
     nodeName: NODE,
-    dynamicMig: false,
+    dynamicMig,
     driverName: 'gpu.nvidia.com',
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
     release: '0.5',
@@ -199,32 +199,11 @@ describe('preparing claims', () => {
   });
 
   it('prepares static MIG devices with their own UUIDs', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
-    const profile = {
+    const { state, opts } = setup({
       name: 'mig',
       preset: null,
       spec: { gpus: [{ model: 'A100-SXM4-40GB', mig: { layout: '1g.5gb x7' } }] },
-    };
-    const model = modelNode(profile, {
-      nodeName: NODE,
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-      release: '0.5',
     });
-    const opts = {
-      driverName: 'gpu.nvidia.com',
-      nodeName: NODE,
-      cdiRoot: join(root, 'cdi'),
-      stateDir: join(root, 'state'),
-      gates: on,
-    };
-    const state = new DeviceState(
-      model.machine,
-      model.devices,
-      new CheckpointStore(join(root, 'cp.json')),
-      opts,
-    );
     const [d] = await state.prepare(claim('m1', ['gpu-0-mig-1g5gb-19-3']));
     assert.match(d?.uuid ?? '', /^MIG-/);
     assert.deepEqual(spec(opts.cdiRoot, 'm1').devices[0]?.containerEdits.env, [
@@ -248,27 +227,7 @@ describe('checkpoint', () => {
 
 describe('dynamic MIG partitions', () => {
   it('are refused at prepare with a clear message until MIG devices are created on demand', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
-    const model = modelNode(resolveProfile('dgx-h100'), {
-      nodeName: NODE,
-      dynamicMig: true,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-      release: '0.5',
-    });
-    const opts = {
-      driverName: 'gpu.nvidia.com',
-      nodeName: NODE,
-      cdiRoot: join(root, 'cdi'),
-      stateDir: join(root, 'state'),
-      gates: on,
-    };
-    const state = new DeviceState(
-      model.machine,
-      model.devices,
-      new CheckpointStore(join(root, 'cp.json')),
-      opts,
-    );
+    const { state } = setup('dgx-h100', true);
     await assert.rejects(state.prepare(claim('d1', ['gpu-0-mig-1g10gb-19-0'])), {
       message:
         /prepare devices failed: device "gpu-0-mig-1g10gb-19-0" is a dynamic MIG partition; fakegpu does not create MIG devices on demand yet, use a static MIG layout$/,
