@@ -111,7 +111,7 @@ function fakegpuHandlers(): DraHandlers {
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
     release: '0.5',
   });
-  const state = new DeviceState(model.machine, model.devices, new CheckpointStore(join(dir, 'cp.json')), {
+  const state = new DeviceState(model.machine, model.nvml, model.devices, new CheckpointStore(join(dir, 'cp.json')), {
     driverName: 'gpu.nvidia.com',
     nodeName: NODE,
     cdiRoot: join(dir, 'cdi'),

@@ -33,6 +33,7 @@ function setup(profile: string | ResolvedProfile = 'dgx-h100', dynamicMig = fals
   const make = () =>
     new DeviceState(
       model.machine,
+      model.nvml,
       model.devices,
       new CheckpointStore(join(root, 'state', 'checkpoint.json')),
       opts,
@@ -226,12 +227,60 @@ describe('checkpoint', () => {
 });
 
 describe('dynamic MIG partitions', () => {
-  it('are refused at prepare with a clear message until MIG devices are created on demand', async () => {
-    const { state } = setup('dgx-h100', true);
-    await assert.rejects(state.prepare(claim('d1', ['gpu-0-mig-1g10gb-19-0'])), {
+  it('create the MIG device at prepare and destroy it at unprepare', async () => {
+    const { state, opts, model } = setup('dgx-h100', true);
+    const gpu0 = model.nvml.deviceGetHandleByIndex(0);
+    const devices = await state.prepare(claim('d1', ['gpu-0-mig-1g10gb-19-0', 'gpu-0-mig-3g40gb-9-4']));
+    assert.deepEqual(
+      devices.map((d) => [d.deviceName, d.uuid.slice(0, 4), d.migInstance?.gpuInstanceId]),
+      [
+        ['gpu-0-mig-1g10gb-19-0', 'MIG-', 7],
+        ['gpu-0-mig-3g40gb-9-4', 'MIG-', 2],
+      ],
+    );
+    assert.deepEqual(gpu0.getMigMode(), [1, 1]);
+    assert.deepEqual(
+      gpu0
+        .getMigDevices()
+        .map((m) => m.getUUID())
+        .sort(),
+      devices.map((d) => d.uuid).sort(),
+    );
+    const s = spec(opts.cdiRoot, 'd1');
+    assert.deepEqual(
+      s.devices[1]?.containerEdits.deviceNodes?.map((n) => n.path),
+      ['/dev/nvidia0', '/dev/nvidia-caps/nvidia-cap1056', '/dev/nvidia-caps/nvidia-cap1057'],
+    );
+    assert.deepEqual(s.devices[0]?.containerEdits.env, [
+      `NVIDIA_VISIBLE_DEVICES=${devices.map((d) => d.uuid).join(',')}`,
+    ]);
+    await state.unprepare('d1');
+    assert.deepEqual(gpu0.getMigDevices(), []);
+  });
+
+  it('refuse a placement that is already taken, leaving nothing behind', async () => {
+    const { state, model } = setup('dgx-h100', true);
+    await state.prepare(claim('a', ['gpu-1-mig-3g40gb-9-0']));
+    await assert.rejects(state.prepare(claim('b', ['gpu-1-mig-1g10gb-19-6', 'gpu-1-mig-2g20gb-14-2'])), {
       message:
-        /prepare devices failed: device "gpu-0-mig-1g10gb-19-0" is a dynamic MIG partition; fakegpu does not create MIG devices on demand yet, use a static MIG layout$/,
+        /prepare devices failed: error creating MIG device for "gpu-1-mig-2g20gb-14-2": 2g\.20gb@2 \(memory slices 2-3\) overlaps 3g\.40gb@0 \(memory slices 0-3\)$/,
     });
-    assert.equal((await state.prepare(claim('d2', ['gpu-1'])))[0]?.deviceName, 'gpu-1');
+    assert.equal(
+      model.nvml.deviceGetHandleByIndex(1).getMigDevices().length,
+      1,
+      'the 1g.10gb made for claim b is gone again',
+    );
+  });
+
+  it('destroy MIG devices no prepared claim holds when the plugin starts', async () => {
+    const t = setup('dgx-h100', true);
+    await t.state.prepare(claim('keep', ['gpu-2-mig-7g80gb-0-0']));
+    const gpu3 = t.model.nvml.deviceGetHandleByIndex(3);
+    gpu3.setMigMode(1);
+    const gi = gpu3.createGpuInstanceWithPlacement(gpu3.getGpuInstanceProfileInfo(0), { start: 0, size: 1 });
+    gi.createComputeInstance(gi.getComputeInstanceProfileInfo(0, 0));
+    t.make().restore();
+    assert.deepEqual(gpu3.getMigDevices(), []);
+    assert.equal(t.model.nvml.deviceGetHandleByIndex(2).getMigDevices().length, 1, 'the held one stays');
   });
 });

@@ -14,6 +14,14 @@ const PreparedDevice = z.strictObject({
   cdiDeviceIds: z.array(z.string()),
   uuid: z.string(),
   type: z.enum(['gpu', 'mig']),
+  /** A MIG device created at prepare (dynamic MIG), destroyed at unprepare. */
+  migInstance: z
+    .strictObject({
+      parentUuid: z.string(),
+      gpuInstanceId: z.number().int(),
+      computeInstanceId: z.number().int(),
+    })
+    .optional(),
 });
 export type PreparedDevice = z.infer<typeof PreparedDevice>;
 

@@ -6,6 +6,7 @@ import { nvmlBusId } from '../hardware/pci.js';
 import { refusal, type Placed } from '../mig/placement.js';
 import type { GpuMigState, MigState, MigStateStore } from './state.js';
 import {
+  fullComputeInstanceProfile,
   type ComputeInstanceInfo,
   type ComputeInstanceProfileInfo,
   type GpuInstanceInfo,
@@ -49,14 +50,6 @@ function gpuInstanceId(memorySlices: number, start: number, size: number): numbe
   return memorySlices / size - 1 + start / size;
 }
 
-/** The compute-instance profile that spans the whole GI, as `nvidia-smi mig -cgi … -C` creates it. */
-export function fullComputeProfile(p: GiProfile): number {
-  if (p.enumName === '1_SLICE_REV2') return 7;
-  const slices = computeSlices(p);
-  const entry = Object.entries(CI_SLICES).find(([id, s]) => s === slices && id !== '7');
-  return Number(entry?.[0] ?? 0);
-}
-
 function initialState(machine: Machine): MigState {
   const gpus: Record<string, GpuMigState> = {};
   for (const g of machine.gpus) {
@@ -67,7 +60,7 @@ function initialState(machine: Machine): MigState {
         id: gpuInstanceId(slices, p.start, p.profile.placementSize),
         profileId: p.profile.id,
         start: p.start,
-        computeInstances: [{ id: 0, profileId: fullComputeProfile(p.profile) }],
+        computeInstances: [{ id: 0, profileId: fullComputeInstanceProfile(p.profile.enumName) }],
       })),
     };
   }

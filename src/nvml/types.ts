@@ -143,5 +143,16 @@ export interface Nvml {
   deviceGetHandleByUUID(uuid: string): NvmlDevice;
 }
 
+/**
+ * The compute-instance profile that spans a whole GPU instance (nvml.h CI enum), as `nvidia-smi mig -cgi
+ * … -C` picks it: the same slice count, except 1-slice GIs with two memory slices, which take 1_SLICE_REV1.
+ */
+export function fullComputeInstanceProfile(giEnumName: string): number {
+  if (giEnumName === '1_SLICE_REV2') return 7;
+  const slices = Number(/^(\d+)_SLICE/.exec(giEnumName)?.[1] ?? 1);
+  const bySlices: Record<number, number> = { 1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 5, 6: 6 };
+  return bySlices[slices] ?? 0;
+}
+
 export const NVML_DEVICE_MIG_ENABLE = 1;
 export const NVML_DEVICE_MIG_DISABLE = 0;

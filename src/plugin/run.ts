@@ -143,7 +143,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       });
 
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
-  const state = new DeviceState(model.machine, model.devices, checkpoint, {
+  const state = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
     driverName: o.driverName,
     nodeName: o.nodeName,
     cdiRoot: o.cdiRoot,

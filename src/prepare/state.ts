@@ -19,8 +19,15 @@ import {
   type FeatureGates,
 } from '../config/nvidia.js';
 import type { GpuDevices } from '../device/allocatable.js';
-import type { GpuInfo, StaticMigDevice } from '../device/discover.js';
+import type { GpuInfo, MigProfile, StaticMigDevice } from '../device/discover.js';
 import type { Machine } from '../hardware/machine.js';
+import {
+  fullComputeInstanceProfile,
+  NVML_DEVICE_MIG_ENABLE,
+  NVML_RETURN,
+  NvmlError,
+  type Nvml,
+} from '../nvml/types.js';
 import { NVIDIA_SMI, DEVICES_DIR } from '../nvidia-smi/script.js';
 import { deviceView, type SmiGpu } from '../nvidia-smi/views.js';
 import { baseRequest, type AllocationResult, type ResourceClaim } from './claim.js';
@@ -46,10 +53,23 @@ export interface PrepareOptions {
 interface Allocatable {
   type: 'gpu' | 'mig';
   gpu: GpuInfo;
+  /** A MIG device that exists (static MIG). */
   mig: StaticMigDevice | null;
+  /** A MIG partition to create at prepare (dynamic MIG). */
+  partition: { profile: MigProfile; start: number; size: number } | null;
 }
 
+const PARTITION = /^gpu-\d+-mig-.+-(\d+)-(\d+)$/;
+
 export class PrepareError extends Error {}
+
+/**
+ * Minor numbers for the fake /dev/nvidia-caps nodes: unique per GPU, GPU instance and compute instance.
+ * The real ones come from /proc/driver/nvidia/capabilities; these are our own numbering on our own major.
+ */
+function capMinor(gpuMinor: number, gi: number, ci?: number): number {
+  return 1024 + gpuMinor * 512 + gi * 16 + (ci === undefined ? 0 : ci + 1);
+}
 
 export class DeviceState {
   private readonly allocatable = new Map<string, Allocatable>();
@@ -57,6 +77,7 @@ export class DeviceState {
 
   constructor(
     private readonly machine: Machine,
+    private readonly nvml: Nvml,
     devices: readonly GpuDevices[],
     private readonly checkpoint: CheckpointStore,
     private readonly opts: PrepareOptions,
@@ -73,7 +94,14 @@ export class DeviceState {
                 d.attributes['uuid'].string === m.uuid,
             ) ?? null)
           : null;
-        this.allocatable.set(d.name, { type: isMig ? 'mig' : 'gpu', gpu: g.gpu, mig });
+        let partition: Allocatable['partition'] = null;
+        const m = isMig && !mig ? PARTITION.exec(d.name) : null;
+        if (m) {
+          const profile = g.gpu.migProfiles.find((p) => p.info.id === Number(m[1]));
+          const placement = profile?.placements.find((pl) => pl.start === Number(m[2]));
+          if (profile && placement) partition = { profile, start: placement.start, size: placement.size };
+        }
+        this.allocatable.set(d.name, { type: isMig ? 'mig' : 'gpu', gpu: g.gpu, mig, partition });
       }
     }
     mkdirSync(join(opts.stateDir, 'bin'), { recursive: true });
@@ -112,6 +140,7 @@ export class DeviceState {
   /** Re-applies every completed claim's files after a restart (CDI specs may live on tmpfs). */
   restore(): string[] {
     const stale: string[] = [];
+    this.destroyUnheldMig();
     for (const [uid, c] of this.checkpoint.all()) {
       if (c.state !== 'PrepareCompleted') {
         this.forget(uid);
@@ -160,11 +189,8 @@ export class DeviceState {
       const device = this.allocatable.get(r.device);
       if (r.pool !== this.opts.nodeName || !device)
         throw this.fail(claim, `allocatable not found for device "${r.device}"`);
-      if (device.type === 'mig' && !device.mig) {
-        throw this.fail(
-          claim,
-          `device "${r.device}" is a dynamic MIG partition; fakegpu does not create MIG devices on demand yet, use a static MIG layout`,
-        );
+      if (device.type === 'mig' && !device.mig && !device.partition) {
+        throw this.fail(claim, `allocatable not found for device "${r.device}"`);
       }
       if (!r.adminAccess) {
         for (const [other, c] of this.checkpoint.all()) {
@@ -218,14 +244,41 @@ export class DeviceState {
       devices: [],
       configState: {},
     });
-    const devices: PreparedDevice[] = chosen.map(({ result, device }) => ({
-      requestNames: [baseRequest(result.request)],
-      poolName: result.pool,
-      deviceName: result.device,
-      cdiDeviceIds: [cdiDeviceId(uid, result.device)],
-      uuid: device.mig?.uuid ?? device.gpu.uuid,
-      type: device.type,
-    }));
+    const devices: PreparedDevice[] = [];
+    for (const { result, device } of chosen) {
+      const d: PreparedDevice = {
+        requestNames: [baseRequest(result.request)],
+        poolName: result.pool,
+        deviceName: result.device,
+        cdiDeviceIds: [cdiDeviceId(uid, result.device)],
+        uuid: device.mig?.uuid ?? device.gpu.uuid,
+        type: device.type,
+      };
+      if (device.partition) {
+        try {
+          const created = this.createMig(device.gpu, device.partition);
+          d.uuid = created.uuid;
+          d.migInstance = created.instance;
+        } catch (e) {
+          // Leave nothing half-applied: instances made for earlier devices of this claim go again.
+          this.destroyMig(devices);
+          this.checkpoint.delete(uid);
+          throw this.fail(
+            claim,
+            `error creating MIG device for "${result.device}": ${e instanceof Error ? e.message : String(e)}`,
+          );
+        }
+      }
+      devices.push(d);
+      // Record each instance as soon as it exists, so a crash cannot orphan it.
+      this.checkpoint.put(uid, {
+        namespace: claim.metadata.namespace,
+        name: claim.metadata.name,
+        state: 'PrepareStarted',
+        devices,
+        configState: {},
+      });
+    }
     const configState: PreparedClaim['configState'] = {};
     for (const { result, config } of chosen) {
       const s = config?.sharing;
@@ -243,6 +296,98 @@ export class DeviceState {
     this.writeFiles(uid, prepared);
     this.checkpoint.put(uid, prepared);
     return devices;
+  }
+
+  /** Creates the GPU instance at the allocated placement and its full compute instance, as the driver does. */
+  private createMig(
+    gpu: GpuInfo,
+    p: NonNullable<Allocatable['partition']>,
+  ): { uuid: string; instance: NonNullable<PreparedDevice['migInstance']> } {
+    const dev = this.nvml.deviceGetHandleByUUID(gpu.uuid);
+    if (dev.getMigMode()[0] !== NVML_DEVICE_MIG_ENABLE) dev.setMigMode(NVML_DEVICE_MIG_ENABLE);
+    const gi = dev.createGpuInstanceWithPlacement(p.profile.info, { start: p.start, size: p.size });
+    const giInfo = gi.getInfo();
+    try {
+      const ci = gi.createComputeInstance(
+        gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(p.profile.enumName), 0),
+      );
+      const ciId = ci.getInfo().id;
+      const mig = dev
+        .getMigDevices()
+        .find((m) => m.getGpuInstanceId() === giInfo.id && m.getComputeInstanceId() === ciId);
+      if (!mig) throw new Error(`MIG device ${giInfo.id}/${ciId} not found after creating it`);
+      return {
+        uuid: mig.getUUID(),
+        instance: { parentUuid: gpu.uuid, gpuInstanceId: giInfo.id, computeInstanceId: ciId },
+      };
+    } catch (e) {
+      gi.destroy();
+      throw e;
+    }
+  }
+
+  private destroyMig(devices: readonly PreparedDevice[]): void {
+    for (const d of devices) {
+      const m = d.migInstance;
+      if (!m) continue;
+      try {
+        const gi = this.nvml.deviceGetHandleByUUID(m.parentUuid).getGpuInstanceById(m.gpuInstanceId);
+        const profile = this.allocatable.get(d.deviceName)?.partition?.profile;
+        if (profile) {
+          for (const ci of gi.getComputeInstances(
+            gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(profile.enumName), 0),
+          )) {
+            if (ci.getInfo().id === m.computeInstanceId) ci.destroy();
+          }
+        }
+        gi.destroy();
+      } catch (e) {
+        if (!(e instanceof NvmlError && e.code === NVML_RETURN.ERROR_NOT_FOUND)) throw e;
+      }
+    }
+  }
+
+  /**
+   * MIG devices on dynamically partitioned GPUs that no prepared claim holds are destroyed at start, as
+   * the real driver does after a crash between creating an instance and recording it.
+   */
+  private destroyUnheldMig(): void {
+    const held = new Set(
+      this.checkpoint
+        .all()
+        .flatMap(([, c]) => c.devices)
+        .flatMap((d) =>
+          d.migInstance ? [`${d.migInstance.parentUuid}/${d.migInstance.gpuInstanceId}`] : [],
+        ),
+    );
+    const dynamicGpus = new Set(
+      [...this.allocatable.values()].filter((a) => a.partition).map((a) => a.gpu.uuid),
+    );
+    for (const uuid of dynamicGpus) {
+      const dev = this.nvml.deviceGetHandleByUUID(uuid);
+      for (const m of dev.getMigDevices()) {
+        const giId = m.getGpuInstanceId();
+        if (held.has(`${uuid}/${giId}`)) continue;
+        const gi = dev.getGpuInstanceById(giId);
+        for (const p of [
+          ...new Set(
+            [...this.allocatable.values()].flatMap((a) =>
+              a.partition && a.gpu.uuid === uuid ? [a.partition.profile.enumName] : [],
+            ),
+          ),
+        ]) {
+          try {
+            for (const ci of gi.getComputeInstances(
+              gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(p), 0),
+            ))
+              ci.destroy();
+          } catch {
+            // That compute profile does not fit this GPU instance; another one will.
+          }
+        }
+        gi.destroy();
+      }
+    }
   }
 
   private claimDir(uid: string): string {
@@ -280,23 +425,43 @@ export class DeviceState {
     const devices = c.devices.map((d) => {
       const a = this.allocatable.get(d.deviceName);
       if (!a) throw new PrepareError(`allocatable not found for device "${d.deviceName}"`);
-      const mig = a.mig
-        ? {
-            profile: a.mig.profile.name,
-            uuid: a.mig.uuid,
-            memoryMiB: a.mig.profile.info.memorySizeMB,
-            gpuInstanceId: a.mig.gpuInstanceId,
-            computeInstanceId: a.mig.computeInstanceId,
-            multiprocessors: a.mig.profile.info.multiprocessorCount,
-          }
-        : null;
-      const view = deviceView(d.deviceName, this.smiGpu(a.gpu, c.configState[d.deviceName]?.timeSlice), mig);
+      const profile = a.mig?.profile ?? a.partition?.profile;
+      const ids = a.mig ?? d.migInstance;
+      const mig =
+        profile && ids
+          ? {
+              profile: profile.name,
+              uuid: d.uuid,
+              memoryMiB: profile.info.memorySizeMB,
+              gpuInstanceId: ids.gpuInstanceId,
+              computeInstanceId: ids.computeInstanceId,
+              multiprocessors: profile.info.multiprocessorCount,
+            }
+          : null;
+      const smi = this.smiGpu(a.gpu, c.configState[d.deviceName]?.timeSlice);
+      if (mig) smi.migMode = 'Enabled';
+      const view = deviceView(d.deviceName, smi, mig);
       mkdirSync(join(dir, view.dir), { recursive: true });
       for (const [f, text] of Object.entries(view.files)) writeFileSync(join(dir, view.dir, f), text);
       const visible = d.requestNames.flatMap((r) => byRequest.get(r) ?? []);
       const edits: ContainerEdits = {
         env: [`NVIDIA_VISIBLE_DEVICES=${visible.join(',')}`],
-        deviceNodes: [this.node(`/dev/nvidia${a.gpu.minor}`, a.gpu.minor)],
+        deviceNodes: [
+          this.node(`/dev/nvidia${a.gpu.minor}`, a.gpu.minor),
+          // MIG access goes through capability nodes of the GPU instance and the compute instance.
+          ...(ids
+            ? [
+                this.node(
+                  `/dev/nvidia-caps/nvidia-cap${capMinor(a.gpu.minor, ids.gpuInstanceId)}`,
+                  capMinor(a.gpu.minor, ids.gpuInstanceId),
+                ),
+                this.node(
+                  `/dev/nvidia-caps/nvidia-cap${capMinor(a.gpu.minor, ids.gpuInstanceId, ids.computeInstanceId)}`,
+                  capMinor(a.gpu.minor, ids.gpuInstanceId, ids.computeInstanceId),
+                ),
+              ]
+            : []),
+        ],
         mounts: [
           {
             hostPath: join(dir, view.dir),
@@ -345,6 +510,7 @@ export class DeviceState {
   }
 
   private forget(uid: string): void {
+    this.destroyMig(this.checkpoint.get(uid)?.devices ?? []);
     removeSpec(this.opts.cdiRoot, uid);
     rmSync(this.claimDir(uid), { recursive: true, force: true });
     this.checkpoint.delete(uid);
