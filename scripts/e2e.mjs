@@ -1,5 +1,6 @@
 // `npm run e2e`: the end-to-end suite. Starts a local cluster whose node runs fakegpu's plugin as a DGX
-// H100, runs test/e2e against it, stops it and fails if anything of it is left running.
+// H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
+// with dynamic MIG for test/e2e-mig.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 import { cacheDir, testFiles, withCluster } from './suite.mjs';
@@ -11,11 +12,20 @@ if (files.length === 0) {
   process.stderr.write('fakegpu: no compiled e2e tests under dist/test/e2e\n');
   process.exit(1);
 }
-const ok = withCluster({
+let ok = withCluster({
   what: 'end-to-end tests',
   dir: process.env.FAKEGPU_E2E_CLUSTER_DIR ?? join(cacheDir(), 'e2e-cluster'),
   dirEnv: 'FAKEGPU_E2E_CLUSTER_DIR',
   upArgs: ['--node', 'fakegpu-e2e-node', '--profile', 'dgx-h100'],
   files,
 });
+// Dynamic MIG needs its own node configuration, so it gets its own cluster, after the first is gone.
+ok =
+  withCluster({
+    what: 'end-to-end tests, dynamic MIG',
+    dir: process.env.FAKEGPU_E2E_MIG_CLUSTER_DIR ?? join(cacheDir(), 'e2e-mig-cluster'),
+    dirEnv: 'FAKEGPU_E2E_MIG_CLUSTER_DIR',
+    upArgs: ['--node', 'fakegpu-mig-node', '--profile', 'dgx-h100', '--dynamic-mig'],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-mig')),
+  }) && ok;
 process.exit(ok ? 0 : 1);

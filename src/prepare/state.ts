@@ -419,9 +419,10 @@ export class DeviceState {
   private writeFiles(uid: string, c: PreparedClaim): void {
     const dir = this.claimDir(uid);
     rmSync(dir, { recursive: true, force: true });
-    const byRequest = new Map<string, string[]>();
-    for (const d of c.devices)
-      for (const r of d.requestNames) byRequest.set(r, [...(byRequest.get(r) ?? []), d.uuid]);
+    // CDI env entries replace each other rather than merge, so every device of the claim carries the
+    // claim's whole list: a container given the claim sees all of it. (nvidia-smi reads the mounted
+    // views instead, which are exact per container.)
+    const visible = c.devices.map((d) => d.uuid);
     const devices = c.devices.map((d) => {
       const a = this.allocatable.get(d.deviceName);
       if (!a) throw new PrepareError(`allocatable not found for device "${d.deviceName}"`);
@@ -443,7 +444,6 @@ export class DeviceState {
       const view = deviceView(d.deviceName, smi, mig);
       mkdirSync(join(dir, view.dir), { recursive: true });
       for (const [f, text] of Object.entries(view.files)) writeFileSync(join(dir, view.dir, f), text);
-      const visible = d.requestNames.flatMap((r) => byRequest.get(r) ?? []);
       const edits: ContainerEdits = {
         env: [`NVIDIA_VISIBLE_DEVICES=${visible.join(',')}`],
         deviceNodes: [

@@ -8,6 +8,15 @@ export const E2E_CLUSTER_DIR = process.env['FAKEGPU_E2E_CLUSTER_DIR'] ?? join(ca
 export const E2E_NODE = 'fakegpu-e2e-node';
 export const E2E_PROFILE = 'dgx-h100';
 
+/** The dynamic-MIG cluster: the same machine with every MIG partition published. */
+export const MIG_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_MIG_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-mig-cluster');
+export const MIG_NODE = 'fakegpu-mig-node';
+
+export function migCluster(): Promise<Exports> {
+  return sharedCluster({ dir: MIG_CLUSTER_DIR, nodeName: MIG_NODE, profile: E2E_PROFILE, dynamicMig: true });
+}
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }
