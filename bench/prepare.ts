@@ -111,13 +111,19 @@ function fakegpuHandlers(): DraHandlers {
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
     release: '0.5',
   });
-  const state = new DeviceState(model.machine, model.nvml, model.devices, new CheckpointStore(join(dir, 'cp.json')), {
-    driverName: 'gpu.nvidia.com',
-    nodeName: NODE,
-    cdiRoot: join(dir, 'cdi'),
-    stateDir: join(dir, 'state'),
-    gates: { TimeSlicingSettings: true, MPSSupport: true },
-  });
+  const state = new DeviceState(
+    model.machine,
+    model.nvml,
+    model.devices,
+    new CheckpointStore(join(dir, 'cp.json')),
+    {
+      driverName: 'gpu.nvidia.com',
+      nodeName: NODE,
+      cdiRoot: join(dir, 'cdi'),
+      stateDir: join(dir, 'state'),
+      gates: { TimeSlicingSettings: true, MPSSupport: true },
+    },
+  );
   const claim = (ref: ClaimRef): ResourceClaim => ({
     metadata: { name: ref.name, namespace: ref.namespace, uid: ref.uid },
     status: {
