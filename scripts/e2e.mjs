@@ -1,6 +1,6 @@
 // `npm run e2e`: the end-to-end suite. Starts a local cluster whose node runs fakegpu's plugin as a DGX
 // H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
-// with dynamic MIG for test/e2e-mig.
+// with dynamic MIG for test/e2e-mig, and with a statically partitioned A100 for test/e2e-static-mig.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 import { cacheDir, testFiles, withCluster } from './suite.mjs';
@@ -27,5 +27,18 @@ ok =
     dirEnv: 'FAKEGPU_E2E_MIG_CLUSTER_DIR',
     upArgs: ['--node', 'fakegpu-mig-node', '--profile', 'dgx-h100', '--dynamic-mig'],
     files: testFiles(join(root, 'dist', 'test', 'e2e-mig')),
+  }) && ok;
+ok =
+  withCluster({
+    what: 'end-to-end tests, static MIG',
+    dir: process.env.FAKEGPU_E2E_STATIC_MIG_CLUSTER_DIR ?? join(cacheDir(), 'e2e-static-mig-cluster'),
+    dirEnv: 'FAKEGPU_E2E_STATIC_MIG_CLUSTER_DIR',
+    upArgs: [
+      '--node',
+      'fakegpu-a100-node',
+      '--profile',
+      join(root, 'test', 'fixtures', 'profiles', 'dgx-a100-mig.yaml'),
+    ],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-static-mig')),
   }) && ok;
 process.exit(ok ? 0 : 1);

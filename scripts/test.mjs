@@ -9,7 +9,7 @@ bootstrap();
 
 const all = testFiles(join(root, 'dist', 'test'));
 const integration = all.filter((f) => f.includes('/integration/'));
-const unit = all.filter((f) => !integration.includes(f) && !f.includes('/e2e/') && !f.includes('/e2e-mig/'));
+const unit = all.filter((f) => !integration.includes(f) && !/\/e2e[-/]/.test(f));
 if (unit.length === 0 || integration.length === 0) {
   process.stderr.write('fakegpu: no compiled tests found under dist/test\n');
   process.exit(1);

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { cacheRoot } from '../../src/cluster/build.js';
 import type { Exports } from '../../src/cluster/cluster.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from './cluster.js';
@@ -15,6 +16,22 @@ export const MIG_NODE = 'fakegpu-mig-node';
 
 export function migCluster(): Promise<Exports> {
   return sharedCluster({ dir: MIG_CLUSTER_DIR, nodeName: MIG_NODE, profile: E2E_PROFILE, dynamicMig: true });
+}
+
+/** Static MIG: a DGX A100 with seven 1g.5gb devices per GPU. */
+export const STATIC_MIG_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_STATIC_MIG_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-static-mig-cluster');
+export const STATIC_MIG_NODE = 'fakegpu-a100-node';
+export const STATIC_MIG_PROFILE = fileURLToPath(
+  new URL('../../../test/fixtures/profiles/dgx-a100-mig.yaml', import.meta.url),
+);
+
+export function staticMigCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: STATIC_MIG_CLUSTER_DIR,
+    nodeName: STATIC_MIG_NODE,
+    profile: STATIC_MIG_PROFILE,
+  });
 }
 
 export function e2eCluster(): Promise<Exports> {
