@@ -1,5 +1,6 @@
-// `npm run bench:prepare`: sets itself up, then runs bench/prepare (results in the README).
+// `npm run bench:prepare` / `npm run bench:mig`: sets itself up, then runs the named benchmark.
 import { bootstrap } from './bootstrap.mjs';
 
+const name = process.argv[2] ?? 'prepare';
 bootstrap();
-await import('../dist/bench/prepare.js');
+await import(`../dist/bench/${name}.js`);

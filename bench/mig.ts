@@ -1,0 +1,123 @@
+/**
+ * bench/mig: what dynamic MIG costs. Render time and slice bytes for 8-GPU presets, plain (the
+ * baseline, measured in the same run) and with every MIG partition published; and the latency of
+ * preparing a claim for one MIG partition (which creates the GPU and compute instance in the mock NVML)
+ * against preparing one whole GPU. In process, without gRPC or the API server.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
+import type { ResourceClaim } from '../src/prepare/claim.js';
+import { DeviceState } from '../src/prepare/state.js';
+import { resolveProfile } from '../src/profile/load.js';
+import { modelNode } from '../src/render.js';
+import { buildSlices } from '../src/slice/build.js';
+
+const NODE = 'bench-node';
+const K8S = { major: 1, minor: 37, patch: 0 };
+const RUNS = Number(process.env['BENCH_ROUNDS'] ?? 30);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+}
+
+function render(
+  preset: string,
+  dynamicMig: boolean,
+): { ms: number; bytes: number; devices: number; slices: number } {
+  const times: number[] = [];
+  let bytes = 0;
+  let devices = 0;
+  let slices = 0;
+  for (let i = 0; i < RUNS; i++) {
+    const t0 = performance.now();
+    const m = modelNode(resolveProfile(preset), {
+      nodeName: NODE,
+      dynamicMig,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: K8S,
+      release: '0.5',
+    });
+    const out = buildSlices(m.devices, {
+      nodeName: NODE,
+      driverName: 'gpu.nvidia.com',
+      dynamicMig,
+      kubernetesVersion: K8S,
+      release: '0.5',
+    });
+    times.push(performance.now() - t0);
+    bytes = Buffer.byteLength(JSON.stringify(out));
+    devices = out.reduce((n, s) => n + (s.spec.devices?.length ?? 0), 0);
+    slices = out.length;
+  }
+  return { ms: median(times), bytes, devices, slices };
+}
+
+function claim(uid: string, device: string): ResourceClaim {
+  return {
+    metadata: { name: uid, namespace: 'bench', uid },
+    status: {
+      allocation: {
+        devices: { results: [{ request: 'gpu', driver: 'gpu.nvidia.com', pool: NODE, device }] },
+      },
+    },
+  };
+}
+
+async function prepareLatency(dynamicMig: boolean, device: string): Promise<{ p50: number; p99: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-bench-mig-'));
+  const m = modelNode(resolveProfile('dgx-h100'), {
+    nodeName: NODE,
+    dynamicMig,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: K8S,
+    release: '0.5',
+  });
+  const state = new DeviceState(m.machine, m.nvml, m.devices, new CheckpointStore(join(dir, 'cp.json')), {
+    driverName: 'gpu.nvidia.com',
+    nodeName: NODE,
+    cdiRoot: join(dir, 'cdi'),
+    stateDir: join(dir, 'state'),
+    gates: { TimeSlicingSettings: false, MPSSupport: false },
+  });
+  const times: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t0 = performance.now();
+    await state.prepare(claim(`c${i}`, device));
+    times.push(performance.now() - t0);
+    await state.unprepare(`c${i}`);
+  }
+  return { p50: pct(times, 50), p99: pct(times, 99) };
+}
+
+const f = (n: number): string => n.toFixed(2);
+console.log(`bench/mig: ${RUNS} runs per row\n`);
+console.log('| preset | mode | slices | devices | JSON bytes | render ms (median) | vs plain |');
+console.log('|---|---|---|---|---|---|---|');
+for (const preset of ['dgx-a100', 'dgx-h100', 'dgx-b200']) {
+  const plain = render(preset, false);
+  const dyn = render(preset, true);
+  console.log(
+    `| ${preset} | plain | ${plain.slices} | ${plain.devices} | ${plain.bytes} | ${f(plain.ms)} | - |`,
+  );
+  console.log(
+    `| ${preset} | dynamic MIG | ${dyn.slices} | ${dyn.devices} | ${dyn.bytes} | ${f(dyn.ms)} | ${f(dyn.ms / plain.ms)}x |`,
+  );
+}
+const full = await prepareLatency(false, 'gpu-3');
+const mig = await prepareLatency(true, 'gpu-3-mig-1g10gb-19-0');
+console.log(
+  '\n| prepare (then unprepare) one device, DGX H100 | p50 ms | p99 ms | vs whole GPU |\n|---|---|---|---|',
+);
+console.log(`| whole GPU | ${f(full.p50)} | ${f(full.p99)} | - |`);
+console.log(`| MIG 1g.10gb, created on demand | ${f(mig.p50)} | ${f(mig.p99)} | ${f(mig.p50 / full.p50)}x |`);
+console.log(
+  `\nmig: prepare_whole_gpu_p50=${f(full.p50)}ms prepare_mig_p50=${f(mig.p50)}ms ratio=${f(mig.p50 / full.p50)}`,
+);
