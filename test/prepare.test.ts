@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { parse } from 'yaml';
 import type { CdiSpec } from '../src/cdi/spec.js';
 import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
@@ -282,5 +283,71 @@ describe('dynamic MIG partitions', () => {
     t.make().restore();
     assert.deepEqual(gpu3.getMigDevices(), []);
     assert.equal(t.model.nvml.deviceGetHandleByIndex(2).getMigDevices().length, 1, 'the held one stays');
+  });
+});
+
+describe('MIG configs and sequences', () => {
+  it('refuses a MIG config aimed at a whole GPU, in the driver words', async () => {
+    const { state } = setup();
+    const c = claim('cfg', ['gpu-0'], []);
+    c.status?.allocation?.devices?.config?.push({
+      source: 'FromClaim',
+      requests: ['gpus'],
+      opaque: {
+        driver: 'gpu.nvidia.com',
+        parameters: { apiVersion: 'resource.nvidia.com/v1beta1', kind: 'MigDeviceConfig' },
+      },
+    });
+    await assert.rejects(state.prepare(c), {
+      message:
+        /prepare devices failed: cannot apply MigDeviceConfig to device "gpu-0" of type "gpu" \(request: gpus\)$/,
+    });
+  });
+
+  it('any sequence of allocations the counters admit, and releases, leaves non-overlapping MIG instances', async () => {
+    const t = setup('dgx-h100', true);
+    const gpuDevices = t.model.devices[0]?.devices ?? [];
+    const counterSet = t.model.devices[0]?.counterSet?.counters ?? {};
+    const partitions = gpuDevices.filter((d) => d.name.includes('-mig-'));
+    const qty = (v: string): bigint => {
+      const m = /^(\d+)(Mi)?$/.exec(v);
+      return BigInt(m?.[1] ?? '0') * (m?.[2] ? 1048576n : 1n);
+    };
+    const fits = (held: string[], next: string): boolean => {
+      const used = new Map<string, bigint>();
+      for (const name of [...held, next]) {
+        for (const c of partitions.find((d) => d.name === name)?.consumesCounters ?? []) {
+          for (const [k, v] of Object.entries(c.counters)) used.set(k, (used.get(k) ?? 0n) + qty(v.value));
+        }
+      }
+      return [...used].every(([k, v]) => v <= qty(counterSet[k]?.value ?? '0'));
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.boolean(), fc.nat()), { minLength: 1, maxLength: 25 }),
+        async (steps) => {
+          const held = new Map<string, string>();
+          let n = 0;
+          for (const [allocate, pick] of steps) {
+            if (allocate || held.size === 0) {
+              const name = partitions[pick % partitions.length]?.name ?? '';
+              if (!fits([...held.values()], name)) continue;
+              const uid = `s${n++}`;
+              await t.state.prepare(claim(uid, [name]));
+              held.set(uid, name);
+            } else {
+              const uid = [...held.keys()][pick % held.size] ?? '';
+              await t.state.unprepare(uid);
+              held.delete(uid);
+            }
+            const live = t.model.nvml.deviceGetHandleByIndex(0).getMigDevices();
+            assert.equal(live.length, held.size, 'one MIG device per held claim');
+          }
+          for (const uid of [...held.keys()]) await t.state.unprepare(uid);
+          assert.deepEqual(t.model.nvml.deviceGetHandleByIndex(0).getMigDevices(), []);
+        },
+      ),
+      { numRuns: 40, seed: 20261130 },
+    );
   });
 });
