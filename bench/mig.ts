@@ -97,6 +97,69 @@ async function prepareLatency(dynamicMig: boolean, device: string): Promise<{ p5
   return { p50: pct(times, 50), p99: pct(times, 99) };
 }
 
+/**
+ * Publish time against a real API server (the local cluster, started for this and stopped after):
+ * from an empty pool to every slice created, plain as the baseline and with dynamic MIG.
+ */
+async function publishTimes(): Promise<{ preset: string; plainMs: number; dynamicMs: number }[]> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { pino } = await import('pino');
+  const { cacheRoot } = await import('../src/cluster/build.js');
+  const { clusterDown, clusterUp, kubectl } = await import('../src/cluster/cluster.js');
+  const { layout } = await import('../src/cluster/config.js');
+  const { Publisher } = await import('../src/publish/publisher.js');
+  const dir = join(cacheRoot(), 'bench-cluster');
+  const log = (l: string): void => {
+    process.stderr.write(`fakegpu: ${l}\n`);
+  };
+  const e = await clusterUp({ dir, nodeName: NODE, log });
+  const bin = e.PATH.split(':')[0] ?? '';
+  const out: { preset: string; plainMs: number; dynamicMs: number }[] = [];
+  try {
+    const kc = new KubeConfig();
+    kc.loadFromFile(e.KUBECONFIG);
+    const once = async (preset: string, dynamicMig: boolean): Promise<number> => {
+      kubectl(layout(dir), bin, ['delete', 'resourceslices', '--all', '--wait=true']);
+      const m = modelNode(resolveProfile(preset), {
+        nodeName: NODE,
+        dynamicMig,
+        driverName: 'gpu.nvidia.com',
+        kubernetesVersion: K8S,
+        release: '0.5',
+      });
+      const slices = buildSlices(m.devices, {
+        nodeName: NODE,
+        driverName: 'gpu.nvidia.com',
+        dynamicMig,
+        kubernetesVersion: K8S,
+        release: '0.5',
+      });
+      const p = new Publisher(kc, {
+        nodeName: NODE,
+        driverName: 'gpu.nvidia.com',
+        log: pino({ level: 'silent' }),
+      });
+      const t0 = performance.now();
+      p.start(slices);
+      p.stop();
+      await p.sync();
+      return performance.now() - t0;
+    };
+    for (const preset of ['dgx-a100', 'dgx-h100', 'dgx-b200']) {
+      const plain: number[] = [];
+      const dyn: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        plain.push(await once(preset, false));
+        dyn.push(await once(preset, true));
+      }
+      out.push({ preset, plainMs: median(plain), dynamicMs: median(dyn) });
+    }
+  } finally {
+    await clusterDown({ dir, purge: false, log });
+  }
+  return out;
+}
+
 const f = (n: number): string => n.toFixed(2);
 console.log(`bench/mig: ${RUNS} runs per row\n`);
 console.log('| preset | mode | slices | devices | JSON bytes | render ms (median) | vs plain |');
@@ -118,6 +181,14 @@ console.log(
 );
 console.log(`| whole GPU | ${f(full.p50)} | ${f(full.p99)} | - |`);
 console.log(`| MIG 1g.10gb, created on demand | ${f(mig.p50)} | ${f(mig.p99)} | ${f(mig.p50 / full.p50)}x |`);
+if (process.argv.includes('--publish')) {
+  const pub = await publishTimes();
+  console.log(
+    '\n| publish to a real API server, empty pool (median of 5) | plain ms | dynamic MIG ms | vs plain |\n|---|---|---|---|',
+  );
+  for (const r of pub)
+    console.log(`| ${r.preset} | ${f(r.plainMs)} | ${f(r.dynamicMs)} | ${f(r.dynamicMs / r.plainMs)}x |`);
+}
 console.log(
   `\nmig: prepare_whole_gpu_p50=${f(full.p50)}ms prepare_mig_p50=${f(mig.p50)}ms ratio=${f(mig.p50 / full.p50)}`,
 );

@@ -2,5 +2,6 @@
 import { bootstrap } from './bootstrap.mjs';
 
 const name = process.argv[2] ?? 'prepare';
+// Flags after the name (e.g. --publish) reach the benchmark through process.argv.
 bootstrap();
 await import(`../dist/bench/${name}.js`);
