@@ -74,6 +74,12 @@ describe('fake nvidia-smi', () => {
 
   it('prints the summary table and -q details', () => {
     const table = smi().out;
+    const box = table.split('\n').filter((l) => l.startsWith('|') || l.startsWith('+'));
+    assert.deepEqual(
+      [...new Set(box.map((l) => l.length))],
+      [91],
+      'every line of the box is as wide as nvidia-smi draws it',
+    );
     assert.match(table, /Driver Version: 580\.126\.20 +CUDA Version: 13\.0/);
     assert.match(table, /\| +0 +NVIDIA H100 80GB HBM3 +On +\| +00000000:1B:00\.0 Off \|/);
     assert.match(table, /0MiB \/ {2}81559MiB/);

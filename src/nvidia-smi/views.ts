@@ -50,11 +50,11 @@ function lpad(s: string, n: number): string {
 
 /** The three table rows of `nvidia-smi` for a GPU; `@I@` is replaced by the index the container sees. */
 function tableRows(g: SmiGpu): string {
-  const name = pad(g.name.length > 28 ? `${g.name.slice(0, 25)}...` : g.name, 28);
+  const name = pad(g.name.length > 29 ? `${g.name.slice(0, 26)}...` : g.name, 29);
   const mem = `${lpad('0MiB', 9)} / ${lpad(`${g.memoryMiB}MiB`, 9)}`;
   return [
     `| @I@  ${name}  On  | ${lpad(g.busId, 18)} Off |                    0 |`,
-    `| N/A   32C    P0  ${lpad(`${Math.round(g.powerLimitW / 10)}W`, 16)} / ${lpad(`${g.powerLimitW}W`, 5)} | ${lpad(mem, 22)} |      0%      Default |`,
+    `| N/A   32C    P0  ${lpad(`${Math.round(g.powerLimitW / 10)}W`, 14)} / ${lpad(`${g.powerLimitW}W`, 5)} | ${lpad(mem, 22)} |      0%      Default |`,
     `|                                         |                        | ${lpad(g.migMode, 20)} |`,
     '+-----------------------------------------+------------------------+----------------------+',
   ].join('\n');
