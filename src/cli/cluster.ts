@@ -12,7 +12,7 @@ import {
   exportLines,
 } from '../cluster/cluster.js';
 import { FakegpuError } from '../errors.js';
-import { resolveProfile } from '../profile/load.js';
+import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { table } from './output.js';
 
@@ -48,7 +48,7 @@ export function clusterCommand(write: (s: string) => void): Command {
         nodeName: checkNodeName(opts.node, '--node'),
         // The plugin runs in its own process: a profile file must not depend on this shell's directory.
         profile:
-          opts.profile !== undefined && /[/\\]|\.ya?ml$/i.test(opts.profile)
+          opts.profile !== undefined && isProfileFile(opts.profile)
             ? resolvePath(opts.profile)
             : opts.profile,
         dynamicMig: opts.dynamicMig === true,

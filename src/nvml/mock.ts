@@ -6,6 +6,7 @@ import { nvmlBusId } from '../hardware/pci.js';
 import { refusal, type Placed } from '../mig/placement.js';
 import type { GpuMigState, MigState, MigStateStore } from './state.js';
 import {
+  CI_PROFILE_SLICES,
   fullComputeInstanceProfile,
   type ComputeInstanceInfo,
   type ComputeInstanceProfileInfo,
@@ -36,9 +37,7 @@ const ARCH = {
   Blackwell: NVML_ARCH.BLACKWELL,
 } as const;
 
-/** CI profile enum → compute slices (nvml.h `NVML_COMPUTE_INSTANCE_PROFILE_*`, 7 = 1_SLICE_REV1). */
-const CI_SLICES: Record<number, number> = { 0: 1, 1: 2, 2: 3, 3: 4, 4: 7, 5: 8, 6: 6, 7: 1 };
-const CI_PROFILE_COUNT = 8;
+const CI_PROFILE_COUNT = Object.keys(CI_PROFILE_SLICES).length;
 
 /** Compute slices of a GI profile: the `<G>g` of its name. */
 function computeSlices(p: GiProfile): number {
@@ -329,7 +328,7 @@ class MockGpuInstance implements NvmlGpuInstance {
   getComputeInstanceProfileInfo(profile: number, engProfile: number): ComputeInstanceProfileInfo {
     const gp = this.device.profileById(this.gi.profileId);
     const g = computeSlices(gp);
-    const c = CI_SLICES[profile];
+    const c = CI_PROFILE_SLICES[profile];
     if (engProfile !== 0 || c === undefined || profile >= CI_PROFILE_COUNT) {
       throw new NvmlError(
         NVML_RETURN.ERROR_INVALID_ARGUMENT,
@@ -353,7 +352,7 @@ class MockGpuInstance implements NvmlGpuInstance {
 
   createComputeInstance(info: ComputeInstanceProfileInfo): NvmlComputeInstance {
     const gi = this.gi;
-    const used = gi.computeInstances.reduce((n, ci) => n + (CI_SLICES[ci.profileId] ?? 1), 0);
+    const used = gi.computeInstances.reduce((n, ci) => n + (CI_PROFILE_SLICES[ci.profileId] ?? 1), 0);
     const g = computeSlices(this.device.profileById(gi.profileId));
     if (used + info.sliceCount > g) {
       throw new NvmlError(

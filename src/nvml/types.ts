@@ -150,9 +150,21 @@ export interface Nvml {
 export function fullComputeInstanceProfile(giEnumName: string): number {
   if (giEnumName === '1_SLICE_REV2') return 7;
   const slices = Number(/^(\d+)_SLICE/.exec(giEnumName)?.[1] ?? 1);
-  const bySlices: Record<number, number> = { 1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 5, 6: 6 };
-  return bySlices[slices] ?? 0;
+  const entry = Object.entries(CI_PROFILE_SLICES).find(([id, s]) => s === slices && id !== '7');
+  return Number(entry?.[0] ?? 0);
 }
+
+/** CI profile enum → compute slices (nvml.h `NVML_COMPUTE_INSTANCE_PROFILE_*`, 7 = 1_SLICE_REV1). */
+export const CI_PROFILE_SLICES: Readonly<Record<number, number>> = {
+  0: 1,
+  1: 2,
+  2: 3,
+  3: 4,
+  4: 7,
+  5: 8,
+  6: 6,
+  7: 1,
+};
 
 export const NVML_DEVICE_MIG_ENABLE = 1;
 export const NVML_DEVICE_MIG_DISABLE = 0;

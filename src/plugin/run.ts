@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
@@ -346,7 +346,6 @@ function splitEndpoint(ep: string): [string, number] {
 
 /** The API server's version decides the slice layout under dynamic MIG, as in the real driver. */
 async function serverVersion(kc: KubeConfig): Promise<Semver> {
-  const { VersionApi } = await import('@kubernetes/client-node');
   const v = await kc.makeApiClient(VersionApi).getCode();
   const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.gitVersion);
   return m

@@ -326,24 +326,25 @@ export class DeviceState {
     }
   }
 
+  /** Destroys a GPU instance and the compute instances in it; one already gone is not an error. */
+  private destroyGpuInstance(parentUuid: string, gpuInstanceId: number): void {
+    try {
+      const gi = this.nvml.deviceGetHandleByUUID(parentUuid).getGpuInstanceById(gpuInstanceId);
+      const gpu = [...this.allocatable.values()].find((a) => a.gpu.uuid === parentUuid)?.gpu;
+      const profile = gpu?.migProfiles.find((p) => p.info.id === gi.getInfo().profileId);
+      if (profile) {
+        const full = gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(profile.enumName), 0);
+        for (const ci of gi.getComputeInstances(full)) ci.destroy();
+      }
+      gi.destroy();
+    } catch (e) {
+      if (!(e instanceof NvmlError && e.code === NVML_RETURN.ERROR_NOT_FOUND)) throw e;
+    }
+  }
+
   private destroyMig(devices: readonly PreparedDevice[]): void {
     for (const d of devices) {
-      const m = d.migInstance;
-      if (!m) continue;
-      try {
-        const gi = this.nvml.deviceGetHandleByUUID(m.parentUuid).getGpuInstanceById(m.gpuInstanceId);
-        const profile = this.allocatable.get(d.deviceName)?.partition?.profile;
-        if (profile) {
-          for (const ci of gi.getComputeInstances(
-            gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(profile.enumName), 0),
-          )) {
-            if (ci.getInfo().id === m.computeInstanceId) ci.destroy();
-          }
-        }
-        gi.destroy();
-      } catch (e) {
-        if (!(e instanceof NvmlError && e.code === NVML_RETURN.ERROR_NOT_FOUND)) throw e;
-      }
+      if (d.migInstance) this.destroyGpuInstance(d.migInstance.parentUuid, d.migInstance.gpuInstanceId);
     }
   }
 
@@ -364,28 +365,9 @@ export class DeviceState {
       [...this.allocatable.values()].filter((a) => a.partition).map((a) => a.gpu.uuid),
     );
     for (const uuid of dynamicGpus) {
-      const dev = this.nvml.deviceGetHandleByUUID(uuid);
-      for (const m of dev.getMigDevices()) {
+      for (const m of this.nvml.deviceGetHandleByUUID(uuid).getMigDevices()) {
         const giId = m.getGpuInstanceId();
-        if (held.has(`${uuid}/${giId}`)) continue;
-        const gi = dev.getGpuInstanceById(giId);
-        for (const p of [
-          ...new Set(
-            [...this.allocatable.values()].flatMap((a) =>
-              a.partition && a.gpu.uuid === uuid ? [a.partition.profile.enumName] : [],
-            ),
-          ),
-        ]) {
-          try {
-            for (const ci of gi.getComputeInstances(
-              gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(p), 0),
-            ))
-              ci.destroy();
-          } catch {
-            // That compute profile does not fit this GPU instance; another one will.
-          }
-        }
-        gi.destroy();
+        if (!held.has(`${uuid}/${giId}`)) this.destroyGpuInstance(uuid, giId);
       }
     }
   }

@@ -70,9 +70,14 @@ export function mergeOverPreset(spec: ProfileSpec): ResolvedProfile['spec'] {
   return merged;
 }
 
+/** A profile reference names a file when it has a path separator or a YAML suffix; else a preset. */
+export function isProfileFile(ref: string): boolean {
+  return /[/\\]|\.ya?ml$/i.test(ref);
+}
+
 /** `ref` is a preset name or a path to a MachineProfile YAML file. */
 export function resolveProfile(ref: string, field = '--profile'): ResolvedProfile {
-  if (!/[/\\]|\.ya?ml$/i.test(ref)) {
+  if (!isProfileFile(ref)) {
     const preset = findPreset(ref, field);
     return { name: preset.name, preset: preset.name, spec: preset.spec };
   }

@@ -74,6 +74,10 @@ export class Publisher {
     void this.watch();
   }
 
+  private isStopped(): boolean {
+    return this.stopped;
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
@@ -107,6 +111,8 @@ export class Publisher {
       this.abortWatch = () => {
         req.abort();
       };
+      // stop() may have come while the watch was connecting (a read TypeScript cannot see change).
+      if (this.isStopped()) req.abort();
     } catch (e) {
       this.o.log.warn({ err: e }, 'watching ResourceSlices failed; retrying');
       setTimeout(() => void this.watch(), 2000);
