@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
+import type { ResourceSlice } from '../src/k8s/resource.js';
 import type { ResourceClaim } from '../src/prepare/claim.js';
 import { DeviceState } from '../src/prepare/state.js';
 import { resolveProfile } from '../src/profile/load.js';
@@ -28,6 +29,24 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
 }
 
+/** What a node of `preset` publishes: the model and its slices, as the plugin builds them. */
+function slicesFor(preset: string, dynamicMig: boolean): ResourceSlice[] {
+  const m = modelNode(resolveProfile(preset), {
+    nodeName: NODE,
+    dynamicMig,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: K8S,
+    release: '0.5',
+  });
+  return buildSlices(m.devices, {
+    nodeName: NODE,
+    driverName: 'gpu.nvidia.com',
+    dynamicMig,
+    kubernetesVersion: K8S,
+    release: '0.5',
+  });
+}
+
 function render(
   preset: string,
   dynamicMig: boolean,
@@ -38,20 +57,7 @@ function render(
   let slices = 0;
   for (let i = 0; i < RUNS; i++) {
     const t0 = performance.now();
-    const m = modelNode(resolveProfile(preset), {
-      nodeName: NODE,
-      dynamicMig,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: K8S,
-      release: '0.5',
-    });
-    const out = buildSlices(m.devices, {
-      nodeName: NODE,
-      driverName: 'gpu.nvidia.com',
-      dynamicMig,
-      kubernetesVersion: K8S,
-      release: '0.5',
-    });
+    const out = slicesFor(preset, dynamicMig);
     times.push(performance.now() - t0);
     bytes = Buffer.byteLength(JSON.stringify(out));
     devices = out.reduce((n, s) => n + (s.spec.devices?.length ?? 0), 0);
@@ -120,20 +126,7 @@ async function publishTimes(): Promise<{ preset: string; plainMs: number; dynami
     kc.loadFromFile(e.KUBECONFIG);
     const once = async (preset: string, dynamicMig: boolean): Promise<number> => {
       kubectl(layout(dir), bin, ['delete', 'resourceslices', '--all', '--wait=true']);
-      const m = modelNode(resolveProfile(preset), {
-        nodeName: NODE,
-        dynamicMig,
-        driverName: 'gpu.nvidia.com',
-        kubernetesVersion: K8S,
-        release: '0.5',
-      });
-      const slices = buildSlices(m.devices, {
-        nodeName: NODE,
-        driverName: 'gpu.nvidia.com',
-        dynamicMig,
-        kubernetesVersion: K8S,
-        release: '0.5',
-      });
+      const slices = slicesFor(preset, dynamicMig);
       const p = new Publisher(kc, {
         nodeName: NODE,
         driverName: 'gpu.nvidia.com',

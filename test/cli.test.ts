@@ -172,6 +172,16 @@ describe('fakegpu profiles and validate', () => {
 });
 
 describe('fakegpu cluster up refuses to run where it cannot', () => {
+  it('--dynamic-mig without --profile: says what it needs, starts nothing', () => {
+    const r = fakegpu('cluster', 'up', '--dir', '/tmp/fakegpu-never', '--dynamic-mig');
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stdout, '');
+    assert.equal(
+      r.stderr,
+      'fakegpu: --dynamic-mig: needs --profile: it is a setting of the node plugin that --profile starts\n',
+    );
+  });
+
   it('as a user other than root: says root is needed, prints no exports', () => {
     const r = spawnSync(
       'setpriv',

@@ -1,6 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { Command } from 'commander';
-import { clusterUp, DEFAULT_NODE, defaultClusterDir, exportLines, kubectl } from '../cluster/cluster.js';
+import {
+  clusterDown,
+  clusterStatus,
+  clusterUp,
+  DEFAULT_NODE,
+  defaultClusterDir,
+  exportLines,
+  kubectl,
+} from '../cluster/cluster.js';
 import { layout } from '../cluster/config.js';
 import { FakegpuError } from '../errors.js';
 import { resolveProfile } from '../profile/load.js';
@@ -55,8 +63,11 @@ export function demoCommand(write: (s: string) => void): Command {
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
     .option('--node <name>', 'name of the node', DEFAULT_NODE)
     .option('-p, --profile <preset|file.yaml>', 'the machine the node pretends to be', 'dgx-h100')
-    .action(async (opts: { dir: string; node: string; profile: string }) => {
+    .option('--keep', 'leave the cluster running afterwards (it always stays up if it was running before)')
+    .action(async (opts: { dir: string; node: string; profile: string; keep?: boolean }) => {
       resolveProfile(opts.profile);
+      // A cluster the demo started goes again, so the ports are free for `npm test`; one it found stays.
+      const wasRunning = clusterStatus(opts.dir).every((c) => c.running);
       const e = await clusterUp({
         dir: opts.dir,
         nodeName: checkNodeName(opts.node, '--node'),
@@ -109,7 +120,11 @@ export function demoCommand(write: (s: string) => void): Command {
       write(`Pod ${POD} on node ${opts.node} (${opts.profile}) was allocated ${alloc} and saw:\n\n`);
       write(kubectl(l, bin, ['logs', POD]).out);
       write(
-        `\nThe cluster keeps running. To use it:\n${exportLines(e)}\n  kubectl get resourceslices,resourceclaims,pods\nStop it with: npx fakegpu cluster down --dir ${opts.dir}\n`,
+        opts.keep === true || wasRunning
+          ? `\nThe cluster keeps running. To use it:\n${exportLines(e)}\n  kubectl get resourceslices,resourceclaims,pods\nStop it with: npx fakegpu cluster down --dir ${opts.dir}\n`
+          : '\nThe cluster was stopped again; run the demo with --keep (npm run demo -- --keep) to explore it.\n',
       );
+      if (opts.keep !== true && !wasRunning)
+        await clusterDown({ dir: opts.dir, purge: false, log: progress });
     });
 }

@@ -332,7 +332,7 @@ function machineKey(m: Machine): string {
     .slice(0, 12);
 }
 
-function splitEndpoint(ep: string): [string, number] {
+export function splitEndpoint(ep: string): [string, number] {
   const i = ep.lastIndexOf(':');
   const port = Number(ep.slice(i + 1));
   if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {

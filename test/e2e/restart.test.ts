@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import { layout } from '../../src/cluster/config.js';
-import { eventually, mustKubectl } from '../support/cluster.js';
+import { eventually, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,
   E2E_CLUSTER_DIR,
@@ -81,17 +81,7 @@ describe('restarts with running pods', () => {
       const was = state(pod);
       const saw = await seen(e, pod, 'main');
       await clusterRestart(E2E_CLUSTER_DIR, component, log);
-      await eventually('the node Ready again', () =>
-        mustKubectl(e, [
-          'get',
-          'node',
-          E2E_NODE,
-          '-o',
-          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-        ]) === 'True'
-          ? true
-          : undefined,
-      );
+      await eventually('the node Ready again', () => (nodeReady(e, E2E_NODE) ? true : undefined));
       await eventually('slices published again', () =>
         mustKubectl(e, [
           'get',

@@ -10,6 +10,7 @@ import {
   eventually,
   kubectl,
   mustKubectl,
+  nodeReady,
   TEST_CLUSTER_DIR,
   TEST_NODE,
   testCluster,
@@ -22,16 +23,7 @@ describe('local cluster', () => {
   });
 
   it('has a Ready node and every component running', () => {
-    assert.equal(
-      mustKubectl(e, [
-        'get',
-        'node',
-        TEST_NODE,
-        '-o',
-        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-      ]),
-      'True',
-    );
+    assert.ok(nodeReady(e, TEST_NODE));
     for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs`);
   });
 
@@ -90,6 +82,21 @@ describe('cluster up refuses what it cannot do', () => {
     await testCluster();
   });
 
+  it('a running cluster is not silently reused for another node or another machine', async () => {
+    await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: 'someone-else', log: () => undefined }),
+      {
+        message: `--node: the cluster in ${TEST_CLUSTER_DIR} runs node "${TEST_NODE}"; run "fakegpu cluster down" first to change it`,
+      },
+    );
+    await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, profile: 'dgx-h100', log: () => undefined }),
+      {
+        message: `--profile: the cluster in ${TEST_CLUSTER_DIR} runs no node plugin; run "fakegpu cluster down" first to change it`,
+      },
+    );
+  });
+
   it('a second cluster on the same ports: names the port, starts nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fakegpu-second-'));
     await assert.rejects(clusterUp({ dir, nodeName: 'second', log: () => undefined }), {
@@ -116,15 +123,6 @@ describe('cluster up after a crash', () => {
     );
     assert.equal(again.KUBECONFIG, e.KUBECONFIG);
     for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs again`);
-    assert.equal(
-      mustKubectl(e, [
-        'get',
-        'node',
-        TEST_NODE,
-        '-o',
-        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-      ]),
-      'True',
-    );
+    assert.ok(nodeReady(e, TEST_NODE));
   });
 });

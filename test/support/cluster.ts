@@ -54,6 +54,19 @@ export function mustKubectl(e: Exports, args: string[], input?: string): string 
   return r.out;
 }
 
+/** The node's Ready condition is True. */
+export function nodeReady(e: Exports, node: string): boolean {
+  return (
+    mustKubectl(e, [
+      'get',
+      'node',
+      node,
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+    ]) === 'True'
+  );
+}
+
 export async function eventually<T>(what: string, fn: () => T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
