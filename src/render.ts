@@ -10,7 +10,8 @@ import type { Semver } from './k8s/version.js';
 import { MockNvml } from './nvml/mock.js';
 import { MemoryMigStateStore, type MigStateStore } from './nvml/state.js';
 import type { ResolvedProfile } from './profile/load.js';
-import { buildSlices } from './slice/build.js';
+import { buildNicSlices, buildSlices } from './slice/build.js';
+import { nicDevices, type NicAttributeOptions } from './nic/attributes.js';
 
 export interface RenderOptions {
   nodeName: string;
@@ -21,6 +22,12 @@ export interface RenderOptions {
   release: DriverRelease;
   /** Where MIG state lives, chosen per machine; a fresh in-memory store renders the machine as booted. */
   migState?: (machine: Machine) => MigStateStore;
+  /** Publish the machine's NICs as DRANET would, under this driver name; absent: GPUs only. */
+  nics?: NicRenderOptions | undefined;
+}
+
+export interface NicRenderOptions extends NicAttributeOptions {
+  driverName: string;
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -58,7 +65,7 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
 }
 
 export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): List<ResourceSlice> {
-  const { devices } = modelNode(profile, opts);
+  const { machine, devices } = modelNode(profile, opts);
   const items = buildSlices(devices, {
     nodeName: opts.nodeName,
     driverName: opts.driverName,
@@ -66,5 +73,13 @@ export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): Lis
     kubernetesVersion: opts.kubernetesVersion,
     release: opts.release,
   });
+  if (opts.nics) items.push(...renderNicSlices(machine, opts.nics));
   return { apiVersion: 'v1', kind: 'List', metadata: {}, items };
+}
+
+export function renderNicSlices(machine: Machine, opts: NicRenderOptions): ResourceSlice[] {
+  return buildNicSlices(nicDevices(machine.nics, opts), {
+    nodeName: machine.nodeName,
+    driverName: opts.driverName,
+  });
 }

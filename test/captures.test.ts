@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { DriverRelease } from '../src/device/release.js';
 import { mergeOverPreset, parseProfileText } from '../src/profile/load.js';
+import type { ResourceSliceSpec } from '../src/k8s/resource.js';
 import { render } from './support/render.js';
 
 /**
@@ -21,6 +22,8 @@ interface Capture {
   draDriverRelease: DriverRelease;
   profile: unknown;
   expected: { metadata: { generateName: string }; spec: unknown };
+  /** The node's dra.net slice; `exact: false` for hand-trimmed captures, whose every attribute must match. */
+  nicExpected: { spec: ResourceSliceSpec; exact: boolean };
 }
 
 describe('real captured slices', () => {
@@ -38,13 +41,27 @@ describe('real captured slices', () => {
           preset: profile.spec.preset ?? null,
           spec: mergeOverPreset(profile.spec),
         },
-        { node: c.node, release: c.draDriverRelease },
+        { node: c.node, release: c.draDriverRelease, nics: true },
       );
-      assert.equal(list.items.length, 1);
-      const [slice] = list.items;
+      assert.equal(list.items.length, 2, 'one GPU slice and one NIC slice');
+      const [slice, nicSlice] = list.items;
       assert.deepEqual(slice?.metadata, c.expected.metadata);
       assert.deepEqual(slice.spec, c.expected.spec);
       assert.equal(JSON.stringify(slice.spec), JSON.stringify(c.expected.spec), 'key order too');
+
+      const want = c.nicExpected.spec;
+      assert.ok(nicSlice);
+      if (c.nicExpected.exact) {
+        assert.equal(JSON.stringify(nicSlice.spec), JSON.stringify(want), 'NIC slice, key order too');
+        return;
+      }
+      const got = new Map((nicSlice.spec.devices ?? []).map((d) => [d.name, d.attributes ?? {}]));
+      for (const d of want.devices ?? []) {
+        const attrs = got.get(d.name);
+        assert.ok(attrs, `device ${d.name} published`);
+        for (const [k, v] of Object.entries(d.attributes ?? {}))
+          assert.deepEqual(attrs[k], v, `${d.name} ${k}`);
+      }
     });
   }
 });

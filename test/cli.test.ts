@@ -25,7 +25,9 @@ describe('fakegpu render', () => {
     assert.equal(r.code, 0, r.stderr);
     const list = JSON.parse(r.stdout) as List<ResourceSlice>;
     assert.equal(list.kind, 'List');
-    const devices = list.items.flatMap((s) => s.spec.devices ?? []);
+    const devices = list.items
+      .filter((s) => s.spec.driver === 'gpu.nvidia.com')
+      .flatMap((s) => s.spec.devices ?? []);
     assert.deepEqual(
       devices.map((d) => d.name),
       ['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3', 'gpu-4', 'gpu-5', 'gpu-6', 'gpu-7'],
@@ -37,6 +39,47 @@ describe('fakegpu render', () => {
     assert.deepEqual(devices[0]?.capacity, { memory: { value: '40Gi' } });
     assert.equal(list.items[0]?.spec.nodeName, 'n1');
     assert.equal(list.items[0].spec.pool.name, 'n1');
+  });
+
+  it("adds DRANET's slice for the machine's NICs unless --no-nics, under the driver name given", () => {
+    const r = fakegpu(
+      'render',
+      '-p',
+      'aws-p4d.24xlarge',
+      '-n',
+      'n1',
+      '--nic-driver-name',
+      'nic.example.com',
+      '-o',
+      'json',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const nics = (JSON.parse(r.stdout) as List<ResourceSlice>).items.filter(
+      (s) => s.spec.driver === 'nic.example.com',
+    );
+    assert.equal(nics.length, 1);
+    // The primary ENA (ens33) carries the default route: DRANET leaves it out.
+    assert.deepEqual(
+      nics[0]?.spec.devices?.map((d) => d.name),
+      [
+        'pci-0000-10-1b-0',
+        'pci-0000-20-01-0',
+        'pci-0000-20-1b-0',
+        'pci-0000-90-01-0',
+        'pci-0000-90-1b-0',
+        'pci-0000-a0-01-0',
+        'pci-0000-a0-1b-0',
+      ],
+    );
+    const off = fakegpu('render', '-p', 'aws-p4d.24xlarge', '-n', 'n1', '--no-nics', '-o', 'json');
+    assert.deepEqual(
+      (JSON.parse(off.stdout) as List<ResourceSlice>).items.map((s) => s.spec.driver),
+      ['gpu.nvidia.com'],
+    );
+    const bad = fakegpu('render', '-p', 'aws-p4d.24xlarge', '-n', 'n1', '--nic-driver-name', 'DRANET');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /--nic-driver-name: "DRANET" is not a valid DRA driver name/);
+    assert.equal(bad.stdout, '');
   });
 
   it('names dynamic MIG devices as the real driver does', () => {

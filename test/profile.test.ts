@@ -197,6 +197,55 @@ describe('bad profiles', () => {
       'spec.nics[1].ifName: duplicate interface name "eth0"',
     ],
     [
+      'unknown NIC model',
+      () =>
+        machineOf({ gpus: [{ model: 'T4' }], nics: [{ ifName: 'a', busId: '0000:10:00.0', model: 'CX7' }] }),
+      'spec.nics[0].model: unknown NIC model "CX7"; known models: ConnectX-6, ConnectX-7, ConnectX-8, ConnectX VF, EFA, EFA v2, ENA, gVNIC, Azure MANA',
+    ],
+    [
+      'interface name on an RDMA-only function',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [{ ifName: 'efa0', busId: '0000:10:1b.0', model: 'EFA' }],
+        }),
+      'spec.nics[0].ifName: a EFA has no network interface (it is an RDMA-only function); remove ifName',
+    ],
+    [
+      'netdev without a name',
+      () => machineOf({ gpus: [{ model: 'T4' }], nics: [{ busId: '0000:10:01.0', model: 'ENA' }] }),
+      'spec.nics[0].ifName: a ENA has a network interface: give its name',
+    ],
+    [
+      'RDMA device on a NIC without RDMA',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [{ ifName: 'eth0', busId: '0000:10:01.0', model: 'ENA', rdmaDevice: 'rdmap16s1' }],
+        }),
+      'spec.nics[0].rdmaDevice: a ENA has no RDMA device; remove rdmaDevice',
+    ],
+    [
+      'NIC on a GPU bus ID',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4', busId: '0000:10:00.0' }],
+          nics: [{ ifName: 'eth0', busId: '0000:10:00.0', model: 'ConnectX-7' }],
+        }),
+      'spec.nics[0].busId: "0000:10:00.0" is spec.gpus[0]\'s bus ID already',
+    ],
+    [
+      'bad MAC',
+      () =>
+        parseProfileText(
+          doc(
+            '  preset: dgx-h100\n  nics:\n  - {ifName: e, busId: "0000:10:00.0", model: ConnectX-7, mac: "AA:BB"}\n',
+          ),
+          'f.yaml',
+        ),
+      'spec.nics[0].mac: must be six lower-case hex pairs, e.g. "0e:96:fe:e8:a3:f5" (got "AA:BB")',
+    ],
+    [
       'no GPUs',
       () => machineOf({}),
       'spec.gpus: no GPUs: list GPUs by model and count, or start from a preset with spec.preset',

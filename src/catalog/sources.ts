@@ -59,5 +59,6 @@ export const SOURCES: Record<string, string> = {
   DRANET: 'kubernetes-sigs/dranet examples: ResourceSlices captured from AWS p4d, Azure GB300 and OCI GB200',
   DRIVER:
     'NVIDIA DRA driver source (kubernetes-sigs/dra-driver-nvidia-gpu): deviceinfo.go, mig.go, partitions.go',
+  PCIIDS: 'the pci.ids database (vendor and device names DRANET prints); no capture of the device',
   FAKEGPU: 'fakegpu inference: no public output found; value chosen to be consistent with the confirmed ones',
 };

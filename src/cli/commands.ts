@@ -9,6 +9,7 @@ import { resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../profile/schema.js';
 import { renderSlices } from '../render.js';
 import { DRIVER_NAME } from '../slice/build.js';
+import { DRANET } from '../nic/attributes.js';
 import { serialize, table, type Format } from './output.js';
 
 export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
@@ -77,6 +78,9 @@ interface RenderFlags {
   driverName: string;
   kubernetesVersion: string;
   draDriverRelease: string;
+  nics: boolean;
+  nicDriverName: string;
+  nicNumaAttribute: string;
   output: Format;
 }
 
@@ -104,13 +108,22 @@ export function renderCommand(write: (s: string) => void): Command {
         .choices(Object.keys(RELEASES))
         .default(DEFAULT_RELEASE),
     )
+    .option('--no-nics', "leave out the NIC slices (DRANET's) that a profile with NICs gets")
+    .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
+    .addOption(nicNumaOption())
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .action((opts: RenderFlags) => {
       const list = renderSlices(resolveProfile(opts.profile), {
+        nics: opts.nics
+          ? {
+              driverName: checkDriverName(opts.nicDriverName, '--nic-driver-name'),
+              standardNumaNode: opts.nicNumaAttribute === 'standard',
+            }
+          : undefined,
         nodeName: opts.node,
         dynamicMig: opts.dynamicMig === true,
         driverVersion: opts.driverVersion,
-        driverName: checkDriverName(opts.driverName),
+        driverName: checkDriverName(opts.driverName, '--driver-name'),
         kubernetesVersion: parseLenientVersion(opts.kubernetesVersion, '--kubernetes-version'),
         release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
       });
@@ -118,12 +131,25 @@ export function renderCommand(write: (s: string) => void): Command {
     });
 }
 
+/**
+ * Which NUMA key NICs carry: DRANET's own `dra.net/numaNode` only, or also the standard one GPUs publish
+ * from NVIDIA's 0.5 release, which lets `matchAttribute` align the two.
+ */
+export function nicNumaOption(): Option {
+  return new Option(
+    '--nic-numa-attribute <which>',
+    '"dranet": dra.net/numaNode only, as DRANET publishes; "standard": also resource.kubernetes.io/numaNode',
+  )
+    .choices(['dranet', 'standard'])
+    .default('dranet');
+}
+
 const DRIVER_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
 
-function checkDriverName(name: string): string {
+export function checkDriverName(name: string, flag: string): string {
   if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
     throw new FakegpuError(
-      '--driver-name',
+      flag,
       `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
     );
   }

@@ -1,4 +1,5 @@
 import { GPU_MODELS } from '../catalog/index.js';
+import { NIC_MODELS } from '../catalog/nics.js';
 import { SOURCES } from '../catalog/sources.js';
 import type { GpuFact, Source } from '../catalog/types.js';
 import { PRESETS } from '../preset/index.js';
@@ -71,6 +72,18 @@ export function fidelityTables(): string {
     }
     out.push('');
   }
+  out.push('### NIC models (`dra.net` attributes)', '');
+  out.push(
+    '| model | PCI ids | pciVendor / pciDevice | pciSubsystem | rdma | netdev | MTU | ids | names | subsystem | MTU source |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const n of NIC_MODELS) {
+    const src = (s: Source | undefined): string => (s ? cell(s) : 'n/a');
+    out.push(
+      `| ${n.key} | ${n.vendorId}:${n.deviceId} | ${n.vendorName} / ${n.deviceName} | ${n.subsystem} | ${String(n.rdma)} | ${n.encapsulation ?? 'none'} | ${n.mtu ?? 'n/a'} | ${src(n.sources.ids)} | ${src(n.sources.names)} | ${src(n.sources.subsystem)} | ${src(n.sources.mtu)} |`,
+    );
+  }
+  out.push('');
   out.push('### Sources', '');
   for (const [id, text] of Object.entries(SOURCES)) out.push(`- **${id}**: ${text}`);
   return `${out.join('\n')}\n`;

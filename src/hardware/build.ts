@@ -1,4 +1,5 @@
 import { findModel } from '../catalog/index.js';
+import { findNicModel, type NicModel } from '../catalog/nics.js';
 import { FakegpuError, show } from '../errors.js';
 import { placeLayout } from '../mig/layout.js';
 import type { Placed } from '../mig/placement.js';
@@ -10,7 +11,7 @@ import {
   DEFAULT_DRIVER_VERSION,
   hasAddressingModeCall,
 } from './driver.js';
-import { gpuUuid } from './identity.js';
+import { gpuUuid, nicMac } from './identity.js';
 import type { AddressingMode, GpuHardware, Machine, NicHardware } from './machine.js';
 import { canonicalBusId, canonicalPcieRoot, rootOfOwnBus } from './pci.js';
 
@@ -175,21 +176,54 @@ function rootFor(given: string | null | undefined, busId: string, field: string)
   return given === undefined ? rootOfOwnBus(busId) : canonicalPcieRoot(given, field);
 }
 
-function buildNics(entries: readonly NicEntry[], base: string): NicHardware[] {
-  const nics = entries.map((n, i): NicHardware & { field: string } => {
+/** The kernel's names for RDMA devices: mlx5 counts its functions in bus order, EFA names its slot. */
+function defaultRdmaDevice(model: NicModel, busId: string, mlxIndex: number): string {
+  if (model.vendorId === '15b3') return `mlx5_${mlxIndex}`;
+  const [, bus = '0', devFn = '0'] = busId.split(':');
+  const dev = devFn.split('.')[0] ?? '0';
+  return `rdmap${Number.parseInt(bus, 16)}s${Number.parseInt(dev, 16)}`;
+}
+
+function buildNics(entries: readonly NicEntry[], base: string, nodeName: string): NicHardware[] {
+  const drafts = entries.map((n, i) => {
     const field = `${base}[${i}]`;
-    const busId = canonicalBusId(n.busId, `${field}.busId`);
+    return {
+      n,
+      field,
+      model: findNicModel(n.model, `${field}.model`),
+      busId: canonicalBusId(n.busId, `${field}.busId`),
+    };
+  });
+  const mlx = drafts
+    .filter((d) => d.model.rdma && d.model.vendorId === '15b3')
+    .map((d) => d.busId)
+    .sort();
+  const nics = drafts.map(({ n, field, model, busId }): NicHardware & { field: string } => {
+    if (n.ifName !== undefined && model.encapsulation === null) {
+      throw new FakegpuError(
+        `${field}.ifName`,
+        `a ${model.key} has no network interface (it is an RDMA-only function); remove ifName`,
+      );
+    }
+    if (n.ifName === undefined && model.encapsulation !== null) {
+      throw new FakegpuError(`${field}.ifName`, `a ${model.key} has a network interface: give its name`);
+    }
+    if (n.rdmaDevice !== undefined && !model.rdma) {
+      throw new FakegpuError(`${field}.rdmaDevice`, `a ${model.key} has no RDMA device; remove rdmaDevice`);
+    }
+    const netdev = model.encapsulation !== null;
     return {
       field,
+      model,
       ifName: n.ifName ?? null,
       busId,
       pcieRoot: rootFor(n.pcieRoot, busId, `${field}.pcieRoot`),
       numaNode: n.numaNode ?? -1,
-      model: n.model,
-      pciVendor: n.pciVendor ?? null,
-      pciDevice: n.pciDevice ?? null,
-      rdma: n.rdma ?? false,
-      rdmaDevice: n.rdmaDevice ?? null,
+      rdmaDevice: model.rdma ? (n.rdmaDevice ?? defaultRdmaDevice(model, busId, mlx.indexOf(busId))) : null,
+      mac: netdev ? (n.mac ?? nicMac(nodeName, busId)) : null,
+      mtu: netdev ? (n.mtu ?? model.mtu) : null,
+      ipv4: n.ipv4 ?? null,
+      primary: n.primary ?? false,
       speedGbps: n.speedGbps ?? null,
     };
   });
@@ -204,6 +238,12 @@ function buildNics(entries: readonly NicEntry[], base: string): NicHardware[] {
     (n) => n.ifName ?? undefined,
     'interface name',
     (n) => `${n.field}.ifName`,
+  );
+  checkUnique(
+    nics,
+    (n) => n.rdmaDevice ?? undefined,
+    'RDMA device name',
+    (n) => `${n.field}.rdmaDevice`,
   );
   return nics.map(({ field: _field, ...n }) => n);
 }
@@ -264,12 +304,19 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
     (g) => `${g.field}.uuid`,
   );
 
+  const nics = buildNics(spec.nics ?? [], 'spec.nics', opts.nodeName);
+  nics.forEach((n, i) => {
+    const gpu = gpus.find((g) => g.busId === n.busId);
+    if (gpu)
+      throw new FakegpuError(`spec.nics[${i}].busId`, `${show(n.busId)} is ${gpu.field}'s bus ID already`);
+  });
+
   return {
     profile: profile.name,
     nodeName: opts.nodeName,
     driverVersion,
     cudaDriverVersion,
     gpus: gpus.map(({ field: _field, ...g }) => g),
-    nics: buildNics(spec.nics ?? [], 'spec.nics'),
+    nics,
   };
 }

@@ -17,3 +17,11 @@ export function gpuUuid(nodeName: string, busId: string, model: string): string 
 export function migUuid(parentUuid: string, gpuInstanceId: number, computeInstanceId: number): string {
   return `MIG-${uuidFrom('mig', parentUuid, String(gpuInstanceId), String(computeInstanceId))}`;
 }
+
+/** A netdev's MAC is in its EEPROM; ours is locally administered, derived from the node and bus ID. */
+export function nicMac(nodeName: string, busId: string): string {
+  const h = createHash('sha256').update(['nic', nodeName, busId].join('\0')).digest();
+  const bytes = [...h.subarray(0, 6)];
+  bytes[0] = ((bytes[0] ?? 0) & 0xfc) | 0x02;
+  return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
+}

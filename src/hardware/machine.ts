@@ -1,3 +1,4 @@
+import type { NicModel } from '../catalog/nics.js';
 import type { GpuModel } from '../catalog/types.js';
 import type { Placed } from '../mig/placement.js';
 
@@ -41,14 +42,20 @@ export interface GpuHardware {
 }
 
 export interface NicHardware {
+  model: NicModel;
+  /** Kernel interface name; null for functions without a netdev (EFA, InfiniBand VFs). */
   ifName: string | null;
   busId: string;
   pcieRoot: string | null;
+  /** sysfs `numa_node`; -1 means none. */
   numaNode: number;
-  model: string;
-  pciVendor: string | null;
-  pciDevice: string | null;
-  rdma: boolean;
+  /** null where the model has no RDMA. */
   rdmaDevice: string | null;
+  /** null where there is no netdev. */
+  mac: string | null;
+  mtu: number | null;
+  ipv4: string | null;
+  /** Carries the default route, so a NIC driver keeps its hands off it. */
+  primary: boolean;
   speedGbps: number | null;
 }

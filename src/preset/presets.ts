@@ -41,7 +41,7 @@ function nic(
   return { ...(ifName ? { ifName } : {}), busId, pcieRoot, numaNode, model, ...extra };
 }
 
-const cx6 = { pciVendor: '15b3', pciDevice: '101b', rdma: true, speedGbps: 200 };
+const cx6 = { speedGbps: 200 };
 const DGX_A100_NICS: NicEntry[] = [
   nic('ibp12s0', '0000:0c:00.0', 'pci0000:00', 3, 'ConnectX-6', { ...cx6, rdmaDevice: 'mlx5_0' }),
   nic('ibp18s0', '0000:12:00.0', 'pci0000:00', 3, 'ConnectX-6', { ...cx6, rdmaDevice: 'mlx5_1' }),
@@ -73,7 +73,7 @@ const DGX_H_BUSES = [
 ] as const;
 const DGX_H_SLOTS = DGX_H_BUSES.map(([gpu, , root, numa]) => slot(gpu, root, numa));
 function dgxHNics(rdmaDevices: readonly string[]): NicEntry[] {
-  const cx7 = { pciVendor: '15b3', pciDevice: '1021', rdma: true, speedGbps: 400 };
+  const cx7 = { speedGbps: 400 };
   return DGX_H_BUSES.map(([, bus, root, numa, ifName], i) =>
     nic(ifName, bus, root, numa, 'ConnectX-7', { ...cx7, rdmaDevice: rdmaDevices[i] ?? `mlx5_${i}` }),
   );
@@ -93,10 +93,10 @@ const P4D_SLOTS = [
   slot('0000:a0:1c.0', 'pci0000:a0', 1),
   slot('0000:a0:1d.0', 'pci0000:a0', 1),
 ];
-const efa = { pciVendor: '1d0f', pciDevice: 'efa0', rdma: true, speedGbps: 100 };
-const ena = { pciVendor: '1d0f', pciDevice: 'ec20', rdma: false };
+const efa = { speedGbps: 100 };
+const ena = { speedGbps: 100 };
 const P4D_NICS: NicEntry[] = [
-  nic('ens33', '0000:10:01.0', 'pci0000:10', 0, 'ENA', ena),
+  nic('ens33', '0000:10:01.0', 'pci0000:10', 0, 'ENA', { ...ena, primary: true }),
   nic(undefined, '0000:10:1b.0', 'pci0000:10', 0, 'EFA', { ...efa, rdmaDevice: 'rdmap16s27' }),
   nic('ens65', '0000:20:01.0', 'pci0000:20', 0, 'ENA', ena),
   nic(undefined, '0000:20:1b.0', 'pci0000:20', 0, 'EFA', { ...efa, rdmaDevice: 'rdmap32s27' }),
@@ -118,10 +118,7 @@ const P5_BUSES = ['53', '64', '75', '86', '97', 'a8', 'b9', 'ca'];
 const P5_SLOTS = P5_BUSES.map((b, i) => slot(`0000:${b}:00.0`, `pci0000:${b}`, i < 4 ? 0 : 1));
 const P5_NICS: NicEntry[] = P5_BUSES.flatMap((b, i) =>
   [1, 2, 3, 4].map((f) =>
-    nic(undefined, `0000:${b}:0${f}.0`, `pci0000:${b}`, i < 4 ? 0 : 1, 'EFA', {
-      ...efa,
-      rdmaDevice: `rdmap${Number.parseInt(b, 16)}s${f}`,
-    }),
+    nic(undefined, `0000:${b}:0${f}.0`, `pci0000:${b}`, i < 4 ? 0 : 1, 'EFA v2', { speedGbps: 100 }),
   ),
 );
 const p5Prov = {
@@ -132,7 +129,7 @@ const p5Prov = {
   driver: inferred('FAKEGPU', 'a current R580 driver'),
 };
 
-const gvnic = { pciVendor: '1ae0', pciDevice: '0042', rdma: false, speedGbps: 200 };
+const gvnic = { speedGbps: 200 };
 
 const noNics = inferred('FAKEGPU', 'only the primary ENA/gVNIC, not modelled');
 
@@ -385,9 +382,6 @@ export const PRESETS: readonly Preset[] = [
       nics: ['0000', '0002', '0010', '0012'].flatMap((dom, i) =>
         [0, 1].map((fn) =>
           nic(`rdma${i * 2 + fn}`, `${dom}:03:00.${fn}`, `pci${dom}:00`, i < 2 ? 0 : 1, 'ConnectX-8', {
-            pciVendor: '15b3',
-            pciDevice: '1023',
-            rdma: true,
             rdmaDevice: `mlx5_${i < 2 ? i * 2 + fn : i * 2 + fn + 1}`,
             speedGbps: 400,
           }),
@@ -417,14 +411,11 @@ export const PRESETS: readonly Preset[] = [
       nics: [
         ...[1, 2, 3, 4].map((d, i) =>
           nic(undefined, `010${d}:00:00.0`, null, i < 2 ? 0 : 1, 'ConnectX VF', {
-            pciVendor: '15b3',
-            pciDevice: '101e',
-            rdma: true,
             rdmaDevice: `mlx5_${i}`,
             speedGbps: 800,
           }),
         ),
-        nic('enP30832s1', '7870:00:00.0', null, -1, 'Azure MANA', { pciVendor: '1414', rdma: false }),
+        nic('enP30832s1', '7870:00:00.0', null, -1, 'Azure MANA'),
       ],
     },
     provenance: {

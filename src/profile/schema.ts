@@ -51,18 +51,29 @@ export const GpuOverride = strict({
 export type GpuOverride = z.infer<typeof GpuOverride>;
 
 export const NicEntry = strict({
-  /** Kernel interface name; absent for RDMA-only functions (e.g. InfiniBand VFs) that have no netdev. */
+  /** Kernel interface name; absent for RDMA-only functions (EFA, InfiniBand VFs) that have no netdev. */
   ifName: nonEmpty.optional(),
   busId: nonEmpty,
   /** `null` where sysfs shows no root complex (Hyper-V vPCI). */
   pcieRoot: nonEmpty.nullable().optional(),
   numaNode: z.number().int().min(-1).optional(),
-  /** Marketing name, e.g. `ConnectX-7` or `EFA`. */
+  /** A key of the NIC catalog, e.g. `ConnectX-7`, `EFA`, `ENA`. */
   model: nonEmpty,
-  pciVendor: nonEmpty.optional(),
-  pciDevice: nonEmpty.optional(),
-  rdma: z.boolean().optional(),
+  /** The RDMA device's name (`mlx5_0`, `rdmap16s27`); defaults to `mlx5_<n>` or EFA's `rdmap<bus>s<slot>`. */
   rdmaDevice: nonEmpty.optional(),
+  /** Defaults to a locally administered address derived from node and bus ID. */
+  mac: z
+    .string()
+    .regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/, 'must be six lower-case hex pairs, e.g. "0e:96:fe:e8:a3:f5"')
+    .optional(),
+  mtu: z.number().int().min(68).max(65535).optional(),
+  /** Address with prefix length, e.g. `192.168.155.224/19`, published as DRANET does. */
+  ipv4: z
+    .string()
+    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, 'must be an IPv4 address with prefix, e.g. "10.0.0.5/24"')
+    .optional(),
+  /** Carries the node's default route: DRANET leaves it out of its slices. */
+  primary: z.boolean().optional(),
   speedGbps: z.number().int().positive().optional(),
 });
 export type NicEntry = z.infer<typeof NicEntry>;

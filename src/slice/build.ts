@@ -65,24 +65,54 @@ export function layoutSlices(gpus: readonly GpuDevices[], opts: SliceOptions): C
 }
 
 /** `metadata.generateName` as the vendored DRA helper sets it; the API server appends 5 random characters. */
-export function sliceGenerateName(index: number, count: number, opts: SliceOptions): string {
-  if (!RELEASES[opts.release].indexedSliceNames) return `${opts.nodeName}-${opts.driverName}-`;
+export function sliceGenerateName(
+  index: number,
+  count: number,
+  pool: { nodeName: string; driverName: string; indexedNames: boolean },
+): string {
+  if (!pool.indexedNames) return `${pool.nodeName}-${pool.driverName}-`;
   const width = Math.max(5, (count - 1).toString(16).length);
-  return `${index.toString(16).padStart(width, '0')}-${opts.driverName}-${opts.nodeName}-`;
+  return `${index.toString(16).padStart(width, '0')}-${pool.driverName}-${pool.nodeName}-`;
 }
 
-export function buildSlices(gpus: readonly GpuDevices[], opts: SliceOptions): ResourceSlice[] {
-  const contents = layoutSlices(gpus, opts);
+/** One pool per node, named after it, as both NVIDIA's driver and DRANET publish. */
+function poolSlices(
+  contents: readonly Content[],
+  pool: { nodeName: string; driverName: string; indexedNames: boolean },
+): ResourceSlice[] {
   return contents.map((c, i) => ({
     apiVersion: 'resource.k8s.io/v1',
     kind: 'ResourceSlice',
-    metadata: { generateName: sliceGenerateName(i, contents.length, opts) },
+    metadata: { generateName: sliceGenerateName(i, contents.length, pool) },
     spec: {
-      driver: opts.driverName,
-      pool: { name: opts.nodeName, generation: 1, resourceSliceCount: contents.length },
-      nodeName: opts.nodeName,
+      driver: pool.driverName,
+      pool: { name: pool.nodeName, generation: 1, resourceSliceCount: contents.length },
+      nodeName: pool.nodeName,
       ...(c.devices && c.devices.length > 0 ? { devices: c.devices } : {}),
       ...(c.sharedCounters ? { sharedCounters: c.sharedCounters } : {}),
     },
   }));
+}
+
+export function buildSlices(gpus: readonly GpuDevices[], opts: SliceOptions): ResourceSlice[] {
+  return poolSlices(layoutSlices(gpus, opts), {
+    nodeName: opts.nodeName,
+    driverName: opts.driverName,
+    indexedNames: RELEASES[opts.release].indexedSliceNames,
+  });
+}
+
+/**
+ * DRANET's slices: every published NIC in one slice (split at the API's device limit), named with the
+ * index prefix of the DRA library it vendors today.
+ */
+export function buildNicSlices(
+  devices: readonly Device[],
+  pool: { nodeName: string; driverName: string },
+): ResourceSlice[] {
+  if (devices.length === 0) return [];
+  return poolSlices(
+    chunk(devices, LIMITS.devicesPerSlice).map((d) => ({ devices: d })),
+    { ...pool, indexedNames: true },
+  );
 }

@@ -3,6 +3,7 @@ import type { List, ResourceSlice } from '../../src/k8s/resource.js';
 import { parseLenientVersion } from '../../src/k8s/version.js';
 import { resolveProfile, type ResolvedProfile } from '../../src/profile/load.js';
 import { renderSlices } from '../../src/render.js';
+import { DRANET } from '../../src/nic/attributes.js';
 import { DRIVER_NAME } from '../../src/slice/build.js';
 
 export interface TestRender {
@@ -11,6 +12,9 @@ export interface TestRender {
   release?: DriverRelease;
   kubernetesVersion?: string;
   driverVersion?: string;
+  /** Add DRANET's slices for the machine's NICs. */
+  nics?: boolean;
+  nicNumaAttribute?: 'dranet' | 'standard';
 }
 
 export function render(profile: string | ResolvedProfile, o: TestRender = {}): List<ResourceSlice> {
@@ -21,6 +25,7 @@ export function render(profile: string | ResolvedProfile, o: TestRender = {}): L
     driverName: DRIVER_NAME,
     kubernetesVersion: parseLenientVersion(o.kubernetesVersion ?? '1.37.0', 'test'),
     release: o.release ?? DEFAULT_RELEASE,
+    nics: o.nics ? { driverName: DRANET, standardNumaNode: o.nicNumaAttribute === 'standard' } : undefined,
   });
 }
 
