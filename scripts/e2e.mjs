@@ -41,4 +41,20 @@ ok =
     ],
     files: testFiles(join(root, 'dist', 'test', 'e2e-static-mig')),
   }) && ok;
+// GPU–NIC alignment: a p4d whose NICs also carry the standard NUMA key, relabelled to a GB200 midway.
+ok =
+  withCluster({
+    what: 'end-to-end tests, GPU–NIC topology',
+    dir: process.env.FAKEGPU_E2E_TOPO_CLUSTER_DIR ?? join(cacheDir(), 'e2e-topo-cluster'),
+    dirEnv: 'FAKEGPU_E2E_TOPO_CLUSTER_DIR',
+    upArgs: [
+      '--node',
+      'fakegpu-topo-node',
+      '--profile',
+      'aws-p4d.24xlarge',
+      '--nic-numa-attribute',
+      'standard',
+    ],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-topology')),
+  }) && ok;
 process.exit(ok ? 0 : 1);

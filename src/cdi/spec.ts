@@ -47,12 +47,13 @@ export function cdiDeviceName(claimUid: string, deviceName: string): string {
   return `${claimUid}-${deviceName}`;
 }
 
-export function cdiDeviceId(claimUid: string, deviceName: string): string {
-  return `${CDI_KIND}=${cdiDeviceName(claimUid, deviceName)}`;
+export function cdiDeviceId(claimUid: string, deviceName: string, kind = CDI_KIND): string {
+  return `${kind}=${cdiDeviceName(claimUid, deviceName)}`;
 }
 
-export function specFileName(claimUid: string): string {
-  return `${CDI_VENDOR}-${CDI_CLASS}_${claimUid}.yaml`;
+/** `<vendor>-<class>_<claim UID>.yaml`, the name the CDI library gives a transient spec of that kind. */
+export function specFileName(claimUid: string, kind = CDI_KIND): string {
+  return `${kind.replace('/', '-')}_${claimUid}.yaml`;
 }
 
 export const READ_ONLY_BIND = ['ro', 'nosuid', 'nodev', 'rbind', 'rprivate'];

@@ -12,8 +12,9 @@ const PreparedDevice = z.strictObject({
   poolName: z.string(),
   deviceName: z.string(),
   cdiDeviceIds: z.array(z.string()),
+  /** The device's identity: GPU or MIG UUID, a NIC's PCI address. */
   uuid: z.string(),
-  type: z.enum(['gpu', 'mig']),
+  type: z.enum(['gpu', 'mig', 'nic']),
   /** A MIG device created at prepare (dynamic MIG), destroyed at unprepare. */
   migInstance: z
     .strictObject({

@@ -14,6 +14,7 @@ import {
 import { FakegpuError } from '../errors.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
+import { nicNumaOption } from './commands.js';
 import { table } from './output.js';
 
 const progress = (line: string): void => {
@@ -34,28 +35,38 @@ export function clusterCommand(write: (s: string) => void): Command {
       'also run the fakegpu node plugin for this machine on the node',
     )
     .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
-    .action(async (opts: { dir: string; node: string; profile?: string; dynamicMig?: boolean }) => {
-      if (opts.dynamicMig && opts.profile === undefined) {
-        throw new FakegpuError(
-          '--dynamic-mig',
-          'needs --profile: it is a setting of the node plugin that --profile starts',
-        );
-      }
-      // Check the profile before starting anything, so a typo costs nothing.
-      if (opts.profile !== undefined) resolveProfile(opts.profile);
-      const e = await clusterUp({
-        dir: opts.dir,
-        nodeName: checkNodeName(opts.node, '--node'),
-        // The plugin runs in its own process: a profile file must not depend on this shell's directory.
-        profile:
-          opts.profile !== undefined && isProfileFile(opts.profile)
-            ? resolvePath(opts.profile)
-            : opts.profile,
-        dynamicMig: opts.dynamicMig === true,
-        log: progress,
-      });
-      write(`${exportLines(e)}\n`);
-    });
+    .addOption(nicNumaOption())
+    .action(
+      async (opts: {
+        dir: string;
+        node: string;
+        profile?: string;
+        dynamicMig?: boolean;
+        nicNumaAttribute: 'dranet' | 'standard';
+      }) => {
+        if (opts.dynamicMig && opts.profile === undefined) {
+          throw new FakegpuError(
+            '--dynamic-mig',
+            'needs --profile: it is a setting of the node plugin that --profile starts',
+          );
+        }
+        // Check the profile before starting anything, so a typo costs nothing.
+        if (opts.profile !== undefined) resolveProfile(opts.profile);
+        const e = await clusterUp({
+          dir: opts.dir,
+          nodeName: checkNodeName(opts.node, '--node'),
+          // The plugin runs in its own process: a profile file must not depend on this shell's directory.
+          profile:
+            opts.profile !== undefined && isProfileFile(opts.profile)
+              ? resolvePath(opts.profile)
+              : opts.profile,
+          dynamicMig: opts.dynamicMig === true,
+          nicNumaAttribute: opts.nicNumaAttribute,
+          log: progress,
+        });
+        write(`${exportLines(e)}\n`);
+      },
+    );
   cluster
     .command('down')
     .description('stop every process of the cluster, unmount and remove its network bridge')

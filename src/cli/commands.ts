@@ -7,9 +7,10 @@ import { parseLenientVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
 import { resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../profile/schema.js';
-import { renderSlices } from '../render.js';
+import { checkNodeName, renderSlices } from '../render.js';
+import { renderTopology, topology } from '../topology/topology.js';
 import { DRIVER_NAME } from '../slice/build.js';
-import { DRANET } from '../nic/attributes.js';
+import { DRANET, nicDeviceName } from '../nic/attributes.js';
 import { serialize, table, type Format } from './output.js';
 
 export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
@@ -170,6 +171,49 @@ export function validateCommand(write: (s: string) => void): Command {
       write(
         `${file}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
           `${machine.nics.length} NIC(s); driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
+      );
+    });
+}
+
+export function topoCommand(write: (s: string) => void): Command {
+  return new Command('topo')
+    .description('show NUMA nodes, PCIe roots, GPUs and NICs, and which GPU–NIC alignments a claim can get')
+    .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name or a MachineProfile file')
+    .option('-n, --node <name>', 'node name', 'node')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action((opts: { profile: string; node: string; output: 'text' | 'json' }) => {
+      const machine = buildMachine(resolveProfile(opts.profile), {
+        nodeName: checkNodeName(opts.node, '--node'),
+        dynamicMig: false,
+      });
+      const t = topology(machine);
+      if (opts.output === 'text') {
+        write(renderTopology(machine, t));
+        return;
+      }
+      write(
+        serialize(
+          {
+            profile: machine.profile,
+            numa: t.numa.map((n) => ({
+              numaNode: n.numaNode,
+              roots: n.roots.map((r) => ({
+                root: r.root,
+                gpus: r.gpus.map((g) => ({ name: `gpu-${g.minor}`, busId: g.busId, model: g.model.name })),
+                nics: r.nics.map((x) => ({
+                  name: x.primary ? null : nicDeviceName(x),
+                  busId: x.busId,
+                  model: x.model.key,
+                  ifName: x.ifName,
+                  rdmaDevice: x.rdmaDevice,
+                  primary: x.primary,
+                })),
+              })),
+            })),
+            alignment: t.alignment,
+          },
+          'json',
+        ),
       );
     });
 }

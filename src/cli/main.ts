@@ -3,7 +3,7 @@ import { FakegpuError } from '../errors.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { pluginCommand } from './plugin.js';
-import { profilesCommand, renderCommand, validateCommand } from './commands.js';
+import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
 
 /**
  * Runs the CLI. Output is collected and written only on success, so a failing command prints nothing
@@ -22,6 +22,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(profilesCommand(write));
   program.addCommand(renderCommand(write));
   program.addCommand(validateCommand(write));
+  program.addCommand(topoCommand(write));
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
   program.addCommand(demoCommand(write));

@@ -8,6 +8,8 @@ import { runPlugin } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { DRIVER_NAME } from '../slice/build.js';
+import { DRANET } from '../nic/attributes.js';
+import { checkDriverName, nicNumaOption } from './commands.js';
 
 interface Flags {
   nodeName: string;
@@ -26,6 +28,9 @@ interface Flags {
   httpEndpoint: string;
   featureGates: string;
   resetCheckpoint?: boolean;
+  nics: boolean;
+  nicDriverName: string;
+  nicNumaAttribute: string;
 }
 
 const GATES: (keyof FeatureGates)[] = ['TimeSlicingSettings', 'MPSSupport'];
@@ -145,6 +150,13 @@ export function pluginCommand(): Command {
     .addOption(
       new Option('--reset-checkpoint', 'start with an empty checkpoint if the existing one is corrupt'),
     )
+    .addOption(
+      new Option('--no-nics', "do not run DRANET's side (the profile's NICs as a second driver)").env(
+        'FAKEGPU_NO_NICS',
+      ),
+    )
+    .addOption(opt('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
     .action(async (f: Flags) => {
       const log = pino({ name: 'fakegpu-plugin', base: { node: f.nodeName } }, pino.destination(2));
       const plugin = await runPlugin({
@@ -164,6 +176,15 @@ export function pluginCommand(): Command {
         httpEndpoint: f.httpEndpoint,
         gates: parseGates(f.featureGates),
         resetCheckpoint: f.resetCheckpoint === true,
+        nics: f.nics
+          ? {
+              driverName: checkDriverName(f.nicDriverName, '--nic-driver-name'),
+              standardNumaNode: f.nicNumaAttribute === 'standard',
+              stateDir: f.stateDir
+                ? join(f.stateDir, f.nicDriverName)
+                : join(f.kubeletPluginsDir, f.nicDriverName),
+            }
+          : undefined,
         log,
       });
       await new Promise<void>((resolve) => {

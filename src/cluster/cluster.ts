@@ -53,6 +53,8 @@ export interface ClusterOptions {
   /** Run fakegpu's node plugin for this machine (preset name or profile file) on the node. */
   profile?: string | undefined;
   dynamicMig?: boolean;
+  /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
+  nicNumaAttribute?: 'dranet' | 'standard';
   log: (line: string) => void;
 }
 
@@ -61,6 +63,8 @@ export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
 export const PLUGIN_HTTP = '127.0.0.1:51516';
 /** As in the Helm chart: a node label that picks the node's machine, read when the plugin starts. */
 export const PROFILE_LABEL = 'fakegpu.dev/profile';
+/** The DeviceClass of the fake NICs in deploy/deviceclasses.yaml, exported as FAKEGPU_NIC_CLASS. */
+export const NIC_CLASS = 'dranet';
 
 export function defaultClusterDir(): string {
   return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
@@ -74,6 +78,7 @@ interface State {
   cniBin: string;
   profile: string | null;
   dynamicMig: boolean;
+  nicNumaAttribute?: 'dranet' | 'standard';
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -372,6 +377,7 @@ async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string
     `--feature-gates=${PLUGIN_FEATURE_GATES}`,
     `--profile-label=${PROFILE_LABEL}`,
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
+    `--nic-numa-attribute=${s.nicNumaAttribute ?? 'dranet'}`,
   ];
   const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, args, env(t));
   await waitFor(
@@ -403,6 +409,7 @@ export interface Exports {
   FAKEGPU_TEST_IMAGE: string;
   FAKEGPU_CLUSTER_DIR: string;
   FAKEGPU_NODE: string;
+  FAKEGPU_NIC_CLASS: string;
 }
 
 function exportsOf(l: Layout, s: State): Exports {
@@ -412,6 +419,7 @@ function exportsOf(l: Layout, s: State): Exports {
     FAKEGPU_TEST_IMAGE: TEST_IMAGE,
     FAKEGPU_CLUSTER_DIR: l.dir,
     FAKEGPU_NODE: s.nodeName,
+    FAKEGPU_NIC_CLASS: NIC_CLASS,
   };
 }
 
@@ -437,6 +445,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   const live = running(l);
   const profile = o.profile ?? null;
   const dynamicMig = o.dynamicMig === true;
+  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
   if (state && componentsOf(state).every((n) => live[n] !== null)) {
     if (state.nodeName !== o.nodeName) {
       throw new FakegpuError(
@@ -444,11 +453,15 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         `the cluster in ${l.dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
       );
     }
-    if (state.profile !== profile || state.dynamicMig !== dynamicMig) {
+    if (
+      state.profile !== profile ||
+      state.dynamicMig !== dynamicMig ||
+      (profile !== null && (state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute)
+    ) {
       const now =
         state.profile === null
           ? 'no node plugin'
-          : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}`;
+          : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}`;
       throw new FakegpuError(
         '--profile',
         `the cluster in ${l.dir} runs ${now}; run "fakegpu cluster down" first to change it`,
@@ -468,7 +481,14 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   ensurePki(l, o.nodeName);
   writeCniConfig(l);
   ensureNodeLink();
-  const s: State = { nodeName: o.nodeName, bin: t.bin, cniBin: t.cniBin, profile, dynamicMig };
+  const s: State = {
+    nodeName: o.nodeName,
+    bin: t.bin,
+    cniBin: t.cniBin,
+    profile,
+    dynamicMig,
+    nicNumaAttribute,
+  };
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
 
   const tls = {

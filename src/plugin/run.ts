@@ -12,13 +12,20 @@ import { FakegpuError } from '../errors.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
-import { startServers, type ClaimRef, type RunningServers } from '../kubelet/grpc.js';
+import {
+  startServers,
+  type ClaimRef,
+  type PrepareResponse,
+  type RunningServers,
+  type UnprepareResponse,
+} from '../kubelet/grpc.js';
+import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import { DeviceState, PrepareError } from '../prepare/state.js';
 import type { ResourceClaim } from '../prepare/claim.js';
 import { Publisher } from '../publish/publisher.js';
-import { modelNode } from '../render.js';
+import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
 import { buildSlices } from '../slice/build.js';
 import { join } from 'node:path';
 
@@ -40,6 +47,8 @@ export interface PluginOptions {
   httpEndpoint: string;
   gates: FeatureGates;
   resetCheckpoint: boolean;
+  /** DRANET's NICs beside the GPUs; absent: GPUs only. */
+  nics?: (NicRenderOptions & { stateDir: string }) | undefined;
   log?: Logger;
 }
 
@@ -94,7 +103,8 @@ function metrics(reg: Registry) {
     }),
     published: new Gauge({
       name: 'fakegpu_published_devices',
-      help: 'devices in the ResourceSlices this node publishes',
+      help: 'devices in the ResourceSlices this node publishes, by driver',
+      labelNames: ['driver'],
       registers: [reg],
     }),
     prepared: new Gauge({
@@ -154,9 +164,27 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   if (stale.length > 0)
     log.warn({ claims: stale }, 'prepared claims refer to devices this machine no longer has');
 
+  const nicSlices = o.nics ? renderNicSlices(model.machine, o.nics) : [];
+  let nicState: NicState | null = null;
+  let nicCheckpoint: CheckpointStore | null = null;
+  if (o.nics && nicSlices.length > 0) {
+    const nicStateDir = o.nics.stateDir;
+    nicCheckpoint = new CheckpointStore(join(nicStateDir, 'checkpoint.json'), o.resetCheckpoint);
+    nicState = new NicState(model.machine.nics, nicCheckpoint, {
+      driverName: o.nics.driverName,
+      nodeName: o.nodeName,
+      cdiRoot: o.cdiRoot,
+      stateDir: nicStateDir,
+    });
+    const staleNics = nicState.restore();
+    if (staleNics.length > 0)
+      log.warn({ claims: staleNics }, 'prepared NIC claims refer to NICs this machine no longer has');
+  }
+  const preparedCount = () => checkpoint.all().length + (nicCheckpoint?.all().length ?? 0);
+
   const reg = new Registry();
   const m = metrics(reg);
-  m.prepared.set(checkpoint.all().length);
+  m.prepared.set(preparedCount());
 
   const readClaim = async (ref: ClaimRef): Promise<ResourceClaim> => {
     const c = (await claims.getNamespacedCustomObject({
@@ -183,93 +211,90 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     }
   };
 
-  // Ready once the kubelet accepted the registration: before that, prepare calls cannot reach us.
-  let registered = false;
-  const servers = await startServers(
-    {
-      driverName: o.driverName,
-      pluginsDir: o.kubeletPluginsDir,
-      registrarDir: o.kubeletRegistrarDir,
-      onRegistration: (ok, error) => {
-        registered = ok;
-        if (ok) log.info('registered with the kubelet');
-        else log.error({ error }, 'the kubelet refused the registration');
-      },
-    },
-    {
-      prepare: (refs) =>
-        timed('NodePrepareResources', async () => {
-          const out: Record<
-            string,
-            {
-              devices: {
-                requestNames: string[];
-                poolName: string;
-                deviceName: string;
-                cdiDeviceIds: string[];
-              }[];
-              error: string;
-            }
-          > = {};
-          await Promise.all(
-            refs.map(async (ref) => {
-              try {
-                const devices = await state.prepare(await readClaim(ref));
-                out[ref.uid] = {
-                  devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
-                    requestNames,
-                    poolName,
-                    deviceName,
-                    cdiDeviceIds,
-                  })),
-                  error: '',
-                };
-                m.requests.inc({ method: 'NodePrepareResources', result: 'success' });
-                log.info(
-                  {
-                    claim: `${ref.namespace}/${ref.name}`,
-                    uid: ref.uid,
-                    devices: devices.map((d) => d.deviceName),
-                  },
-                  'prepared claim',
-                );
-              } catch (e) {
-                const msg = e instanceof Error ? e.message : String(e);
-                const error =
-                  e instanceof PrepareError
-                    ? msg
-                    : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
-                out[ref.uid] = { devices: [], error };
-                m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
-                log.warn({ claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error }, 'prepare failed');
-              }
-            }),
-          );
-          m.prepared.set(checkpoint.all().length);
-          return { claims: out };
-        }),
-      unprepare: (refs) =>
-        timed('NodeUnprepareResources', async () => {
-          const out: Record<string, { error: string }> = {};
-          for (const ref of refs) {
+  const handlers = (
+    driver: string,
+    st: { prepare: DeviceState['prepare']; unprepare: DeviceState['unprepare'] },
+  ) => ({
+    prepare: (refs: ClaimRef[]) =>
+      timed('NodePrepareResources', async () => {
+        const out: PrepareResponse['claims'] = {};
+        await Promise.all(
+          refs.map(async (ref) => {
             try {
-              await state.unprepare(ref.uid);
-              out[ref.uid] = { error: '' };
-              m.requests.inc({ method: 'NodeUnprepareResources', result: 'success' });
-              log.info({ claim: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'unprepared claim');
+              const devices = await st.prepare(await readClaim(ref));
+              out[ref.uid] = {
+                devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
+                  requestNames,
+                  poolName,
+                  deviceName,
+                  cdiDeviceIds,
+                })),
+                error: '',
+              };
+              m.requests.inc({ method: 'NodePrepareResources', result: 'success' });
+              log.info(
+                {
+                  driver,
+                  claim: `${ref.namespace}/${ref.name}`,
+                  uid: ref.uid,
+                  devices: devices.map((d) => d.deviceName),
+                },
+                'prepared claim',
+              );
             } catch (e) {
               const msg = e instanceof Error ? e.message : String(e);
-              out[ref.uid] = {
-                error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
-              };
-              m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
+              const error =
+                e instanceof PrepareError
+                  ? msg
+                  : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
+              out[ref.uid] = { devices: [], error };
+              m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
+              log.warn(
+                { driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error },
+                'prepare failed',
+              );
             }
+          }),
+        );
+        m.prepared.set(preparedCount());
+        return { claims: out };
+      }),
+    unprepare: (refs: ClaimRef[]) =>
+      timed('NodeUnprepareResources', async () => {
+        const out: UnprepareResponse['claims'] = {};
+        for (const ref of refs) {
+          try {
+            await st.unprepare(ref.uid);
+            out[ref.uid] = { error: '' };
+            m.requests.inc({ method: 'NodeUnprepareResources', result: 'success' });
+            log.info({ driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'unprepared claim');
+          } catch (e) {
+            const msg = e instanceof Error ? e.message : String(e);
+            out[ref.uid] = {
+              error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
+            };
+            m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
           }
-          m.prepared.set(checkpoint.all().length);
-          return { claims: out };
-        }),
+        }
+        m.prepared.set(preparedCount());
+        return { claims: out };
+      }),
+  });
+
+  // Ready once the kubelet accepted every registration: before that, prepare calls cannot reach us.
+  const registered = new Map<string, boolean>();
+  const register = (driver: string) => ({
+    driverName: driver,
+    pluginsDir: o.kubeletPluginsDir,
+    registrarDir: o.kubeletRegistrarDir,
+    onRegistration: (ok: boolean, error?: string) => {
+      registered.set(driver, ok);
+      if (ok) log.info({ driver }, 'registered with the kubelet');
+      else log.error({ driver, error }, 'the kubelet refused the registration');
     },
-  );
+  });
+  registered.set(o.driverName, false);
+  const servers = await startServers(register(o.driverName), handlers(o.driverName, state));
   log.info({ dra: servers.draSocket, registration: servers.registrationSocket }, 'serving the kubelet');
 
   const publisher = new Publisher(kc, {
@@ -277,10 +302,30 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     driverName: o.driverName,
     log,
     onSync: (_writes, devices) => {
-      m.published.set(devices);
+      m.published.set({ driver: o.driverName }, devices);
     },
   });
   publisher.start(desired);
+
+  // DRANET's side: a second driver on the same node, with its own sockets, slices and checkpoint.
+  let nicServers: RunningServers | null = null;
+  let nicPublisher: Publisher | null = null;
+  if (nicSlices.length > 0 && nicState && o.nics) {
+    registered.set(o.nics.driverName, false);
+    nicServers = await startServers(register(o.nics.driverName), handlers(o.nics.driverName, nicState));
+    log.info({ dra: nicServers.draSocket }, 'serving the kubelet for NICs');
+    const nicDriver = o.nics.driverName;
+    nicPublisher = new Publisher(kc, {
+      nodeName: o.nodeName,
+      driverName: nicDriver,
+      log,
+      onSync: (_writes, devices) => {
+        m.published.set({ driver: nicDriver }, devices);
+      },
+    });
+    nicPublisher.start(nicSlices);
+  }
+  const ready = () => [...registered.values()].every(Boolean);
 
   let http: Server | null = null;
   if (o.httpEndpoint) {
@@ -290,8 +335,8 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
       } else if (req.url === '/readyz') {
         res
-          .writeHead(registered ? 200 : 503, { 'content-type': 'text/plain' })
-          .end(registered ? 'ok\n' : 'not registered with the kubelet\n');
+          .writeHead(ready() ? 200 : 503, { 'content-type': 'text/plain' })
+          .end(ready() ? 'ok\n' : 'not registered with the kubelet\n');
       } else if (req.url === '/metrics') {
         reg.metrics().then(
           (text) => {
@@ -312,7 +357,9 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     servers,
     async stop() {
       publisher.stop();
+      nicPublisher?.stop();
       await servers.stop();
+      await nicServers?.stop();
       await new Promise<void>((r) => {
         if (http)
           http.close(() => {

@@ -29,7 +29,7 @@ describe('static MIG on a fake DGX A100 (1g.5gb x7 per GPU)', () => {
       mustKubectl(e, [
         'get',
         'resourceslices',
-        `--field-selector=spec.nodeName=${STATIC_MIG_NODE}`,
+        `--field-selector=spec.nodeName=${STATIC_MIG_NODE},spec.driver=gpu.nvidia.com`,
         '-o',
         'json',
       ]),

@@ -286,6 +286,7 @@ describe('plugin health and metrics', () => {
       metrics,
       /^fakegpu_dra_request_duration_seconds_bucket\{le="0\.1",method="NodePrepareResources"\} \d+$/m,
     );
-    assert.match(metrics, /^fakegpu_published_devices 8$/m);
+    assert.match(metrics, /^fakegpu_published_devices{driver="gpu.nvidia.com"} 8$/m);
+    assert.match(metrics, /^fakegpu_published_devices{driver="dra.net"} 8$/m);
   });
 });

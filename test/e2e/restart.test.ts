@@ -124,7 +124,13 @@ describe('a node label picks the machine', () => {
     };
     const products = (): string[] => {
       const list = JSON.parse(
-        mustKubectl(e, ['get', 'resourceslices', `--field-selector=spec.nodeName=${E2E_NODE}`, '-o', 'json']),
+        mustKubectl(e, [
+          'get',
+          'resourceslices',
+          `--field-selector=spec.nodeName=${E2E_NODE},spec.driver=gpu.nvidia.com`,
+          '-o',
+          'json',
+        ]),
       ) as {
         items: { spec: { devices?: { attributes?: { productName?: { string: string } } }[] } }[];
       };

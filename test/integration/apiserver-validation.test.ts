@@ -6,7 +6,7 @@ import { PRESETS } from '../../src/preset/index.js';
 import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
 
-/** Every preset's slices, plain and dynamic MIG, through the real API server's validation. */
+/** Every preset's slices, plain and dynamic MIG, GPUs and NICs, through the real API server's validation. */
 describe('the real kube-apiserver accepts rendered slices', () => {
   let e: Exports;
   before(async () => {
@@ -17,7 +17,7 @@ describe('the real kube-apiserver accepts rendered slices', () => {
     for (const dynamicMig of [false, true]) {
       it(`${p.name}${dynamicMig ? ' --dynamic-mig' : ''}`, () => {
         const node = `validate-${i}${dynamicMig ? '-mig' : ''}`;
-        const list = render(p.name, { node, dynamicMig });
+        const list = render(p.name, { node, dynamicMig, nics: true, nicNumaAttribute: 'standard' });
         const names = mustKubectl(e, ['create', '-o', 'name', '-f', '-'], JSON.stringify(list))
           .trim()
           .split('\n');

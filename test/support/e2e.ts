@@ -34,6 +34,21 @@ export function staticMigCluster(): Promise<Exports> {
   });
 }
 
+/** GPU–NIC alignment: an AWS p4d (and, relabelled, an OCI GB200) with NICs carrying the standard NUMA key. */
+export const TOPO_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_TOPO_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-topo-cluster');
+export const TOPO_NODE = 'fakegpu-topo-node';
+export const TOPO_PROFILE = 'aws-p4d.24xlarge';
+
+export function topoCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: TOPO_CLUSTER_DIR,
+    nodeName: TOPO_NODE,
+    profile: TOPO_PROFILE,
+    nicNumaAttribute: 'standard',
+  });
+}
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }
@@ -149,4 +164,19 @@ export function podClaim(e: Exports, pod: string, name: string): string {
     '-o',
     `jsonpath={.status.resourceClaimStatuses[?(@.name=="${name}")].resourceClaimName}`,
   ]);
+}
+
+/** A FailedScheduling event's message for a pod, once there is one. */
+export function failedScheduling(e: Exports, pod: string): Promise<string> {
+  return eventually(`a FailedScheduling event for ${pod}`, () => {
+    const out = kubectl(e, [
+      'get',
+      'events',
+      '--field-selector',
+      `involvedObject.name=${pod},reason=FailedScheduling`,
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]).out;
+    return out ? out : undefined;
+  });
 }
