@@ -82,6 +82,17 @@ describe('fakegpu render', () => {
     assert.equal(bad.stdout, '');
   });
 
+  it('topo draws roots, GPUs and NICs and says which alignments a claim can get', () => {
+    const r = fakegpu('topo', '-p', 'oci-bm.gpu.gb200.4');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^NUMA 0$/m);
+    assert.match(r.stdout, /pci0008:00\n.*gpu-0 {2}0008:06:00\.0 {2}NVIDIA GB200/);
+    assert.match(r.stdout, /pcieRoot: impossible, no root holds both a GPU and an RDMA NIC/);
+    const j = fakegpu('topo', '-p', 'aws-p4d.24xlarge', '-o', 'json');
+    const t = JSON.parse(j.stdout) as { alignment: { sharedRoots: unknown[] } };
+    assert.equal(t.alignment.sharedRoots.length, 4);
+  });
+
   it('names dynamic MIG devices as the real driver does', () => {
     const r = fakegpu('render', '-p', 'dgx-a100', '-n', 'n1', '--dynamic-mig', '-o', 'json');
     assert.equal(r.code, 0, r.stderr);

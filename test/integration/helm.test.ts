@@ -59,17 +59,30 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'DaemonSet',
       'DeviceClass',
       'DeviceClass',
+      'DeviceClass',
       'ServiceAccount',
     ]);
     kubectl(e, ['create', 'namespace', 'fakegpu-system']);
     const applied = kubectl(e, ['apply', '--dry-run=server', '-f', '-'], r.out);
     assert.equal(applied.code, 0, applied.err);
     assert.match(r.out, /name: FAKEGPU_DYNAMIC_MIG\n\s+value: "true"/);
+    assert.match(r.out, /name: NIC_DRIVER_NAME\n\s+value: "dra.net"/);
+    assert.match(r.out, /expression: "device.driver == 'dra.net'"/);
+  });
+
+  it('leaves the NIC driver and its class out when nics.enabled is false', () => {
+    const r = helm(e, ['template', 'fakegpu', chart, '--set', 'nics.enabled=false']);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /name: FAKEGPU_NO_NICS\n\s+value: "true"/);
+    assert.doesNotMatch(r.out, /name: dranet/);
   });
 
   it('refuses bad values with the schema, naming the field', () => {
     const r = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates=Turbo=true']);
     assert.notEqual(r.code, 0);
     assert.match(r.err, /featureGates/);
+    const nic = helm(e, ['template', 'fakegpu', chart, '--set', 'nics.numaAttribute=both']);
+    assert.notEqual(nic.code, 0);
+    assert.match(nic.err, /nics\.numaAttribute/);
   });
 });
