@@ -3,6 +3,7 @@ import { FakegpuError } from '../errors.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { pluginCommand } from './plugin.js';
+import { fleetCommand } from './fleet.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
 
 /**
@@ -23,6 +24,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(renderCommand(write));
   program.addCommand(validateCommand(write));
   program.addCommand(topoCommand(write));
+  program.addCommand(fleetCommand());
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
   program.addCommand(demoCommand(write));

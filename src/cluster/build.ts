@@ -15,6 +15,7 @@ export const VERSIONS = {
   crictl: '1.37.0',
   pause: '1.0.0',
   helm: '3.22.0',
+  kwok: '0.8.0',
 } as const;
 
 interface Component {
@@ -111,6 +112,12 @@ export const COMPONENTS: readonly Component[] = [
   },
   { module: 'crictl', binaries: { 'sigs.k8s.io/cri-tools/cmd/crictl': 'crictl' } },
   { module: 'pause', binaries: { 'fakegpu.dev/cluster/pause': 'pause' } },
+  // Simulated nodes (`cluster up --kwok-nodes`): keeps them Ready and runs their pods' lifecycle.
+  {
+    module: 'kwok',
+    binaries: { 'sigs.k8s.io/kwok/cmd/kwok': 'kwok' },
+    ldflags: `-X sigs.k8s.io/kwok/pkg/consts.Version=${VERSIONS.kwok}`,
+  },
   // Only for checking the chart in deploy/helm; the local cluster itself does not use it.
   {
     module: 'helm',

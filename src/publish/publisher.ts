@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ResourceSlice } from '../k8s/resource.js';
@@ -41,8 +42,15 @@ function canonical(v: unknown): unknown {
 const same = (a: unknown, b: unknown): boolean =>
   JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
+/** A spec's content apart from the pool generation, which every republish bumps: equal specs, equal keys. */
+export function specKey(spec: ResourceSlice['spec']): string {
+  return createHash('sha1')
+    .update(JSON.stringify(canonical({ ...spec, pool: { ...spec.pool, generation: 0 } })))
+    .digest('base64');
+}
+
 /** The slice index encoded in an indexed generateName (`00003-gpu.nvidia.com-node-abcde` → 3). */
-function indexOf(name: string | undefined, driver: string, node: string): number | null {
+export function indexOf(name: string | undefined, driver: string, node: string): number | null {
   if (!name) return null;
   const m = /^([0-9a-f]{5,})-(.*)-[a-z0-9]{5}$/.exec(name);
   if (!m || m[2] !== `${driver}-${node}`) return null;

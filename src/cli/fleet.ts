@@ -1,0 +1,175 @@
+import { createServer } from 'node:http';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Command, Option } from 'commander';
+import { pino } from 'pino';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { FakegpuError, show } from '../errors.js';
+import { Fleet } from '../fleet/fleet.js';
+import { DRANET } from '../nic/attributes.js';
+import { splitEndpoint } from '../plugin/run.js';
+import { resolveProfile } from '../profile/load.js';
+import { DRIVER_NAME } from '../slice/build.js';
+import { checkDriverName } from './commands.js';
+
+interface Flags {
+  nodeSelector?: string;
+  profileLabel: string;
+  profile?: string;
+  dynamicMig?: boolean;
+  driverName: string;
+  draDriverRelease: string;
+  nics?: boolean;
+  nicDriverName: string;
+  concurrency: string;
+  qps: string;
+  burst: string;
+  kubeconfig?: string;
+  httpEndpoint: string;
+}
+
+function positiveInt(text: string, flag: string, min: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min)
+    throw new FakegpuError(flag, `${show(text)} is not an integer >= ${min}`);
+  return n;
+}
+
+export function fleetCommand(): Command {
+  const opt = (flags: string, desc: string, env: string, dflt?: string): Option => {
+    const o = new Option(flags, desc).env(env);
+    return dflt === undefined ? o : o.default(dflt);
+  };
+  return new Command('fleet')
+    .description("publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node")
+    .addOption(
+      opt(
+        '--node-selector <labels>',
+        'label selector of the nodes to serve (default: KWOK-managed nodes and nodes with the profile label)',
+        'FAKEGPU_NODE_SELECTOR',
+      ),
+    )
+    .addOption(
+      opt(
+        '--profile-label <key>',
+        "node label naming a node's profile",
+        'FAKEGPU_PROFILE_LABEL',
+        'fakegpu.dev/profile',
+      ),
+    )
+    .addOption(
+      opt(
+        '-p, --profile <preset|file.yaml>',
+        'profile of selected nodes without the label',
+        'FAKEGPU_PROFILE',
+      ),
+    )
+    .addOption(
+      new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
+    )
+    .addOption(opt('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
+    .addOption(
+      opt(
+        '--dra-driver-release <release>',
+        'NVIDIA DRA driver release to emulate',
+        'FAKEGPU_DRA_DRIVER_RELEASE',
+        DEFAULT_RELEASE,
+      ).choices(Object.keys(RELEASES)),
+    )
+    .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
+    .addOption(opt('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(opt('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
+    .addOption(
+      opt(
+        '--qps <n>',
+        'client-side write rate limit, requests per second (0: none)',
+        'FAKEGPU_FLEET_QPS',
+        '200',
+      ),
+    )
+    .addOption(opt('--burst <n>', 'write burst above --qps', 'FAKEGPU_FLEET_BURST', '400'))
+    .addOption(opt('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'))
+    .addOption(
+      opt(
+        '--http-endpoint <host:port>',
+        '/healthz, /readyz (all nodes published) and /metrics; empty to disable',
+        'HTTP_ENDPOINT',
+        '127.0.0.1:51517',
+      ),
+    )
+    .action(async (f: Flags) => {
+      const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
+      if (f.profile !== undefined) resolveProfile(f.profile);
+      const concurrency = positiveInt(f.concurrency, '--concurrency', 1);
+      const qps = positiveInt(f.qps, '--qps', 0);
+      const burst = positiveInt(f.burst, '--burst', 1);
+      const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
+      const kc = new KubeConfig();
+      if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
+      else kc.loadFromDefault();
+      const fleet = new Fleet(kc, {
+        nodeSelector: f.nodeSelector || undefined,
+        profileLabel: f.profileLabel,
+        defaultProfile: f.profile,
+        dynamicMig: f.dynamicMig === true,
+        driverName: checkDriverName(f.driverName, '--driver-name'),
+        release: parseRelease(f.draDriverRelease, '--dra-driver-release'),
+        nics: f.nics
+          ? { driverName: checkDriverName(f.nicDriverName, '--nic-driver-name'), standardNumaNode: false }
+          : undefined,
+        concurrency,
+        qps,
+        burst,
+        log,
+      });
+      const reg = new Registry();
+      collectDefaultMetrics({ register: reg, prefix: 'fakegpu_fleet_' });
+      const gauge = (name: string, help: string, read: () => number): void => {
+        new Gauge({
+          name,
+          help,
+          registers: [reg],
+          collect() {
+            this.set(read());
+          },
+        });
+      };
+      gauge('fakegpu_fleet_nodes', 'nodes served', () => fleet.snapshot().nodes);
+      gauge(
+        'fakegpu_fleet_pending_nodes',
+        'nodes queued or being reconciled',
+        () => fleet.snapshot().pending,
+      );
+      gauge('fakegpu_fleet_slices', 'ResourceSlices of served nodes', () => fleet.snapshot().slices);
+      gauge('fakegpu_fleet_writes', 'slice creates, updates and deletes so far', () => fleet.stats.writes);
+      gauge(
+        'fakegpu_fleet_api_requests',
+        'API requests so far (lists, watches, writes, events)',
+        () => fleet.stats.requests,
+      );
+      gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
+        fleet.converged() ? 1 : 0,
+      );
+      await fleet.start();
+      log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
+      const http = endpoint
+        ? createServer((req, res) => {
+            if (req.url === '/healthz') res.writeHead(200).end('ok\n');
+            else if (req.url === '/readyz')
+              res.writeHead(fleet.converged() ? 200 : 503).end(fleet.converged() ? 'ok\n' : 'publishing\n');
+            else if (req.url === '/metrics')
+              void reg.metrics().then((t) => res.writeHead(200, { 'content-type': reg.contentType }).end(t));
+            else res.writeHead(404).end();
+          }).listen(endpoint[1], endpoint[0])
+        : null;
+      await new Promise<void>((resolve) => {
+        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+          process.once(s, () => {
+            log.info({ signal: s }, 'stopping');
+            fleet.stop();
+            http?.close();
+            resolve();
+          });
+      });
+    });
+}
