@@ -9,7 +9,8 @@ bootstrap();
 
 const all = testFiles(join(root, 'dist', 'test'));
 const integration = all.filter((f) => f.includes('/integration/'));
-const unit = all.filter((f) => !integration.includes(f) && !/\/e2e[-/]/.test(f));
+const fleet = all.filter((f) => f.includes('/integration-fleet/'));
+const unit = all.filter((f) => !integration.includes(f) && !fleet.includes(f) && !/\/e2e[-/]/.test(f));
 if (unit.length === 0 || integration.length === 0) {
   process.stderr.write('fakegpu: no compiled tests found under dist/test\n');
   process.exit(1);
@@ -32,4 +33,13 @@ ok = withCluster({
   upArgs: ['--node', 'fakegpu-test-node'],
   files: integration,
 });
+// The fleet needs KWOK's nodes, so it gets a cluster of its own, after the first is gone.
+ok =
+  withCluster({
+    what: 'integration tests, fleet on KWOK nodes',
+    dir: process.env.FAKEGPU_FLEET_CLUSTER_DIR ?? join(cacheDir(), 'fleet-cluster'),
+    dirEnv: 'FAKEGPU_FLEET_CLUSTER_DIR',
+    upArgs: ['--node', 'fakegpu-fleet-host', '--kwok-nodes', '50', '--kwok-profile', 'dgx-h100'],
+    files: fleet,
+  }) && ok;
 process.exit(ok ? 0 : 1);

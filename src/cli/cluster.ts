@@ -36,6 +36,15 @@ export function clusterCommand(write: (s: string) => void): Command {
     )
     .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
     .addOption(nicNumaOption())
+    .option(
+      '--kwok-nodes <n>',
+      'also create this many simulated GPU nodes (KWOK), published by fakegpu fleet',
+      '0',
+    )
+    .option(
+      '--kwok-profile <preset|file.yaml>',
+      'the machine of the KWOK nodes (default: --profile, else dgx-h100)',
+    )
     .action(
       async (opts: {
         dir: string;
@@ -43,7 +52,19 @@ export function clusterCommand(write: (s: string) => void): Command {
         profile?: string;
         dynamicMig?: boolean;
         nicNumaAttribute: 'dranet' | 'standard';
+        kwokNodes: string;
+        kwokProfile?: string;
       }) => {
+        const kwokNodes = Number(opts.kwokNodes);
+        if (!Number.isInteger(kwokNodes) || kwokNodes < 0 || kwokNodes > 20000)
+          throw new FakegpuError(
+            '--kwok-nodes',
+            `${JSON.stringify(opts.kwokNodes)} is not an integer from 0 to 20000`,
+          );
+        if (opts.kwokProfile !== undefined) {
+          if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
+          resolveProfile(opts.kwokProfile);
+        }
         if (opts.dynamicMig && opts.profile === undefined) {
           throw new FakegpuError(
             '--dynamic-mig',
@@ -62,6 +83,11 @@ export function clusterCommand(write: (s: string) => void): Command {
               : opts.profile,
           dynamicMig: opts.dynamicMig === true,
           nicNumaAttribute: opts.nicNumaAttribute,
+          kwokNodes,
+          kwokProfile:
+            opts.kwokProfile !== undefined && isProfileFile(opts.kwokProfile)
+              ? resolvePath(opts.kwokProfile)
+              : opts.kwokProfile,
           log: progress,
         });
         write(`${exportLines(e)}\n`);

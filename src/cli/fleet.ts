@@ -169,6 +169,8 @@ export function fleetCommand(): Command {
             fleet.stop();
             http?.close();
             resolve();
+            // Keep-alive sockets of aborted watches would hold the process; everything is stopped.
+            setTimeout(() => process.exit(0), 200).unref();
           });
       });
     });

@@ -6,6 +6,8 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FakegpuError } from '../errors.js';
+import { KWOK_ANNOTATION } from '../fleet/fleet.js';
+import { isProfileFile } from '../profile/load.js';
 import { cacheRoot, ensureBinaries, type Toolchain } from './build.js';
 import {
   featureGatesFlag,
@@ -44,6 +46,8 @@ export const COMPONENT_ORDER = [
   'containerd',
   'kubelet',
   'fakegpu-plugin',
+  'kwok',
+  'fakegpu-fleet',
 ] as const;
 export type ComponentName = (typeof COMPONENT_ORDER)[number];
 
@@ -55,6 +59,10 @@ export interface ClusterOptions {
   dynamicMig?: boolean;
   /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
+  kwokNodes?: number;
+  /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
+  kwokProfile?: string | undefined;
   log: (line: string) => void;
 }
 
@@ -79,6 +87,8 @@ interface State {
   profile: string | null;
   dynamicMig: boolean;
   nicNumaAttribute?: 'dranet' | 'standard';
+  kwokNodes?: number;
+  kwokProfile?: string | null;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -199,7 +209,7 @@ function ensurePki(l: Layout, nodeName: string): void {
   );
 }
 
-function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string): string[] {
+function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kwok = false): string[] {
   const p = (f: string): string => join(l.pki, f);
   const gates = `--feature-gates=${featureGatesFlag()}`;
   switch (name) {
@@ -251,6 +261,9 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string): s
         '--use-service-account-credentials=true',
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
         '--leader-elect=false',
+        // KWOK's nodes refresh their conditions every ten minutes instead of holding leases, which
+        // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
+        ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
         gates,
       ];
     }
@@ -269,7 +282,9 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string): s
     case 'containerd':
       return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
     case 'fakegpu-plugin':
-      throw new Error('the plugin is started by startPlugin');
+    case 'kwok':
+    case 'fakegpu-fleet':
+      throw new Error(`${name} is started by its own function`);
     case 'kubelet':
       return [
         `--config=${writeKubeletConfig(l)}`,
@@ -346,7 +361,11 @@ function env(t: Toolchain): NodeJS.ProcessEnv {
 
 /** Components this cluster runs: the plugin only with a profile. */
 function componentsOf(s: State | null): ComponentName[] {
-  return COMPONENT_ORDER.filter((n) => n !== 'fakegpu-plugin' || (s?.profile ?? null) !== null);
+  return COMPONENT_ORDER.filter((n) => {
+    if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
+    if (n === 'kwok' || n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0;
+    return true;
+  });
 }
 
 function running(l: Layout): Record<ComponentName, number | null> {
@@ -358,10 +377,14 @@ function running(l: Layout): Record<ComponentName, number | null> {
   ) as Record<ComponentName, number | null>;
 }
 
-async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string) => void): Promise<void> {
+function installDeviceClasses(l: Layout, t: Toolchain): void {
   const classes = kubectl(l, t.bin, ['apply', '-f', join(REPO_ROOT, 'deploy', 'deviceclasses.yaml')]);
   if (classes.code !== 0)
     throw new FakegpuError('cluster up', `installing the DeviceClasses failed: ${classes.err.trim()}`);
+}
+
+async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string) => void): Promise<void> {
+  installDeviceClasses(l, t);
   log(`starting fakegpu-plugin (${s.profile ?? ''}${s.dynamicMig ? ', dynamic MIG' : ''})`);
   const args = [
     join(REPO_ROOT, 'bin', 'fakegpu.js'),
@@ -401,6 +424,124 @@ async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string
     },
     60_000,
   );
+}
+
+export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
+export const FLEET_HTTP = '127.0.0.1:51517';
+const KWOK_PREFIX = 'kwok-gpu-';
+
+/** KWOK (stages from deploy/kwok, no CRDs) or the fleet, as host processes like the plugin. */
+async function startKwok(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  log: (line: string) => void,
+  name: 'kwok' | 'fakegpu-fleet',
+): Promise<Started> {
+  log(`starting ${name}`);
+  if (name === 'kwok') {
+    return startDaemon(
+      l.run,
+      l.logs,
+      'kwok',
+      join(t.bin, 'kwok'),
+      [
+        `--kubeconfig=${l.adminKubeconfig}`,
+        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+        '--cidr=10.246.0.0/16',
+        `--node-ip=${NODE_IP}`,
+      ],
+      env(t),
+    );
+  }
+  installDeviceClasses(l, t);
+  const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
+  const fleet = startDaemon(
+    l.run,
+    l.logs,
+    'fakegpu-fleet',
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'fakegpu.js'),
+      'fleet',
+      `--kubeconfig=${l.adminKubeconfig}`,
+      `--profile=${profile}`,
+      `--http-endpoint=${FLEET_HTTP}`,
+      ...(s.dynamicMig ? ['--dynamic-mig'] : []),
+    ],
+    env(t),
+  );
+  await waitFor('its /healthz', fleet, () => httpOk(`http://${FLEET_HTTP}/healthz`), 60_000);
+  return fleet;
+}
+
+/** The simulated nodes, as KWOK's docs describe them, each labelled with its machine when that is a preset. */
+async function createKwokNodes(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  log: (line: string) => void,
+  kwok: Started,
+): Promise<void> {
+  const n = s.kwokNodes ?? 0;
+  const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
+  log(`creating ${n} KWOK node(s) of ${profile}`);
+  const labelled = !isProfileFile(profile);
+  for (let from = 0; from < n; from += 500) {
+    const items = Array.from({ length: Math.min(500, n - from) }, (_, k) =>
+      kwokNode(from + k, labelled ? profile : null),
+    );
+    const r = kubectl(
+      l,
+      t.bin,
+      ['apply', '--server-side', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
+    );
+    if (r.code !== 0) throw new FakegpuError('cluster up', `creating KWOK nodes failed: ${r.err.trim()}`);
+  }
+  await waitFor(
+    `${n} KWOK node(s) Ready and their slices published`,
+    kwok,
+    async () => {
+      const ready = kubectl(l, t.bin, [
+        'get',
+        'nodes',
+        '-l',
+        'type=kwok',
+        '-o',
+        'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+      ]);
+      const count = ready.out.split('\n').filter((x) => x === 'True').length;
+      return count === n && (await httpOk(`http://${FLEET_HTTP}/readyz`));
+    },
+    Math.max(120_000, n * 200),
+  );
+}
+
+export function kwokNode(i: number, profile: string | null): unknown {
+  const name = `${KWOK_PREFIX}${i}`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: {
+        type: 'kwok',
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        ...(profile ? { [PROFILE_LABEL]: profile } : {}),
+      },
+    },
+    spec: { taints: [{ key: KWOK_ANNOTATION, value: 'fake', effect: 'NoSchedule' }] },
+    status: {
+      allocatable: { cpu: '128', memory: '2Ti', pods: '110' },
+      capacity: { cpu: '128', memory: '2Ti', pods: '110' },
+    },
+  };
 }
 
 export interface Exports {
@@ -467,6 +608,12 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         `the cluster in ${l.dir} runs ${now}; run "fakegpu cluster down" first to change it`,
       );
     }
+    if ((state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0)) {
+      throw new FakegpuError(
+        '--kwok-nodes',
+        `the cluster in ${l.dir} runs ${state.kwokNodes ?? 0} KWOK node(s); run "fakegpu cluster down" first to change it`,
+      );
+    }
     o.log(`reusing the running cluster in ${l.dir}`);
     return exportsOf(l, state);
   }
@@ -488,6 +635,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     profile,
     dynamicMig,
     nicNumaAttribute,
+    kwokNodes: o.kwokNodes ?? 0,
+    kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
   };
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
 
@@ -498,7 +647,14 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   };
   const start = (name: ComponentName): Started => {
     o.log(`starting ${name}`);
-    return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, o.nodeName), env(t));
+    return startDaemon(
+      l.run,
+      l.logs,
+      name,
+      join(t.bin, name),
+      args(l, t, name, o.nodeName, (s.kwokNodes ?? 0) > 0),
+      env(t),
+    );
   };
   try {
     await waitFor(
@@ -560,6 +716,11 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
       60_000,
     );
     if (profile !== null) await startPlugin(l, t, s, o.log);
+    if ((s.kwokNodes ?? 0) > 0) {
+      const kwok = await startKwok(l, t, s, o.log, 'kwok');
+      await startKwok(l, t, s, o.log, 'fakegpu-fleet');
+      await createKwokNodes(l, t, s, o.log, kwok);
+    }
   } catch (e) {
     o.log('start failed; stopping what was started');
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
@@ -646,6 +807,8 @@ export function clusterStatus(dir: string): ComponentStatus[] {
 export const RESTARTABLE = [
   'kubelet',
   'fakegpu-plugin',
+  'fakegpu-fleet',
+  'kwok',
   'kube-scheduler',
   'kube-controller-manager',
 ] as const;
@@ -681,7 +844,18 @@ export async function clusterRestart(
     return;
   }
   log(`starting ${name}`);
-  const started = startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s.nodeName), env(t));
+  if (name === 'kwok' || name === 'fakegpu-fleet') {
+    await startKwok(l, t, s, log, name);
+    return;
+  }
+  const started = startDaemon(
+    l.run,
+    l.logs,
+    name,
+    join(t.bin, name),
+    args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
+    env(t),
+  );
   const port =
     name === 'kubelet'
       ? PORTS.kubeletHealthz

@@ -152,6 +152,9 @@ export class Fleet {
   }
 
   private async relist(): Promise<void> {
+    // No reconcile may start before both lists are in: a node judged against an empty slice cache
+    // would get its slices created twice.
+    this.listed = false;
     let cont: string | undefined;
     const seen = new Set<string>();
     do {
@@ -187,6 +190,7 @@ export class Fleet {
     }
     this.listed = true;
     for (const name of this.nodes.keys()) this.enqueue(name);
+    this.pump();
     // Slices of nodes that no longer exist (deleted while we were away): remove them.
     for (const [name, s] of this.slices)
       if (!this.nodes.has(s.node)) void this.deleteSlice(name).catch(() => undefined);
@@ -302,6 +306,7 @@ export class Fleet {
   }
 
   private pump(): void {
+    if (!this.listed) return;
     while (this.active.size < this.o.concurrency && this.queue.size > 0) {
       const next = [...this.queue].find((n) => !this.active.has(n));
       if (next === undefined) return;
@@ -461,7 +466,8 @@ export class Fleet {
         body: {
           apiVersion: 'events.k8s.io/v1',
           kind: 'Event',
-          metadata: { generateName: `${node}.` },
+          // events.k8s.io names need no generateName suffix rules; a timestamp keeps them unique per node.
+          metadata: { name: `${node}.${Date.now().toString(16)}` },
           regarding: { kind: 'Node', name: node, uid: st.uid, apiVersion: 'v1' },
           reason: 'FakegpuProfileInvalid',
           action: 'PublishResourceSlices',
