@@ -747,9 +747,10 @@ export interface DownOptions {
 export async function clusterDown(o: DownOptions): Promise<void> {
   const l = layout(o.dir);
   const state = readState(l);
-  // The plugin deregisters first; then pods go while the runtime still runs, so their shims, mounts
+  // The plugin deregisters first (it and the fleet run as node, so the binary check below would skip
+  // them); then pods go while the runtime still runs, so their shims, mounts
   // and veths go with them.
-  for (const name of ['fakegpu-plugin', 'kubelet'] as const) {
+  for (const name of ['fakegpu-plugin', 'fakegpu-fleet', 'kubelet'] as const) {
     const pid = readPid(l.run, name);
     if (pid === null) continue;
     if (isAlive(pid)) o.log(`stopping ${name} (pid ${pid})`);
