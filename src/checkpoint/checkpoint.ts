@@ -95,6 +95,14 @@ export class CheckpointStore {
     return Object.entries(this.data.preparedClaims);
   }
 
+  /** The completed claim other than `uid` that holds the device, if any: devices are exclusive. */
+  holder(device: string, uid: string): string | undefined {
+    return this.all().find(
+      ([other, c]) =>
+        other !== uid && c.state === 'PrepareCompleted' && c.devices.some((d) => d.deviceName === device),
+    )?.[0];
+  }
+
   put(uid: string, claim: PreparedClaim): void {
     this.data.preparedClaims[uid] = claim;
     this.save();

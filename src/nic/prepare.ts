@@ -1,13 +1,11 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CdiSpec, ContainerEdits, DeviceNode } from '../cdi/spec.js';
+import type { CdiSpec, ContainerEdits } from '../cdi/spec.js';
 import { cdiDeviceId, cdiDeviceName } from '../cdi/spec.js';
 import { removeSpec, writeSpec } from '../cdi/write.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { NicHardware } from '../hardware/machine.js';
 import { baseRequest, type ResourceClaim } from '../prepare/claim.js';
-import { FAKE_MAJOR, PrepareError } from '../prepare/state.js';
+import { fakeDeviceNode, makeFakeNodes, PrepareError, Serial } from '../prepare/node.js';
 import { nicDeviceName } from './attributes.js';
 
 /**
@@ -37,7 +35,7 @@ interface NicAllocatable {
 
 export class NicState {
   private readonly allocatable = new Map<string, NicAllocatable>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly serial = new Serial();
 
   constructor(
     nics: readonly NicHardware[],
@@ -57,21 +55,10 @@ export class NicState {
   }
 
   private makeDeviceNodes(): void {
-    const dir = join(this.opts.stateDir, 'dev', 'infiniband');
-    mkdirSync(dir, { recursive: true });
     const nodes: [string, number][] = [['rdma_cm', RDMA_CM.minor]];
     for (const a of this.allocatable.values())
       if (a.uverbs !== null) nodes.push([`uverbs${a.uverbs}`, UVERBS_MINOR_BASE + a.uverbs]);
-    for (const [name, minor] of nodes) {
-      if (!existsSync(join(dir, name)))
-        spawnSync('mknod', ['-m', '0666', join(dir, name), 'c', String(FAKE_MAJOR), String(minor)]);
-    }
-  }
-
-  private serial<T>(fn: () => T): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => undefined);
-    return next;
+    makeFakeNodes(join(this.opts.stateDir, 'dev', 'infiniband'), nodes);
   }
 
   /** Re-writes the CDI specs of completed claims (they may live on tmpfs); drops half-done ones. */
@@ -86,11 +73,11 @@ export class NicState {
   }
 
   prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
-    return this.serial(() => this.prepareNow(claim));
+    return this.serial.run(() => this.prepareNow(claim));
   }
 
   unprepare(uid: string): Promise<void> {
-    return this.serial(() => {
+    return this.serial.run(() => {
       this.forget(uid);
     });
   }
@@ -114,16 +101,9 @@ export class NicState {
       const a = this.allocatable.get(r.device);
       if (r.pool !== this.opts.nodeName || !a)
         throw this.fail(claim, `device ${r.device} not found on this node`);
-      if (!r.adminAccess) {
-        for (const [other, c] of this.checkpoint.all()) {
-          if (
-            other !== uid &&
-            c.state === 'PrepareCompleted' &&
-            c.devices.some((d) => d.deviceName === r.device)
-          )
-            throw this.fail(claim, `device ${r.device} is already prepared for claim ${other}`);
-        }
-      }
+      const other = r.adminAccess ? undefined : this.checkpoint.holder(r.device, uid);
+      if (other !== undefined)
+        throw this.fail(claim, `device ${r.device} is already prepared for claim ${other}`);
       devices.push({
         requestNames: [baseRequest(r.request)],
         poolName: r.pool,
@@ -143,10 +123,6 @@ export class NicState {
     this.writeSpec(uid, record);
     this.checkpoint.put(uid, record);
     return devices;
-  }
-
-  private node(path: string, minor: number): DeviceNode {
-    return { path, type: 'c', major: FAKE_MAJOR, minor, permissions: 'rw' };
   }
 
   /** What a workload reads to find its NICs, for the whole claim (CDI env entries do not merge). */
@@ -176,14 +152,16 @@ export class NicState {
       if (!a) throw new PrepareError(`device ${d.deviceName} not found on this node`);
       const edits: ContainerEdits = { env };
       if (a.uverbs !== null)
-        edits.deviceNodes = [this.node(`/dev/infiniband/uverbs${a.uverbs}`, UVERBS_MINOR_BASE + a.uverbs)];
+        edits.deviceNodes = [
+          fakeDeviceNode(`/dev/infiniband/uverbs${a.uverbs}`, UVERBS_MINOR_BASE + a.uverbs),
+        ];
       return { name: cdiDeviceName(uid, d.deviceName), containerEdits: edits };
     });
     const rdma = c.devices.some((d) => this.allocatable.get(d.deviceName)?.uverbs != null);
     const spec: CdiSpec = {
       cdiVersion: '0.5.0',
       kind: NIC_CDI_KIND,
-      ...(rdma ? { containerEdits: { deviceNodes: [this.node(RDMA_CM.path, RDMA_CM.minor)] } } : {}),
+      ...(rdma ? { containerEdits: { deviceNodes: [fakeDeviceNode(RDMA_CM.path, RDMA_CM.minor)] } } : {}),
       devices,
     };
     writeSpec(this.opts.cdiRoot, uid, spec);

@@ -22,7 +22,8 @@ import {
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
-import { DeviceState, PrepareError } from '../prepare/state.js';
+import { PrepareError } from '../prepare/node.js';
+import { DeviceState } from '../prepare/state.js';
 import type { ResourceClaim } from '../prepare/claim.js';
 import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';

@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   cdiDeviceId,
@@ -7,7 +6,6 @@ import {
   READ_ONLY_BIND,
   type CdiSpec,
   type ContainerEdits,
-  type DeviceNode,
 } from '../cdi/spec.js';
 import { removeSpec, writeSpec } from '../cdi/write.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
@@ -31,6 +29,7 @@ import {
 import { NVIDIA_SMI, DEVICES_DIR } from '../nvidia-smi/script.js';
 import { deviceView, type SmiGpu } from '../nvidia-smi/views.js';
 import { baseRequest, type AllocationResult, type ResourceClaim } from './claim.js';
+import { fakeDeviceNode, makeFakeNodes, PrepareError, Serial } from './node.js';
 
 /**
  * The node's side of a claim: check the allocation, apply NVIDIA's configs, write the CDI spec and the
@@ -38,8 +37,6 @@ import { baseRequest, type AllocationResult, type ResourceClaim } from './claim.
  * as the real driver's lock does, so concurrent claims cannot interleave.
  */
 
-/** Character major for fake device nodes: LANANA's range for local/experimental use, never a real driver's. */
-export const FAKE_MAJOR = 120;
 const CTL_MINORS = { '/dev/nvidiactl': 255, '/dev/nvidia-uvm': 254, '/dev/nvidia-uvm-tools': 253 } as const;
 
 export interface PrepareOptions {
@@ -61,8 +58,6 @@ interface Allocatable {
 
 const PARTITION = /^gpu-\d+-mig-.+-(\d+)-(\d+)$/;
 
-export class PrepareError extends Error {}
-
 /**
  * Minor numbers for the fake /dev/nvidia-caps nodes: unique per GPU, GPU instance and compute instance.
  * The real ones come from /proc/driver/nvidia/capabilities; these are our own numbering on our own major.
@@ -73,7 +68,7 @@ function capMinor(gpuMinor: number, gi: number, ci?: number): number {
 
 export class DeviceState {
   private readonly allocatable = new Map<string, Allocatable>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly serial = new Serial();
 
   constructor(
     private readonly machine: Machine,
@@ -109,32 +104,12 @@ export class DeviceState {
     this.makeDeviceNodes();
   }
 
-  private serial<T>(fn: () => T): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-
-  /**
-   * Harmless stand-ins for /dev/nvidia* on the host, under the state dir: our own major, so opening one
-   * reaches no driver. CDI carries type, major and minor itself, so where mknod is not allowed the nodes
-   * are simply absent.
-   */
+  /** Stand-ins for /dev/nvidia* under the state dir. */
   private makeDeviceNodes(): void {
-    const dir = join(this.opts.stateDir, 'dev');
-    mkdirSync(dir, { recursive: true });
-    const nodes: [string, number][] = [
-      ...this.machine.gpus.map((g): [string, number] => [`nvidia${g.minor}`, g.minor]),
-      ...Object.entries(CTL_MINORS).map(([p, m]): [string, number] => [p.slice('/dev/'.length), m]),
-    ];
-    for (const [name, minor] of nodes) {
-      if (!existsSync(join(dir, name)))
-        spawnSync('mknod', ['-m', '0666', join(dir, name), 'c', String(FAKE_MAJOR), String(minor)]);
-    }
-  }
-
-  private node(path: string, minor: number): DeviceNode {
-    return { path, type: 'c', major: FAKE_MAJOR, minor, permissions: 'rw' };
+    makeFakeNodes(join(this.opts.stateDir, 'dev'), [
+      ...this.machine.gpus.map((g) => [`nvidia${g.minor}`, g.minor] as const),
+      ...Object.entries(CTL_MINORS).map(([p, m]) => [p.slice('/dev/'.length), m] as const),
+    ]);
   }
 
   /** Re-applies every completed claim's files after a restart (CDI specs may live on tmpfs). */
@@ -156,11 +131,11 @@ export class DeviceState {
   }
 
   prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
-    return this.serial(() => this.prepareNow(claim));
+    return this.serial.run(() => this.prepareNow(claim));
   }
 
   unprepare(uid: string): Promise<void> {
-    return this.serial(() => {
+    return this.serial.run(() => {
       this.forget(uid);
     });
   }
@@ -192,20 +167,12 @@ export class DeviceState {
       if (device.type === 'mig' && !device.mig && !device.partition) {
         throw this.fail(claim, `allocatable not found for device "${r.device}"`);
       }
-      if (!r.adminAccess) {
-        for (const [other, c] of this.checkpoint.all()) {
-          if (
-            other !== uid &&
-            c.state === 'PrepareCompleted' &&
-            c.devices.some((d) => d.deviceName === r.device)
-          ) {
-            throw this.fail(
-              claim,
-              `requested device ${r.device} is already allocated to different claim ${other}`,
-            );
-          }
-        }
-      }
+      const other = r.adminAccess ? undefined : this.checkpoint.holder(r.device, uid);
+      if (other !== undefined)
+        throw this.fail(
+          claim,
+          `requested device ${r.device} is already allocated to different claim ${other}`,
+        );
       // Class configs come before claim configs in the allocation; the last one that applies wins.
       let config: DeviceConfig | null = null;
       for (const c of configs) {
@@ -429,15 +396,15 @@ export class DeviceState {
       const edits: ContainerEdits = {
         env: [`NVIDIA_VISIBLE_DEVICES=${visible.join(',')}`],
         deviceNodes: [
-          this.node(`/dev/nvidia${a.gpu.minor}`, a.gpu.minor),
+          fakeDeviceNode(`/dev/nvidia${a.gpu.minor}`, a.gpu.minor),
           // MIG access goes through capability nodes of the GPU instance and the compute instance.
           ...(ids
             ? [
-                this.node(
+                fakeDeviceNode(
                   `/dev/nvidia-caps/nvidia-cap${capMinor(a.gpu.minor, ids.gpuInstanceId)}`,
                   capMinor(a.gpu.minor, ids.gpuInstanceId),
                 ),
-                this.node(
+                fakeDeviceNode(
                   `/dev/nvidia-caps/nvidia-cap${capMinor(a.gpu.minor, ids.gpuInstanceId, ids.computeInstanceId)}`,
                   capMinor(a.gpu.minor, ids.gpuInstanceId, ids.computeInstanceId),
                 ),
@@ -456,7 +423,7 @@ export class DeviceState {
     });
     const mps = Object.values(c.configState).some((s) => s.mps);
     const common: ContainerEdits = {
-      deviceNodes: Object.entries(CTL_MINORS).map(([path, minor]) => this.node(path, minor)),
+      deviceNodes: Object.entries(CTL_MINORS).map(([path, minor]) => fakeDeviceNode(path, minor)),
       mounts: [
         {
           hostPath: join(this.opts.stateDir, 'bin', 'nvidia-smi'),
