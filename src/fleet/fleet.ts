@@ -3,8 +3,17 @@ import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { indexOf, specKey } from '../publish/publisher.js';
+import {
+  planPool,
+  SLICES,
+  specKey,
+  writeSlice,
+  type PublishedSlice,
+  type StoredSlice,
+} from '../publish/pool.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import type { Semver } from '../k8s/version.js';
+import { serverVersion } from '../plugin/run.js';
 import { renderSlices, type NicRenderOptions } from '../render.js';
 
 /**
@@ -15,7 +24,6 @@ import { renderSlices, type NicRenderOptions } from '../render.js';
  * match costs no write at all (so a restart causes no churn).
  */
 
-const SLICES = { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices' } as const;
 const PAGE = 500;
 
 export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
@@ -53,8 +61,6 @@ interface SliceState {
   generation: number;
 }
 
-type StoredSlice = ResourceSlice & { metadata: { name?: string; resourceVersion?: string } };
-
 /** Token bucket: `take()` resolves when a request may go out. */
 class RateLimiter {
   private tokens: number;
@@ -80,13 +86,17 @@ class RateLimiter {
   }
 }
 
-export interface FleetStats {
-  nodes: number;
-  pending: number;
-  slices: number;
+/** Counters since start; `snapshot()` adds the current sizes. */
+export interface FleetCounters {
   writes: number;
   requests: number;
   errors: number;
+}
+
+export interface FleetStats extends FleetCounters {
+  nodes: number;
+  pending: number;
+  slices: number;
 }
 
 export class Fleet {
@@ -102,7 +112,10 @@ export class Fleet {
   private readonly drivers: string[];
   private stopped = false;
   private listed = false;
-  readonly stats: FleetStats = { nodes: 0, pending: 0, slices: 0, writes: 0, requests: 0, errors: 0 };
+  private relisting: Promise<void> | null = null;
+  /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
+  private kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
+  readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
 
   constructor(
     private readonly kc: KubeConfig,
@@ -116,6 +129,8 @@ export class Fleet {
 
   /** Lists nodes and slices, then watches both; returns once the first reconcile of every node is queued. */
   async start(): Promise<void> {
+    this.stats.requests++;
+    this.kubernetesVersion = await serverVersion(this.kc);
     await this.relist();
     void this.watchNodes();
     for (const d of this.drivers) void this.watchSlices(d);
@@ -151,7 +166,15 @@ export class Fleet {
     return m?.annotations?.[KWOK_ANNOTATION] !== undefined || m?.labels?.[this.o.profileLabel] !== undefined;
   }
 
-  private async relist(): Promise<void> {
+  /** One relist at a time: both watches end together when the API server restarts. */
+  private relist(): Promise<void> {
+    this.relisting ??= this.relistNow().finally(() => {
+      this.relisting = null;
+    });
+    return this.relisting;
+  }
+
+  private async relistNow(): Promise<void> {
     // No reconcile may start before both lists are in: a node judged against an empty slice cache
     // would get its slices created twice.
     this.listed = false;
@@ -307,9 +330,10 @@ export class Fleet {
 
   private pump(): void {
     if (!this.listed) return;
-    while (this.active.size < this.o.concurrency && this.queue.size > 0) {
-      const next = [...this.queue].find((n) => !this.active.has(n));
-      if (next === undefined) return;
+    for (const next of this.queue) {
+      if (this.active.size >= this.o.concurrency) return;
+      // A node being reconciled stays queued: it goes again once the pass in flight is done.
+      if (this.active.has(next)) continue;
       this.queue.delete(next);
       this.active.add(next);
       void this.reconcile(next).finally(() => {
@@ -341,7 +365,7 @@ export class Fleet {
         nodeName: node,
         dynamicMig: this.o.dynamicMig,
         driverName: this.o.driverName,
-        kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+        kubernetesVersion: this.kubernetesVersion,
         release: this.o.release,
         nics: this.o.nics,
       }).items;
@@ -388,56 +412,20 @@ export class Fleet {
     driver: string,
     want: ResourceSlice[],
   ): Promise<void> {
-    const byIndex = new Map<number, [string, SliceState]>();
-    const extras: string[] = [];
-    for (const [name, s] of this.slices) {
-      if (s.node !== node || s.driver !== driver) continue;
-      const i = indexOf(name, driver, node);
-      if (i === null || i >= want.length || byIndex.has(i)) extras.push(name);
-      else byIndex.set(i, [name, s]);
-    }
-    const keys = want.map((d) => specKey(d.spec));
-    const current = [...byIndex.values()].map(([, s]) => s.generation);
-    const generation = Math.max(0, ...current);
-    const unchanged =
-      extras.length === 0 &&
-      keys.every((k, i) => byIndex.get(i)?.[1].key === k) &&
-      current.every((g) => g === generation);
-    if (unchanged) return;
-    const next = generation + 1;
+    const existing: PublishedSlice[] = [];
+    for (const [name, x] of this.slices)
+      if (x.node === node && x.driver === driver)
+        existing.push({ name, key: x.key, generation: x.generation });
+    const plan = planPool(existing, want, driver, node);
+    if (!plan) return;
     const owner = { apiVersion: 'v1', kind: 'Node', name: node, uid: st.uid, controller: true };
-    for (const [i, d] of want.entries()) {
-      const spec = { ...d.spec, pool: { ...d.spec.pool, generation: next } };
-      const cur = byIndex.get(i);
+    for (const w of plan.writes) {
       await this.limiter.take();
       this.stats.requests++;
-      let stored: StoredSlice;
-      if (cur) {
-        stored = (await this.api.replaceClusterCustomObject({
-          ...SLICES,
-          name: cur[0],
-          body: {
-            apiVersion: d.apiVersion,
-            kind: d.kind,
-            metadata: { name: cur[0], ownerReferences: [owner] },
-            spec,
-          },
-        })) as StoredSlice;
-      } else {
-        stored = (await this.api.createClusterCustomObject({
-          ...SLICES,
-          body: {
-            apiVersion: d.apiVersion,
-            kind: d.kind,
-            metadata: { generateName: d.metadata.generateName, ownerReferences: [owner] },
-            spec,
-          },
-        })) as StoredSlice;
-      }
+      this.recordSlice(await writeSlice(this.api, w, plan.generation, owner));
       this.stats.writes++;
-      this.recordSlice(stored);
     }
-    for (const name of extras) await this.deleteSlice(name);
+    for (const name of plan.deletes) await this.deleteSlice(name);
   }
 
   private async deleteSlice(name: string): Promise<void> {

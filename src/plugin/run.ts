@@ -393,7 +393,7 @@ export function splitEndpoint(ep: string): [string, number] {
 }
 
 /** The API server's version decides the slice layout under dynamic MIG, as in the real driver. */
-async function serverVersion(kc: KubeConfig): Promise<Semver> {
+export async function serverVersion(kc: KubeConfig): Promise<Semver> {
   const v = await kc.makeApiClient(VersionApi).getCode();
   const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.gitVersion);
   return m

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ResourceSlice } from '../k8s/resource.js';
+import { planPool, published, SLICES, writeSlice, type StoredSlice } from './pool.js';
 
 /**
  * Keeps this node's pool on the API server equal to the desired slices: creates what is missing,
@@ -10,51 +10,12 @@ import type { ResourceSlice } from '../k8s/resource.js';
  * it restarts); API errors back off exponentially.
  */
 
-const SLICES = { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices' } as const;
-
-/** A slice as the API server returns it: ours plus server-set metadata. */
-type StoredSlice = ResourceSlice & {
-  metadata: ResourceSlice['metadata'] & { name?: string; resourceVersion?: string };
-};
-
 export interface PublisherOptions {
   nodeName: string;
   driverName: string;
   log: Logger;
   /** Called after every sync with how many writes it made. */
   onSync?: (writes: number, devices: number) => void;
-}
-
-/** Key order and absent-vs-empty differences aside, are two specs the same? */
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(
-      Object.entries(v as Record<string, unknown>)
-        .filter(([, x]) => x !== undefined && x !== null)
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, x]) => [k, canonical(x)]),
-    );
-  }
-  return v;
-}
-
-const same = (a: unknown, b: unknown): boolean =>
-  JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-
-/** A spec's content apart from the pool generation, which every republish bumps: equal specs, equal keys. */
-export function specKey(spec: ResourceSlice['spec']): string {
-  return createHash('sha1')
-    .update(JSON.stringify(canonical({ ...spec, pool: { ...spec.pool, generation: 0 } })))
-    .digest('base64');
-}
-
-/** The slice index encoded in an indexed generateName (`00003-gpu.nvidia.com-node-abcde` → 3). */
-export function indexOf(name: string | undefined, driver: string, node: string): number | null {
-  if (!name) return null;
-  const m = /^([0-9a-f]{5,})-(.*)-[a-z0-9]{5}$/.exec(name);
-  if (!m || m[2] !== `${driver}-${node}`) return null;
-  return Number.parseInt(m[1] ?? '', 16);
 }
 
 export class Publisher {
@@ -174,59 +135,23 @@ export class Publisher {
       ...SLICES,
       fieldSelector: `spec.nodeName=${nodeName},spec.driver=${driverName}`,
     })) as { items: StoredSlice[] };
-    const existing = list.items;
-    const byIndex = new Map<number, StoredSlice>();
-    const extras: StoredSlice[] = [];
-    for (const s of existing) {
-      const i = indexOf(s.metadata.name, driverName, nodeName);
-      if (i === null || i >= this.desired.length || byIndex.has(i)) extras.push(s);
-      else byIndex.set(i, s);
-    }
-    const generation = Math.max(0, ...existing.map((s) => s.spec.pool.generation));
-    const changed = this.desired.filter((d, i) => {
-      const cur = byIndex.get(i);
-      return (
-        !cur ||
-        !same(
-          { ...cur.spec, pool: { ...cur.spec.pool, generation: 0 } },
-          { ...d.spec, pool: { ...d.spec.pool, generation: 0 } },
-        )
-      );
-    });
-    if (
-      changed.length === 0 &&
-      extras.length === 0 &&
-      existing.every((s) => s.spec.pool.generation === generation)
-    )
-      return 0;
-    const next = generation + 1;
+    const plan = planPool(
+      list.items.map((x) => published(x, true)),
+      this.desired,
+      driverName,
+      nodeName,
+    );
+    if (!plan) return 0;
     let writes = 0;
-    for (const [i, d] of this.desired.entries()) {
-      const spec = { ...d.spec, pool: { ...d.spec.pool, generation: next } };
-      const cur = byIndex.get(i);
-      if (cur?.metadata.name) {
-        await this.api.replaceClusterCustomObject({
-          ...SLICES,
-          name: cur.metadata.name,
-          body: { ...cur, spec },
-        });
-      } else {
-        await this.api.createClusterCustomObject({
-          ...SLICES,
-          body: {
-            apiVersion: d.apiVersion,
-            kind: d.kind,
-            metadata: { generateName: d.metadata.generateName, ownerReferences: [owner] },
-            spec,
-          },
-        });
-      }
+    for (const w of plan.writes) {
+      await writeSlice(this.api, w, plan.generation, owner);
       writes++;
     }
-    for (const s of extras) {
-      if (s.metadata.name) await this.api.deleteClusterCustomObject({ ...SLICES, name: s.metadata.name });
+    for (const name of plan.deletes) {
+      await this.api.deleteClusterCustomObject({ ...SLICES, name });
       writes++;
     }
+    const next = plan.generation;
     this.o.log.info({ generation: next, slices: this.desired.length, writes }, 'published ResourceSlices');
     return writes;
   }

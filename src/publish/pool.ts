@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { ResourceSlice } from '../k8s/resource.js';
+
+/**
+ * How a node's pool on the API server is brought to the desired slices, shared by the node plugin's
+ * publisher and the fleet: which existing slice each desired one replaces, what is extra, and whether
+ * anything needs writing at all. Pure; the callers do the I/O.
+ */
+
+export const SLICES = { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices' } as const;
+
+/** A slice as the API server returns it: ours plus server-set metadata. */
+export type StoredSlice = ResourceSlice & {
+  metadata: ResourceSlice['metadata'] & { name?: string; resourceVersion?: string };
+};
+
+/** What planning needs of a published slice. */
+export interface PublishedSlice {
+  name: string;
+  /** `specKey` of its spec. */
+  key: string;
+  generation: number;
+  /** Its stored metadata, kept on replace; absent: name and owner only. */
+  metadata?: StoredSlice['metadata'];
+}
+
+/** Key order and absent-vs-empty differences aside, the same value. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>)
+        .filter(([, x]) => x !== undefined && x !== null)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, x]) => [k, canonical(x)]),
+    );
+  }
+  return v;
+}
+
+/** A spec's content apart from the pool generation, which every republish bumps: equal specs, equal keys. */
+export function specKey(spec: ResourceSlice['spec']): string {
+  return createHash('sha1')
+    .update(JSON.stringify(canonical({ ...spec, pool: { ...spec.pool, generation: 0 } })))
+    .digest('base64');
+}
+
+export function published(s: StoredSlice, keepMetadata: boolean): PublishedSlice {
+  return {
+    name: s.metadata.name ?? '',
+    key: specKey(s.spec),
+    generation: s.spec.pool.generation,
+    ...(keepMetadata ? { metadata: s.metadata } : {}),
+  };
+}
+
+/** The slice index encoded in an indexed generateName (`00003-gpu.nvidia.com-node-abcde` → 3). */
+export function indexOf(name: string | undefined, driver: string, node: string): number | null {
+  if (!name) return null;
+  const m = /^([0-9a-f]{5,})-(.*)-[a-z0-9]{5}$/.exec(name);
+  if (!m || m[2] !== `${driver}-${node}`) return null;
+  return Number.parseInt(m[1] ?? '', 16);
+}
+
+export interface PoolPlan {
+  /** The pool generation every written slice gets. */
+  generation: number;
+  /** Each desired slice, with the existing one it replaces (null: create). */
+  writes: { desired: ResourceSlice; existing: PublishedSlice | null }[];
+  deletes: string[];
+}
+
+/**
+ * Null when the pool already equals the desired slices (same contents, one generation, nothing extra).
+ * Existing slices are matched to desired ones by the index in their name.
+ */
+export function planPool(
+  existing: readonly PublishedSlice[],
+  desired: readonly ResourceSlice[],
+  driver: string,
+  node: string,
+): PoolPlan | null {
+  const byIndex = new Map<number, PublishedSlice>();
+  const deletes: string[] = [];
+  for (const s of existing) {
+    const i = indexOf(s.name, driver, node);
+    if (i === null || i >= desired.length || byIndex.has(i)) deletes.push(s.name);
+    else byIndex.set(i, s);
+  }
+  const generation = Math.max(0, ...existing.map((s) => s.generation));
+  const unchanged =
+    deletes.length === 0 &&
+    desired.every((d, i) => byIndex.get(i)?.key === specKey(d.spec)) &&
+    existing.every((s) => s.generation === generation);
+  if (unchanged) return null;
+  return {
+    generation: generation + 1,
+    writes: desired.map((d, i) => ({ desired: d, existing: byIndex.get(i) ?? null })),
+    deletes,
+  };
+}
+
+/** Creates or replaces one slice of a plan; returns what the API server stored. */
+export async function writeSlice(
+  api: CustomObjectsApi,
+  w: PoolPlan['writes'][number],
+  generation: number,
+  owner: { apiVersion: string; kind: string; name: string; uid: string; controller: boolean },
+): Promise<StoredSlice> {
+  const { desired: d, existing } = w;
+  const spec = { ...d.spec, pool: { ...d.spec.pool, generation } };
+  if (existing) {
+    return (await api.replaceClusterCustomObject({
+      ...SLICES,
+      name: existing.name,
+      body: {
+        apiVersion: d.apiVersion,
+        kind: d.kind,
+        metadata: existing.metadata ?? { name: existing.name, ownerReferences: [owner] },
+        spec,
+      },
+    })) as StoredSlice;
+  }
+  return (await api.createClusterCustomObject({
+    ...SLICES,
+    body: {
+      apiVersion: d.apiVersion,
+      kind: d.kind,
+      metadata: { generateName: d.metadata.generateName, ownerReferences: [owner] },
+      spec,
+    },
+  })) as StoredSlice;
+}

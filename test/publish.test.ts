@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { planPool, specKey, type PublishedSlice } from '../src/publish/pool.js';
+import { render } from './support/render.js';
+
+const NODE = 'node-a';
+const DRIVER = 'gpu.nvidia.com';
+const desired = render('dgx-h100', { node: NODE, dynamicMig: true }).items;
+const as = (name: string, i: number, generation = 1): PublishedSlice => {
+  const d = desired[i];
+  assert.ok(d);
+  return { name, key: specKey(d.spec), generation };
+};
+
+describe('planning a node pool', () => {
+  it('writes nothing when every slice is in place at one generation', () => {
+    const existing = desired.map((_, i) =>
+      as(`${i.toString(16).padStart(5, '0')}-${DRIVER}-${NODE}-abcde`, i, 3),
+    );
+    assert.equal(planPool(existing, desired, DRIVER, NODE), null);
+  });
+
+  it('replaces what differs, creates what is missing, deletes extras, one generation above all', () => {
+    const existing = [
+      as(`00000-${DRIVER}-${NODE}-aaaaa`, 0, 2),
+      { ...as(`00001-${DRIVER}-${NODE}-bbbbb`, 1, 2), key: 'stale' },
+      as(`00000-${DRIVER}-${NODE}-ccccc`, 0, 5),
+      as(`0ffff-${DRIVER}-${NODE}-ddddd`, 0, 2),
+    ];
+    const plan = planPool(existing, desired, DRIVER, NODE);
+    assert.ok(plan);
+    assert.equal(plan.generation, 6);
+    assert.equal(plan.writes.length, desired.length);
+    assert.equal(plan.writes[0]?.existing?.name, `00000-${DRIVER}-${NODE}-aaaaa`);
+    assert.equal(plan.writes[1]?.existing?.name, `00001-${DRIVER}-${NODE}-bbbbb`);
+    assert.equal(plan.writes[2]?.existing, null);
+    assert.deepEqual(plan.deletes, [`00000-${DRIVER}-${NODE}-ccccc`, `0ffff-${DRIVER}-${NODE}-ddddd`]);
+  });
+});
