@@ -36,4 +36,22 @@ describe('planning a node pool', () => {
     assert.equal(plan.writes[2]?.existing, null);
     assert.deepEqual(plan.deletes, [`00000-${DRIVER}-${NODE}-ccccc`, `0ffff-${DRIVER}-${NODE}-ddddd`]);
   });
+
+  it('matches slices named the 25.12 way (no index), so republishing them is not a create-and-delete loop', () => {
+    const old = render('dgx-h100', { node: NODE, release: '25.12' }).items;
+    assert.equal(old[0]?.metadata.generateName, `${NODE}-${DRIVER}-`);
+    const first = { name: `${NODE}-${DRIVER}-x7k2p`, key: specKey(old[0].spec), generation: 1 };
+    assert.equal(planPool([first], old, DRIVER, NODE), null);
+    const stale = planPool(
+      [
+        { ...first, key: 'stale' },
+        { ...first, name: `${NODE}-${DRIVER}-zzzzz` },
+      ],
+      old,
+      DRIVER,
+      NODE,
+    );
+    assert.equal(stale?.writes[0]?.existing?.name, `${NODE}-${DRIVER}-x7k2p`);
+    assert.deepEqual(stale.deletes, [`${NODE}-${DRIVER}-zzzzz`]);
+  });
 });

@@ -73,7 +73,8 @@ export interface PoolPlan {
 
 /**
  * Null when the pool already equals the desired slices (same contents, one generation, nothing extra).
- * Existing slices are matched to desired ones by the index in their name.
+ * Existing slices are matched to desired ones by the index in their name; slices named the older way
+ * (`<node>-<driver>-xxxxx`, DRA driver 25.12) carry no index and take the free places in name order.
  */
 export function planPool(
   existing: readonly PublishedSlice[],
@@ -82,12 +83,20 @@ export function planPool(
   node: string,
 ): PoolPlan | null {
   const byIndex = new Map<number, PublishedSlice>();
+  const unindexed: PublishedSlice[] = [];
   const deletes: string[] = [];
   for (const s of existing) {
     const i = indexOf(s.name, driver, node);
-    if (i === null || i >= desired.length || byIndex.has(i)) deletes.push(s.name);
+    if (i === null && s.name.startsWith(`${node}-${driver}-`)) unindexed.push(s);
+    else if (i === null || i >= desired.length || byIndex.has(i)) deletes.push(s.name);
     else byIndex.set(i, s);
   }
+  unindexed.sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (let i = 0; i < desired.length && unindexed.length > 0; i++) {
+    const s = byIndex.has(i) ? undefined : unindexed.shift();
+    if (s) byIndex.set(i, s);
+  }
+  deletes.push(...unindexed.map((s) => s.name));
   const generation = Math.max(0, ...existing.map((s) => s.generation));
   const unchanged =
     deletes.length === 0 &&
