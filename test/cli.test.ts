@@ -183,6 +183,37 @@ describe('bad input on the command line', () => {
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--kubernetes-version', 'next'],
       /^fakegpu: --kubernetes-version: "next" is not a version/,
     ],
+    [
+      'NIC NUMA attribute',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--nic-numa-attribute', 'both'],
+      /argument 'both' is invalid\. Allowed choices are dranet, standard\./,
+    ],
+    [
+      'plugin NIC driver name',
+      ['plugin', '--node-name', 'n1', '-p', 'dgx-h100', '--nic-driver-name', 'DRANET'],
+      /^fakegpu: --nic-driver-name: "DRANET" is not a valid DRA driver name; .*\n$/,
+    ],
+    [
+      'KWOK node count',
+      ['cluster', 'up', '--kwok-nodes', '50000'],
+      /^fakegpu: --kwok-nodes: "50000" is not an integer from 0 to 20000\n$/,
+    ],
+    [
+      'KWOK profile without nodes',
+      ['cluster', 'up', '--kwok-profile', 'dgx-h100'],
+      /^fakegpu: --kwok-profile: needs --kwok-nodes\n$/,
+    ],
+    [
+      'fleet concurrency',
+      ['fleet', '--concurrency', '0'],
+      /^fakegpu: --concurrency: "0" is not an integer >= 1\n$/,
+    ],
+    ['fleet rate limit', ['fleet', '--qps', 'fast'], /^fakegpu: --qps: "fast" is not an integer >= 0\n$/],
+    [
+      'fleet default profile',
+      ['fleet', '-p', 'dgx-h999'],
+      /^fakegpu: --profile: unknown preset "dgx-h999"; known presets: .*\n$/,
+    ],
   ];
   for (const [name, args, stderr] of cases) {
     it(`${name}: exit non-zero, one line on stderr, nothing on stdout`, () => {

@@ -15,6 +15,7 @@ import { FakegpuError } from '../errors.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { nicNumaOption } from './commands.js';
+import { intFlag } from './options.js';
 import { table } from './output.js';
 
 const progress = (line: string): void => {
@@ -55,12 +56,7 @@ export function clusterCommand(write: (s: string) => void): Command {
         kwokNodes: string;
         kwokProfile?: string;
       }) => {
-        const kwokNodes = Number(opts.kwokNodes);
-        if (!Number.isInteger(kwokNodes) || kwokNodes < 0 || kwokNodes > 20000)
-          throw new FakegpuError(
-            '--kwok-nodes',
-            `${JSON.stringify(opts.kwokNodes)} is not an integer from 0 to 20000`,
-          );
+        const kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, 20000);
         if (opts.kwokProfile !== undefined) {
           if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
           resolveProfile(opts.kwokProfile);

@@ -4,13 +4,13 @@ import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
-import { FakegpuError, show } from '../errors.js';
 import { Fleet } from '../fleet/fleet.js';
 import { DRANET } from '../nic/attributes.js';
 import { splitEndpoint } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { checkDriverName } from './commands.js';
+import { envOption, intFlag } from './options.js';
 
 interface Flags {
   nodeSelector?: string;
@@ -28,29 +28,18 @@ interface Flags {
   httpEndpoint: string;
 }
 
-function positiveInt(text: string, flag: string, min: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min)
-    throw new FakegpuError(flag, `${show(text)} is not an integer >= ${min}`);
-  return n;
-}
-
 export function fleetCommand(): Command {
-  const opt = (flags: string, desc: string, env: string, dflt?: string): Option => {
-    const o = new Option(flags, desc).env(env);
-    return dflt === undefined ? o : o.default(dflt);
-  };
   return new Command('fleet')
     .description("publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node")
     .addOption(
-      opt(
+      envOption(
         '--node-selector <labels>',
         'label selector of the nodes to serve (default: KWOK-managed nodes and nodes with the profile label)',
         'FAKEGPU_NODE_SELECTOR',
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '--profile-label <key>',
         "node label naming a node's profile",
         'FAKEGPU_PROFILE_LABEL',
@@ -58,7 +47,7 @@ export function fleetCommand(): Command {
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '-p, --profile <preset|file.yaml>',
         'profile of selected nodes without the label',
         'FAKEGPU_PROFILE',
@@ -67,9 +56,9 @@ export function fleetCommand(): Command {
     .addOption(
       new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
     )
-    .addOption(opt('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
+    .addOption(envOption('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
     .addOption(
-      opt(
+      envOption(
         '--dra-driver-release <release>',
         'NVIDIA DRA driver release to emulate',
         'FAKEGPU_DRA_DRIVER_RELEASE',
@@ -77,20 +66,22 @@ export function fleetCommand(): Command {
       ).choices(Object.keys(RELEASES)),
     )
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
-    .addOption(opt('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
-    .addOption(opt('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
+    .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
-      opt(
+      envOption(
         '--qps <n>',
         'client-side write rate limit, requests per second (0: none)',
         'FAKEGPU_FLEET_QPS',
         '200',
       ),
     )
-    .addOption(opt('--burst <n>', 'write burst above --qps', 'FAKEGPU_FLEET_BURST', '400'))
-    .addOption(opt('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'))
+    .addOption(envOption('--burst <n>', 'write burst above --qps', 'FAKEGPU_FLEET_BURST', '400'))
     .addOption(
-      opt(
+      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
+    )
+    .addOption(
+      envOption(
         '--http-endpoint <host:port>',
         '/healthz, /readyz (all nodes published) and /metrics; empty to disable',
         'HTTP_ENDPOINT',
@@ -100,9 +91,9 @@ export function fleetCommand(): Command {
     .action(async (f: Flags) => {
       const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
       if (f.profile !== undefined) resolveProfile(f.profile);
-      const concurrency = positiveInt(f.concurrency, '--concurrency', 1);
-      const qps = positiveInt(f.qps, '--qps', 0);
-      const burst = positiveInt(f.burst, '--burst', 1);
+      const concurrency = intFlag(f.concurrency, '--concurrency', 1);
+      const qps = intFlag(f.qps, '--qps', 0);
+      const burst = intFlag(f.burst, '--burst', 1);
       const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
       const kc = new KubeConfig();
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);

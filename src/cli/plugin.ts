@@ -10,6 +10,7 @@ import { checkNodeName } from '../render.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { DRANET } from '../nic/attributes.js';
 import { checkDriverName, nicNumaOption } from './commands.js';
+import { envOption } from './options.js';
 
 interface Flags {
   nodeName: string;
@@ -57,24 +58,20 @@ export function parseGates(text: string): FeatureGates {
 }
 
 export function pluginCommand(): Command {
-  const opt = (flags: string, desc: string, env: string, dflt?: string): Option => {
-    const o = new Option(flags, desc).env(env);
-    return dflt === undefined ? o : o.default(dflt);
-  };
   return new Command('plugin')
     .description(
       "run as the node's DRA kubelet plugin: publish slices, prepare claims with CDI, fake nvidia-smi",
     )
-    .addOption(opt('--node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
+    .addOption(envOption('--node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
     .addOption(
-      opt(
+      envOption(
         '-p, --profile <preset|file.yaml>',
         'the machine this node pretends to be',
         'FAKEGPU_PROFILE',
       ).makeOptionMandatory(),
     )
     .addOption(
-      opt(
+      envOption(
         '--profile-label <key>',
         'a node label whose value, if set on this node, overrides --profile',
         'FAKEGPU_PROFILE_LABEL',
@@ -83,16 +80,16 @@ export function pluginCommand(): Command {
     .addOption(
       new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
     )
-    .addOption(opt('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
+    .addOption(envOption('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
     .addOption(
-      opt(
+      envOption(
         '--driver-version <version>',
         'NVIDIA driver version, overriding the profile',
         'FAKEGPU_DRIVER_VERSION',
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '--dra-driver-release <release>',
         'NVIDIA DRA driver release to emulate',
         'FAKEGPU_DRA_DRIVER_RELEASE',
@@ -100,7 +97,7 @@ export function pluginCommand(): Command {
       ).choices(Object.keys(RELEASES)),
     )
     .addOption(
-      opt(
+      envOption(
         '--kubelet-plugins-dir <dir>',
         'kubelet plugins directory',
         'KUBELET_PLUGINS_DIRECTORY_PATH',
@@ -108,31 +105,33 @@ export function pluginCommand(): Command {
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '--kubelet-registrar-dir <dir>',
         'kubelet plugin registration directory',
         'KUBELET_REGISTRAR_DIRECTORY_PATH',
         '/var/lib/kubelet/plugins_registry',
       ),
     )
-    .addOption(opt('--cdi-root <dir>', 'where CDI specs are written', 'CDI_ROOT', '/var/run/cdi'))
+    .addOption(envOption('--cdi-root <dir>', 'where CDI specs are written', 'CDI_ROOT', '/var/run/cdi'))
     .addOption(
-      opt(
+      envOption(
         '--state-dir <dir>',
         'checkpoint, MIG state, device views (default: <plugins dir>/<driver name>)',
         'FAKEGPU_STATE_DIR',
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '--slices-file <file.yaml>',
         'publish these ResourceSlices verbatim instead of rendering them',
         'FAKEGPU_SLICES_FILE',
       ),
     )
-    .addOption(opt('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'))
     .addOption(
-      opt(
+      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
+    )
+    .addOption(
+      envOption(
         '--http-endpoint <host:port>',
         '/healthz and /metrics; empty to disable',
         'HTTP_ENDPOINT',
@@ -140,7 +139,7 @@ export function pluginCommand(): Command {
       ),
     )
     .addOption(
-      opt(
+      envOption(
         '--feature-gates <gates>',
         'NVIDIA driver gates: TimeSlicingSettings, MPSSupport',
         'FEATURE_GATES',
@@ -155,7 +154,7 @@ export function pluginCommand(): Command {
         'FAKEGPU_NO_NICS',
       ),
     )
-    .addOption(opt('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
     .action(async (f: Flags) => {
       const log = pino({ name: 'fakegpu-plugin', base: { node: f.nodeName } }, pino.destination(2));
