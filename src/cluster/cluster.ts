@@ -281,8 +281,17 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
     }
     case 'containerd':
       return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
-    case 'fakegpu-plugin':
     case 'kwok':
+      // Stages from deploy/kwok through --config: no CRDs to install.
+      return [
+        `--kubeconfig=${l.adminKubeconfig}`,
+        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+        '--cidr=10.246.0.0/16',
+        `--node-ip=${NODE_IP}`,
+      ];
+    case 'fakegpu-plugin':
     case 'fakegpu-fleet':
       throw new Error(`${name} is started by its own function`);
     case 'kubelet':
@@ -430,32 +439,9 @@ export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
 export const FLEET_HTTP = '127.0.0.1:51517';
 const KWOK_PREFIX = 'kwok-gpu-';
 
-/** KWOK (stages from deploy/kwok, no CRDs) or the fleet, as host processes like the plugin. */
-async function startKwok(
-  l: Layout,
-  t: Toolchain,
-  s: State,
-  log: (line: string) => void,
-  name: 'kwok' | 'fakegpu-fleet',
-): Promise<Started> {
-  log(`starting ${name}`);
-  if (name === 'kwok') {
-    return startDaemon(
-      l.run,
-      l.logs,
-      'kwok',
-      join(t.bin, 'kwok'),
-      [
-        `--kubeconfig=${l.adminKubeconfig}`,
-        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
-        '--manage-all-nodes=false',
-        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
-        '--cidr=10.246.0.0/16',
-        `--node-ip=${NODE_IP}`,
-      ],
-      env(t),
-    );
-  }
+/** The fleet as a host process, like the plugin: it publishes the KWOK nodes' slices. */
+async function startFleet(l: Layout, t: Toolchain, s: State, log: (line: string) => void): Promise<Started> {
+  log('starting fakegpu-fleet');
   installDeviceClasses(l, t);
   const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
   const fleet = startDaemon(
@@ -717,8 +703,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     );
     if (profile !== null) await startPlugin(l, t, s, o.log);
     if ((s.kwokNodes ?? 0) > 0) {
-      const kwok = await startKwok(l, t, s, o.log, 'kwok');
-      await startKwok(l, t, s, o.log, 'fakegpu-fleet');
+      const kwok = start('kwok');
+      await startFleet(l, t, s, o.log);
       await createKwokNodes(l, t, s, o.log, kwok);
     }
   } catch (e) {
@@ -844,11 +830,11 @@ export async function clusterRestart(
     await startPlugin(l, t, s, log);
     return;
   }
-  log(`starting ${name}`);
-  if (name === 'kwok' || name === 'fakegpu-fleet') {
-    await startKwok(l, t, s, log, name);
+  if (name === 'fakegpu-fleet') {
+    await startFleet(l, t, s, log);
     return;
   }
+  log(`starting ${name}`);
   const started = startDaemon(
     l.run,
     l.logs,
@@ -857,6 +843,8 @@ export async function clusterRestart(
     args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
     env(t),
   );
+  // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
+  if (name === 'kwok') return;
   const port =
     name === 'kubelet'
       ? PORTS.kubeletHealthz
