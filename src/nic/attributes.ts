@@ -65,7 +65,6 @@ export function nicAttributes(nic: NicHardware, opts: NicAttributeOptions): Attr
 export function nicDevices(nics: readonly NicHardware[], opts: NicAttributeOptions): Device[] {
   return nics
     .filter((n) => !n.primary)
-    .slice()
     .sort((x, y) => (x.busId < y.busId ? -1 : x.busId > y.busId ? 1 : 0))
     .map((n) => ({ name: nicDeviceName(n), attributes: nicAttributes(n, opts) }));
 }

@@ -3,10 +3,13 @@ import { after, before, describe, it } from 'node:test';
 import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
+  allocatedDevices,
   apply,
+  type Attr,
   cleanup,
   failedScheduling,
   podClaim,
+  podManifest,
   running,
   TOPO_CLUSTER_DIR,
   TOPO_NODE,
@@ -19,15 +22,14 @@ import {
  * a GB200 no root holds both, and alignment has to go by NUMA.
  */
 
-type Attr = { string?: string; int?: number; bool?: boolean };
 interface Slices {
   items: { spec: { driver: string; devices?: { name: string; attributes?: Record<string, Attr> }[] } }[];
 }
 
-const rdmaNic = (count: number, extra: string[] = []) => ({
+const rdmaNic = (e: Exports, count: number, extra: string[] = []) => ({
   name: 'nic',
   exactly: {
-    deviceClassName: process.env['FAKEGPU_NIC_CLASS'] ?? 'dranet',
+    deviceClassName: e.FAKEGPU_NIC_CLASS,
     count,
     selectors: ['device.attributes["dra.net"].rdma == true', ...extra].map((expression) => ({
       cel: { expression },
@@ -60,52 +62,22 @@ function template(name: string, requests: unknown[], matchAttribute?: string): u
 }
 
 /** The container shows what a workload would use to find its NICs. */
-function pod(name: string, tmpl: string): unknown {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'default' },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      resourceClaims: [{ name: 'devs', resourceClaimTemplateName: tmpl }],
-      containers: [
-        {
-          name: 'main',
-          image: process.env['FAKEGPU_TEST_IMAGE'] ?? '',
-          imagePullPolicy: 'Never',
-          command: [
-            'sh',
-            '-c',
-            'echo "dranet=$DRANET_DEVICES fi=$FI_PROVIDER hca=$NCCL_IB_HCA"; echo "ib=$(ls /dev/infiniband | tr "\\n" " ")"; sleep 3600',
-          ],
-          resources: { claims: [{ name: 'devs' }] },
-        },
-      ],
-    },
-  };
-}
-
-/** Each allocated device's attributes, looked up in the published slices. */
-function allocated(
-  e: Exports,
-  podName: string,
-): { driver: string; name: string; attrs: Record<string, Attr> }[] {
-  const claim = JSON.parse(
-    mustKubectl(e, ['get', 'resourceclaim', podClaim(e, podName, 'devs'), '-o', 'json']),
-  ) as {
-    status?: { allocation?: { devices: { results: { driver: string; device: string }[] } } };
-  };
-  const slices = JSON.parse(
-    mustKubectl(e, ['get', 'resourceslices', `--field-selector=spec.nodeName=${TOPO_NODE}`, '-o', 'json']),
-  ) as Slices;
-  return (claim.status?.allocation?.devices.results ?? []).map((r) => {
-    const d = slices.items
-      .filter((s) => s.spec.driver === r.driver)
-      .flatMap((s) => s.spec.devices ?? [])
-      .find((x) => x.name === r.device);
-    return { driver: r.driver, name: r.device, attrs: d?.attributes ?? {} };
+const pod = (e: Exports, name: string, tmpl: string): unknown =>
+  podManifest(e, {
+    name,
+    claims: [{ name: 'devs', template: tmpl }],
+    containers: [
+      {
+        name: 'main',
+        claims: [{ name: 'devs' }],
+        command:
+          'echo "dranet=$DRANET_DEVICES fi=$FI_PROVIDER hca=$NCCL_IB_HCA"; echo "ib=$(ls /dev/infiniband | tr "\\n" " ")"; sleep 3600',
+      },
+    ],
   });
-}
+
+/** Each allocated device of a pod's claim, with the attributes its slice publishes. */
+const allocated = (e: Exports, podName: string) => allocatedDevices(e, podClaim(e, podName, 'devs'));
 
 async function logOf(e: Exports, podName: string): Promise<string> {
   return eventually(`output of ${podName}`, () => {
@@ -148,17 +120,15 @@ describe('GPU–NIC alignment on a fake AWS p4d.24xlarge', () => {
   let e: Exports;
   before(async () => {
     e = await topoCluster();
-    process.env['FAKEGPU_TEST_IMAGE'] = e.FAKEGPU_TEST_IMAGE;
-    process.env['FAKEGPU_NIC_CLASS'] = e.FAKEGPU_NIC_CLASS;
   });
   after(() => {
     cleanup(e);
   });
 
   it('gives each pod 2 GPUs and 1 EFA on one PCIe root; four pods fill the node, a fifth waits', async () => {
-    apply(e, template('root-aligned', [gpus(2), rdmaNic(1)], 'resource.kubernetes.io/pcieRoot'));
+    apply(e, template('root-aligned', [gpus(2), rdmaNic(e, 1)], 'resource.kubernetes.io/pcieRoot'));
     const names = ['aligned-0', 'aligned-1', 'aligned-2', 'aligned-3'];
-    apply(e, ...names.map((n) => pod(n, 'root-aligned')));
+    apply(e, ...names.map((n) => pod(e, n, 'root-aligned')));
     for (const n of names) await running(e, n);
     const roots = names.map((n) => {
       const devs = allocated(e, n);
@@ -181,7 +151,7 @@ describe('GPU–NIC alignment on a fake AWS p4d.24xlarge', () => {
     assert.match(out, new RegExp(`dranet=${nic?.attrs['dra.net/pciAddress']?.string ?? 'missing'} fi=efa`));
     assert.match(out, /ib=rdma_cm uverbs[0-3] /);
 
-    apply(e, pod('aligned-4', 'root-aligned'));
+    apply(e, pod(e, 'aligned-4', 'root-aligned'));
     assert.match(await failedScheduling(e, 'aligned-4'), /cannot allocate all claims/);
     assert.equal(kubectl(e, ['get', 'pod', 'aligned-4', '-o', 'jsonpath={.status.phase}']).out, 'Pending');
   });
@@ -201,15 +171,15 @@ describe('GPU–NIC alignment on a fake OCI BM.GPU.GB200.4', () => {
   });
 
   it('cannot align on a PCIe root: GPUs and NICs never share one on Grace', async () => {
-    apply(e, template('gb-root', [gpus(2), rdmaNic(1)], 'resource.kubernetes.io/pcieRoot'));
-    apply(e, pod('gb-root', 'gb-root'));
+    apply(e, template('gb-root', [gpus(2), rdmaNic(e, 1)], 'resource.kubernetes.io/pcieRoot'));
+    apply(e, pod(e, 'gb-root', 'gb-root'));
     assert.match(await failedScheduling(e, 'gb-root'), /cannot allocate all claims/);
     mustKubectl(e, ['delete', 'pod', 'gb-root', '--wait=true']);
   });
 
   it("aligns on NUMA: by matchAttribute on the standard key, and by CEL on each driver's own key", async () => {
-    apply(e, template('gb-numa', [gpus(2), rdmaNic(1)], 'resource.kubernetes.io/numaNode'));
-    apply(e, pod('gb-numa', 'gb-numa'));
+    apply(e, template('gb-numa', [gpus(2), rdmaNic(e, 1)], 'resource.kubernetes.io/numaNode'));
+    apply(e, pod(e, 'gb-numa', 'gb-numa'));
     await running(e, 'gb-numa');
     const devs = allocated(e, 'gb-numa');
     const numa = new Set(devs.map((d) => d.attrs['resource.kubernetes.io/numaNode']?.int));
@@ -225,10 +195,10 @@ describe('GPU–NIC alignment on a fake OCI BM.GPU.GB200.4', () => {
       e,
       template('gb-numa-cel', [
         gpus(2, [`device.attributes["resource.kubernetes.io"].numaNode == ${other}`]),
-        rdmaNic(1, [`device.attributes["dra.net"].numaNode == ${other}`]),
+        rdmaNic(e, 1, [`device.attributes["dra.net"].numaNode == ${other}`]),
       ]),
     );
-    apply(e, pod('gb-numa-cel', 'gb-numa-cel'));
+    apply(e, pod(e, 'gb-numa-cel', 'gb-numa-cel'));
     await running(e, 'gb-numa-cel');
     const cel = allocated(e, 'gb-numa-cel');
     assert.deepEqual(

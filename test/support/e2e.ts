@@ -61,7 +61,8 @@ export function cleanup(e: Exports): void {
 
 export interface PodSpec {
   name: string;
-  containers: { name: string; claims: { name: string; request?: string }[] }[];
+  /** Each container runs `command` (a shell line), by default SHOW. */
+  containers: { name: string; claims: { name: string; request?: string }[]; command?: string }[];
   claims: ({ name: string; template: string } | { name: string; claim: string })[];
 }
 
@@ -85,7 +86,7 @@ export function podManifest(e: Exports, p: PodSpec): unknown {
         name: c.name,
         image: e.FAKEGPU_TEST_IMAGE,
         imagePullPolicy: 'Never',
-        command: ['sh', '-c', SHOW],
+        command: ['sh', '-c', c.command ?? SHOW],
         resources: { claims: c.claims },
       })),
     },
@@ -134,25 +135,36 @@ export async function seen(e: Exports, pod: string, container: string): Promise<
   return { visible, listed, devNodes };
 }
 
-export function allocatedUuids(e: Exports, claimName: string): string[] {
+export type Attr = { string?: string; int?: number; bool?: boolean };
+
+/** Each device allocated to a claim, with the attributes its slice publishes. */
+export function allocatedDevices(
+  e: Exports,
+  claimName: string,
+): { driver: string; name: string; attrs: Record<string, Attr> }[] {
   const claim = JSON.parse(mustKubectl(e, ['get', 'resourceclaim', claimName, '-o', 'json'])) as {
-    status?: { allocation?: { devices: { results: { device: string; pool: string }[] } } };
+    status?: { allocation?: { devices: { results: { driver: string; device: string; pool: string }[] } } };
   };
   const slices = JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as {
     items: {
       spec: {
+        driver: string;
         pool: { name: string };
-        devices?: { name: string; attributes?: Record<string, { string?: string }> }[];
+        devices?: { name: string; attributes?: Record<string, Attr> }[];
       };
     }[];
   };
   return (claim.status?.allocation?.devices.results ?? []).map((r) => {
     const dev = slices.items
-      .filter((s) => s.spec.pool.name === r.pool)
+      .filter((s) => s.spec.pool.name === r.pool && s.spec.driver === r.driver)
       .flatMap((s) => s.spec.devices ?? [])
       .find((d) => d.name === r.device);
-    return dev?.attributes?.['uuid']?.string ?? `unknown:${r.device}`;
+    return { driver: r.driver, name: r.device, attrs: dev?.attributes ?? {} };
   });
+}
+
+export function allocatedUuids(e: Exports, claimName: string): string[] {
+  return allocatedDevices(e, claimName).map((d) => d.attrs['uuid']?.string ?? `unknown:${d.name}`);
 }
 
 /** The generated claim of a pod's template claim. */
