@@ -475,6 +475,14 @@ async function createKwokNodes(
   const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
   log(`creating ${n} KWOK node(s) of ${profile}`);
   const labelled = !isProfileFile(profile);
+  // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
+  // (--force-conflicts takes back labels changed since) or, beyond this run's count, to remove.
+  const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
+  const extra = old.filter((x) => {
+    const i = Number(x.slice(`node/${KWOK_PREFIX}`.length));
+    return x.startsWith(`node/${KWOK_PREFIX}`) && (!Number.isInteger(i) || i >= n);
+  });
+  if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
   for (let from = 0; from < n; from += 500) {
     const items = Array.from({ length: Math.min(500, n - from) }, (_, k) =>
       kwokNode(from + k, labelled ? profile : null),
@@ -482,7 +490,7 @@ async function createKwokNodes(
     const r = kubectl(
       l,
       t.bin,
-      ['apply', '--server-side', '-f', '-'],
+      ['apply', '--server-side', '--force-conflicts', '-f', '-'],
       JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
     );
     if (r.code !== 0) throw new FakegpuError('cluster up', `creating KWOK nodes failed: ${r.err.trim()}`);
