@@ -55,7 +55,6 @@ export interface PluginOptions {
 
 export interface RunningPlugin {
   stop(): Promise<void>;
-  servers: RunningServers;
 }
 
 /** Slices replayed from a file: the node's name goes where the capture had its own. */
@@ -165,23 +164,25 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   if (stale.length > 0)
     log.warn({ claims: stale }, 'prepared claims refer to devices this machine no longer has');
 
+  // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
+  // sockets, slices, checkpoint and state dir.
   const nicSlices = o.nics ? renderNicSlices(model.machine, o.nics) : [];
-  let nicState: NicState | null = null;
-  let nicCheckpoint: CheckpointStore | null = null;
+  let nic: { driver: string; slices: ResourceSlice[]; state: NicState; checkpoint: CheckpointStore } | null =
+    null;
   if (o.nics && nicSlices.length > 0) {
-    const nicStateDir = o.nics.stateDir;
-    nicCheckpoint = new CheckpointStore(join(nicStateDir, 'checkpoint.json'), o.resetCheckpoint);
-    nicState = new NicState(model.machine.nics, nicCheckpoint, {
+    const nicCheckpoint = new CheckpointStore(join(o.nics.stateDir, 'checkpoint.json'), o.resetCheckpoint);
+    const nicState = new NicState(model.machine.nics, nicCheckpoint, {
       driverName: o.nics.driverName,
       nodeName: o.nodeName,
       cdiRoot: o.cdiRoot,
-      stateDir: nicStateDir,
+      stateDir: o.nics.stateDir,
     });
     const staleNics = nicState.restore();
     if (staleNics.length > 0)
       log.warn({ claims: staleNics }, 'prepared NIC claims refer to NICs this machine no longer has');
+    nic = { driver: o.nics.driverName, slices: nicSlices, state: nicState, checkpoint: nicCheckpoint };
   }
-  const preparedCount = () => checkpoint.all().length + (nicCheckpoint?.all().length ?? 0);
+  const preparedCount = () => checkpoint.all().length + (nic?.checkpoint.all().length ?? 0);
 
   const reg = new Registry();
   const m = metrics(reg);
@@ -294,38 +295,31 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       else log.error({ driver, error }, 'the kubelet refused the registration');
     },
   });
-  registered.set(o.driverName, false);
-  const servers = await startServers(register(o.driverName), handlers(o.driverName, state));
-  log.info({ dra: servers.draSocket, registration: servers.registrationSocket }, 'serving the kubelet');
-
-  const publisher = new Publisher(kc, {
-    nodeName: o.nodeName,
-    driverName: o.driverName,
-    log,
-    onSync: (_writes, devices) => {
-      m.published.set({ driver: o.driverName }, devices);
-    },
-  });
-  publisher.start(desired);
-
-  // DRANET's side: a second driver on the same node, with its own sockets, slices and checkpoint.
-  let nicServers: RunningServers | null = null;
-  let nicPublisher: Publisher | null = null;
-  if (nicSlices.length > 0 && nicState && o.nics) {
-    registered.set(o.nics.driverName, false);
-    nicServers = await startServers(register(o.nics.driverName), handlers(o.nics.driverName, nicState));
-    log.info({ dra: nicServers.draSocket }, 'serving the kubelet for NICs');
-    const nicDriver = o.nics.driverName;
-    nicPublisher = new Publisher(kc, {
+  /** One driver's kubelet sockets and its published slices. */
+  const serve = async (
+    driver: string,
+    st: { prepare: DeviceState['prepare']; unprepare: DeviceState['unprepare'] },
+    slices: ResourceSlice[],
+  ): Promise<{ servers: RunningServers; publisher: Publisher }> => {
+    registered.set(driver, false);
+    const servers = await startServers(register(driver), handlers(driver, st));
+    log.info(
+      { driver, dra: servers.draSocket, registration: servers.registrationSocket },
+      'serving the kubelet',
+    );
+    const publisher = new Publisher(kc, {
       nodeName: o.nodeName,
-      driverName: nicDriver,
+      driverName: driver,
       log,
       onSync: (_writes, devices) => {
-        m.published.set({ driver: nicDriver }, devices);
+        m.published.set({ driver }, devices);
       },
     });
-    nicPublisher.start(nicSlices);
-  }
+    publisher.start(slices);
+    return { servers, publisher };
+  };
+  const drivers = [await serve(o.driverName, state, desired)];
+  if (nic) drivers.push(await serve(nic.driver, nic.state, nic.slices));
   const ready = () => [...registered.values()].every(Boolean);
 
   let http: Server | null = null;
@@ -355,12 +349,9 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   }
 
   return {
-    servers,
     async stop() {
-      publisher.stop();
-      nicPublisher?.stop();
-      await servers.stop();
-      await nicServers?.stop();
+      for (const d of drivers) d.publisher.stop();
+      for (const d of drivers) await d.servers.stop();
       await new Promise<void>((r) => {
         if (http)
           http.close(() => {
