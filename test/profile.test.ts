@@ -226,6 +226,18 @@ describe('bad profiles', () => {
       'spec.nics[0].rdmaDevice: a ENA has no RDMA device; remove rdmaDevice',
     ],
     [
+      'duplicate RDMA device name',
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [
+            { busId: '0000:10:1b.0', model: 'EFA', rdmaDevice: 'rdmap16s27' },
+            { busId: '0000:20:1b.0', model: 'EFA', rdmaDevice: 'rdmap16s27' },
+          ],
+        }),
+      'spec.nics[1].rdmaDevice: duplicate RDMA device name "rdmap16s27"; spec.nics[0].rdmaDevice has it already',
+    ],
+    [
       'NIC on a GPU bus ID',
       () =>
         machineOf({
