@@ -95,6 +95,12 @@ describe('cluster up refuses what it cannot do', () => {
         message: `--profile: the cluster in ${TEST_CLUSTER_DIR} runs no node plugin; run "fakegpu cluster down" first to change it`,
       },
     );
+    await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, kwokNodes: 3, log: () => undefined }),
+      {
+        message: `--kwok-nodes: the cluster in ${TEST_CLUSTER_DIR} runs 0 KWOK node(s); run "fakegpu cluster down" first to change it`,
+      },
+    );
   });
 
   it('a second cluster on the same ports: names the port, starts nothing', async () => {
