@@ -1,8 +1,9 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
-import { FakegpuError } from '../errors.js';
+import { FakegpuError, oneOf, show } from '../errors.js';
 import type { ResourceSlice } from '../k8s/resource.js';
+import { ResumableWatch } from '../k8s/watch.js';
 import {
   planPool,
   SLICES,
@@ -15,6 +16,7 @@ import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import type { Semver } from '../k8s/version.js';
 import { serverVersion } from '../plugin/run.js';
 import { renderSlices, type NicRenderOptions } from '../render.js';
+import type { Pools } from './pools.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):
@@ -33,7 +35,9 @@ export interface FleetOptions {
   nodeSelector?: string | undefined;
   /** A node label whose value names the node's profile (preset or file). */
   profileLabel: string;
-  /** The profile of selected nodes without the label; none: such nodes are skipped. */
+  /** Machines by node pool, for nodes with the pools' label but not the profile label. */
+  pools?: Pools | undefined;
+  /** The profile of selected nodes with neither label; none: such nodes are skipped. */
   defaultProfile?: string | undefined;
   dynamicMig: boolean;
   driverName: string;
@@ -49,7 +53,10 @@ export interface FleetOptions {
 
 interface NodeState {
   uid: string;
+  /** From the profile label, else (with no pool) the default profile. */
   profile: string | null;
+  /** From the pools' label, when the profile label is absent. */
+  pool: string | null;
   /** Last failure count, for backoff. */
   failures: number;
 }
@@ -59,6 +66,8 @@ interface SliceState {
   driver: string;
   key: string;
   generation: number;
+  /** Its resourceVersion when recorded: the watch event of our own write then costs nothing. */
+  rv: string | undefined;
 }
 
 /** Token bucket: `take()` resolves when a request may go out. */
@@ -104,15 +113,23 @@ export class Fleet {
   private readonly core: CoreV1Api;
   private readonly nodes = new Map<string, NodeState>();
   private readonly slices = new Map<string, SliceState>();
+  /** Slice names by node, so a node's reconcile looks at its own slices, not all N nodes'. */
+  private readonly slicesOf = new Map<string, Set<string>>();
   private readonly queue = new Set<string>();
   private readonly active = new Set<string>();
   private readonly limiter: RateLimiter;
   private readonly profiles = new Map<string, ResolvedProfile | FakegpuError>();
-  private readonly aborts: (() => void)[] = [];
+  /** The node watch, then one slice watch per driver. */
+  private watches: ResumableWatch[] = [];
+  /** resourceVersions of the last lists: nodes, then each driver's slices; watches start there. */
+  private listRvs: string[] = [];
   private readonly drivers: string[];
   private stopped = false;
   private listed = false;
   private relisting: Promise<void> | null = null;
+  private startedAt = 0;
+  /** Milliseconds from `start()` to the first moment every node was published; null until then. */
+  firstConvergedMs: number | null = null;
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
   private kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
   readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
@@ -129,21 +146,36 @@ export class Fleet {
 
   /** Lists nodes and slices, then watches both; returns once the first reconcile of every node is queued. */
   async start(): Promise<void> {
+    this.startedAt = performance.now();
     this.stats.requests++;
     this.kubernetesVersion = await serverVersion(this.kc);
     await this.relist();
-    void this.watchNodes();
-    for (const d of this.drivers) void this.watchSlices(d);
-  }
-
-  /** A read TypeScript cannot see change across an await. */
-  private isStopped(): boolean {
-    return this.stopped;
+    const rvs = (i: number): string => this.listRvs[i] ?? '';
+    this.watches = [
+      this.watchOf(
+        '/api/v1/nodes',
+        this.o.nodeSelector ? { labelSelector: this.o.nodeSelector } : {},
+        rvs(0),
+        (t, o) => {
+          this.onNode(t, o);
+        },
+      ),
+      ...this.drivers.map((d, i) =>
+        this.watchOf(
+          '/apis/resource.k8s.io/v1/resourceslices',
+          { fieldSelector: `spec.driver=${d}` },
+          rvs(i + 1),
+          (t, o) => {
+            this.onSlice(t, o);
+          },
+        ),
+      ),
+    ];
   }
 
   stop(): void {
     this.stopped = true;
-    for (const a of this.aborts) a();
+    for (const w of this.watches) w.stop();
   }
 
   /** True once every selected node's slices match and nothing is queued or in flight. */
@@ -166,7 +198,7 @@ export class Fleet {
     return m?.annotations?.[KWOK_ANNOTATION] !== undefined || m?.labels?.[this.o.profileLabel] !== undefined;
   }
 
-  /** One relist at a time: both watches end together when the API server restarts. */
+  /** One relist at a time: several watches can expire together (etcd compacted past them all). */
   private relist(): Promise<void> {
     this.relisting ??= this.relistNow().finally(() => {
       this.relisting = null;
@@ -180,6 +212,7 @@ export class Fleet {
     this.listed = false;
     let cont: string | undefined;
     const seen = new Set<string>();
+    const rvs: string[] = [];
     do {
       this.stats.requests++;
       const page = await this.core.listNode({
@@ -187,6 +220,7 @@ export class Fleet {
         _continue: cont,
         labelSelector: this.o.nodeSelector,
       });
+      rvs[0] = page.metadata?.resourceVersion ?? '';
       for (const n of page.items) {
         if (n.metadata?.name && this.selected(n)) {
           seen.add(n.metadata.name);
@@ -197,7 +231,8 @@ export class Fleet {
     } while (cont);
     for (const name of [...this.nodes.keys()]) if (!seen.has(name)) this.removeNode(name);
     this.slices.clear();
-    for (const driver of this.drivers) {
+    this.slicesOf.clear();
+    for (const [i, driver] of this.drivers.entries()) {
       cont = undefined;
       do {
         this.stats.requests++;
@@ -206,120 +241,127 @@ export class Fleet {
           fieldSelector: `spec.driver=${driver}`,
           limit: PAGE,
           _continue: cont,
-        })) as { items: StoredSlice[]; metadata?: { continue?: string } };
+        })) as { items: StoredSlice[]; metadata?: { continue?: string; resourceVersion?: string } };
+        rvs[i + 1] = page.metadata?.resourceVersion ?? '';
         for (const s of page.items) this.recordSlice(s);
         cont = page.metadata?.continue || undefined;
       } while (cont);
     }
+    this.listRvs = rvs;
     this.listed = true;
     for (const name of this.nodes.keys()) this.enqueue(name);
     this.pump();
-    // Slices of nodes that no longer exist (deleted while we were away): remove them.
-    for (const [name, s] of this.slices)
-      if (!this.nodes.has(s.node)) void this.deleteSlice(name).catch(() => undefined);
+    this.noteConverged();
+    // Slices of nodes deleted while we were away are the garbage collector's (their owner is the Node);
+    // any other slice of the driver may be another publisher's (a node plugin, a second fleet): leave it.
   }
 
   private upsertNode(n: V1Node): void {
     const name = n.metadata?.name ?? '';
-    const profile = n.metadata?.labels?.[this.o.profileLabel] ?? this.o.defaultProfile ?? null;
+    // The most specific answer wins: the node's own profile label, then its pool, then the default.
+    const labels = n.metadata?.labels ?? {};
+    const label = labels[this.o.profileLabel];
+    const pool = label === undefined && this.o.pools ? (labels[this.o.pools.label] ?? null) : null;
+    const profile = label ?? (pool === null ? (this.o.defaultProfile ?? null) : null);
     const prev = this.nodes.get(name);
-    this.nodes.set(name, { uid: n.metadata?.uid ?? '', profile, failures: prev?.failures ?? 0 });
-    if (!prev || prev.profile !== profile || prev.uid !== (n.metadata?.uid ?? '')) this.enqueue(name);
+    const uid = n.metadata?.uid ?? '';
+    this.nodes.set(name, { uid, profile, pool, failures: prev?.failures ?? 0 });
+    if (!prev || prev.profile !== profile || prev.pool !== pool || prev.uid !== uid) this.enqueue(name);
   }
 
   private removeNode(name: string): void {
     this.nodes.delete(name);
     this.queue.delete(name);
-    for (const [sname, s] of this.slices) {
-      if (s.node === name) void this.deleteSlice(sname).catch(() => undefined);
-    }
+    for (const sname of [...(this.slicesOf.get(name) ?? [])])
+      void this.deleteSlice(sname).catch(() => undefined);
   }
 
-  private recordSlice(s: StoredSlice): void {
+  /** `key`: the spec's key when the caller knows it (what it just wrote). */
+  private recordSlice(s: StoredSlice, key?: string): void {
     const name = s.metadata.name;
     if (!name) return;
+    this.forgetSlice(name);
     this.slices.set(name, {
       node: s.spec.nodeName,
       driver: s.spec.driver,
-      key: specKey(s.spec),
+      key: key ?? specKey(s.spec),
       generation: s.spec.pool.generation,
+      rv: s.metadata.resourceVersion,
+    });
+    let names = this.slicesOf.get(s.spec.nodeName);
+    if (!names) this.slicesOf.set(s.spec.nodeName, (names = new Set()));
+    names.add(name);
+  }
+
+  private forgetSlice(name: string): void {
+    const old = this.slices.get(name);
+    if (!old) return;
+    this.slices.delete(name);
+    const names = this.slicesOf.get(old.node);
+    names?.delete(name);
+    if (names?.size === 0) this.slicesOf.delete(old.node);
+  }
+
+  private onNode(type: string, obj: unknown): void {
+    const n = obj as V1Node;
+    const name = n.metadata?.name;
+    if (!name) return;
+    if (type === 'DELETED' || !this.selected(n)) {
+      if (this.nodes.has(name)) this.removeNode(name);
+    } else this.upsertNode(n);
+  }
+
+  private onSlice(type: string, obj: unknown): void {
+    const s = obj as StoredSlice;
+    const name = s.metadata.name;
+    if (!name) return;
+    const before = this.slices.get(name);
+    if (type !== 'DELETED' && before?.rv !== undefined && before.rv === s.metadata.resourceVersion) return;
+    if (type === 'DELETED') this.forgetSlice(name);
+    else this.recordSlice(s);
+    // Someone else changed or deleted a slice of ours: put it back. Our own writes match what we hold.
+    const after = this.slices.get(name);
+    if (this.nodes.has(s.spec.nodeName) && before?.key !== after?.key && !this.active.has(s.spec.nodeName))
+      this.enqueue(s.spec.nodeName);
+  }
+
+  private watchOf(
+    path: string,
+    query: Record<string, string>,
+    rv: string,
+    event: (type: string, obj: unknown) => void,
+  ): ResumableWatch {
+    return new ResumableWatch(this.kc, path, query, rv, {
+      event,
+      opened: () => {
+        this.stats.requests++;
+      },
+      failed: (err) => {
+        this.o.log.warn(
+          { path, err: err instanceof Error ? err.message : String(err) },
+          'watch failed; resuming',
+        );
+      },
+      expired: () => {
+        this.o.log.info({ path }, 'watch expired; relisting');
+        this.relistAndResume();
+      },
     });
   }
 
-  private async watchNodes(): Promise<void> {
-    await this.watch(
-      '/api/v1/nodes',
-      this.o.nodeSelector ? { labelSelector: this.o.nodeSelector } : {},
-      (type, obj) => {
-        const n = obj as V1Node;
-        const name = n.metadata?.name;
-        if (!name) return;
-        if (type === 'DELETED' || !this.selected(n)) {
-          if (this.nodes.has(name)) this.removeNode(name);
-        } else this.upsertNode(n);
-      },
-    );
-  }
-
-  private async watchSlices(driver: string): Promise<void> {
-    await this.watch(
-      '/apis/resource.k8s.io/v1/resourceslices',
-      { fieldSelector: `spec.driver=${driver}` },
-      (type, obj) => {
-        const s = obj as StoredSlice;
-        const name = s.metadata.name;
-        if (!name) return;
-        const before = this.slices.get(name);
-        if (type === 'DELETED') this.slices.delete(name);
-        else this.recordSlice(s);
-        // Someone else changed or deleted a slice of ours: put it back. Our own writes match what we hold.
-        const after = this.slices.get(name);
-        if (
-          this.nodes.has(s.spec.nodeName) &&
-          before?.key !== after?.key &&
-          !this.active.has(s.spec.nodeName)
-        )
-          this.enqueue(s.spec.nodeName);
-      },
-    );
-  }
-
-  /** A watch that relists and resyncs when it ends (timeout, API server restart), so nothing is missed. */
-  private async watch(
-    path: string,
-    query: Record<string, string>,
-    on: (type: string, obj: unknown) => void,
-  ): Promise<void> {
+  /** After a watch expired: list again, then every watch resumes from the new lists. */
+  private relistAndResume(): void {
     if (this.stopped) return;
-    const w = new Watch(this.kc);
-    const again = (): void => {
-      if (this.stopped) return;
-      setTimeout(() => {
-        void this.relist()
-          .catch((e: unknown) => {
-            this.o.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'relist failed');
-          })
-          .finally(() => void this.watch(path, query, on));
-      }, 1000);
-    };
-    try {
-      this.stats.requests++;
-      const req = await w.watch(path, query, on, (err: unknown) => {
-        if (err)
-          this.o.log.warn(
-            { path, err: err instanceof Error ? err.message : JSON.stringify(err) },
-            'watch ended',
-          );
-        again();
+    this.relist()
+      .then(() => {
+        for (const [i, w] of this.watches.entries()) w.restart(this.listRvs[i] ?? '');
+      })
+      .catch((e: unknown) => {
+        this.o.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'relist failed; retrying');
+        setTimeout(() => {
+          this.relistAndResume();
+        }, 2000);
       });
-      this.aborts.push(() => {
-        req.abort();
-      });
-      if (this.isStopped()) req.abort();
-    } catch (e) {
-      this.o.log.warn({ path, err: e instanceof Error ? e.message : String(e) }, 'watch failed; retrying');
-      again();
-    }
   }
 
   private enqueue(node: string): void {
@@ -339,8 +381,14 @@ export class Fleet {
       void this.reconcile(next).finally(() => {
         this.active.delete(next);
         this.pump();
+        this.noteConverged();
       });
     }
+  }
+
+  private noteConverged(): void {
+    if (this.firstConvergedMs === null && this.converged())
+      this.firstConvergedMs = performance.now() - this.startedAt;
   }
 
   private profileOf(ref: string): ResolvedProfile | FakegpuError {
@@ -356,14 +404,30 @@ export class Fleet {
     return p;
   }
 
-  private desired(node: string, st: NodeState): ResourceSlice[] | FakegpuError {
-    if (st.profile === null) return [];
+  /** The node's machine and whether it runs dynamic MIG; null: the node has none. */
+  private machineOf(st: NodeState): { profile: ResolvedProfile; dynamicMig: boolean } | FakegpuError | null {
+    if (st.pool !== null && this.o.pools) {
+      const m = this.o.pools.byName.get(st.pool);
+      if (!m)
+        return new FakegpuError(
+          `node label ${this.o.pools.label}`,
+          `unknown pool ${show(st.pool)}; pools: ${oneOf([...this.o.pools.byName.keys()])}`,
+        );
+      return { profile: m.profile, dynamicMig: m.dynamicMig ?? this.o.dynamicMig };
+    }
+    if (st.profile === null) return null;
     const profile = this.profileOf(st.profile);
-    if (profile instanceof FakegpuError) return profile;
+    return profile instanceof FakegpuError ? profile : { profile, dynamicMig: this.o.dynamicMig };
+  }
+
+  private desired(node: string, st: NodeState): ResourceSlice[] | FakegpuError {
+    const m = this.machineOf(st);
+    if (m === null) return [];
+    if (m instanceof FakegpuError) return m;
     try {
-      return renderSlices(profile, {
+      return renderSlices(m.profile, {
         nodeName: node,
-        dynamicMig: this.o.dynamicMig,
+        dynamicMig: m.dynamicMig,
         driverName: this.o.driverName,
         kubernetesVersion: this.kubernetesVersion,
         release: this.o.release,
@@ -413,16 +477,18 @@ export class Fleet {
     want: ResourceSlice[],
   ): Promise<void> {
     const existing: PublishedSlice[] = [];
-    for (const [name, x] of this.slices)
-      if (x.node === node && x.driver === driver)
-        existing.push({ name, key: x.key, generation: x.generation });
+    for (const name of this.slicesOf.get(node) ?? []) {
+      const x = this.slices.get(name);
+      if (x?.driver === driver) existing.push({ name, key: x.key, generation: x.generation });
+    }
     const plan = planPool(existing, want, driver, node);
     if (!plan) return;
     const owner = { apiVersion: 'v1', kind: 'Node', name: node, uid: st.uid, controller: true };
     for (const w of plan.writes) {
       await this.limiter.take();
       this.stats.requests++;
-      this.recordSlice(await writeSlice(this.api, w, plan.generation, owner));
+      // The API server stores the spec as sent (the restart test holds it to that), so its key is known.
+      this.recordSlice(await writeSlice(this.api, w, plan.generation, owner), specKey(w.desired.spec));
       this.stats.writes++;
     }
     for (const name of plan.deletes) await this.deleteSlice(name);
@@ -432,7 +498,7 @@ export class Fleet {
     await this.limiter.take();
     this.stats.requests++;
     this.stats.writes++;
-    this.slices.delete(name);
+    this.forgetSlice(name);
     try {
       await this.api.deleteClusterCustomObject({ ...SLICES, name });
     } catch (e) {
@@ -442,7 +508,10 @@ export class Fleet {
 
   /** An unknown preset on one node: an event on that node and a log line; other nodes go on. */
   private async badProfile(node: string, st: NodeState, err: FakegpuError): Promise<void> {
-    this.o.log.error({ node, profile: st.profile, err: err.message }, 'cannot render the node’s profile');
+    this.o.log.error(
+      { node, profile: st.profile, pool: st.pool, err: err.message },
+      'cannot render the node’s profile',
+    );
     try {
       this.stats.requests++;
       // events.k8s.io/v1 through the generic client: plain objects, as for slices.

@@ -13,11 +13,15 @@ export const NVML_RETURN = {
 export type NvmlReturn = (typeof NVML_RETURN)[keyof typeof NVML_RETURN];
 
 export class NvmlError extends Error {
-  constructor(
-    readonly code: NvmlReturn,
-    message: string,
-  ) {
+  readonly code: NvmlReturn;
+  constructor(code: NvmlReturn, message: string) {
+    // A return code is a value, as in go-nvml, and discovery meets one per unsupported MIG profile of
+    // every GPU: capturing a stack trace for each made rendering a node several times slower.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
+    this.code = code;
     this.name = 'NvmlError';
   }
 }

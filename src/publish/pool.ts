@@ -25,24 +25,30 @@ export interface PublishedSlice {
   metadata?: StoredSlice['metadata'];
 }
 
-/** Key order and absent-vs-empty differences aside, the same value. */
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(
-      Object.entries(v as Record<string, unknown>)
-        .filter(([, x]) => x !== undefined && x !== null)
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, x]) => [k, canonical(x)]),
-    );
+/**
+ * JSON with object keys sorted and null/undefined members dropped: equal for values that differ only
+ * in key order or absent-vs-null. Written straight to a string (no sorted copies of every object),
+ * because the fleet keys thousands of slices.
+ */
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v))
+    return `[${v.map((x) => (x === undefined || x === null ? 'null' : canonicalJson(x))).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    const parts: string[] = [];
+    for (const k of Object.keys(o).sort()) {
+      const x = o[k];
+      if (x !== undefined && x !== null) parts.push(`${JSON.stringify(k)}:${canonicalJson(x)}`);
+    }
+    return `{${parts.join(',')}}`;
   }
-  return v;
+  return JSON.stringify(v);
 }
 
 /** A spec's content apart from the pool generation, which every republish bumps: equal specs, equal keys. */
 export function specKey(spec: ResourceSlice['spec']): string {
   return createHash('sha1')
-    .update(JSON.stringify(canonical({ ...spec, pool: { ...spec.pool, generation: 0 } })))
+    .update(canonicalJson({ ...spec, pool: { ...spec.pool, generation: 0 } }))
     .digest('base64');
 }
 
@@ -100,7 +106,10 @@ export function planPool(
   const generation = Math.max(0, ...existing.map((s) => s.generation));
   const unchanged =
     deletes.length === 0 &&
-    desired.every((d, i) => byIndex.get(i)?.key === specKey(d.spec)) &&
+    desired.every((d, i) => {
+      const e = byIndex.get(i);
+      return e !== undefined && e.key === specKey(d.spec);
+    }) &&
     existing.every((s) => s.generation === generation);
   if (unchanged) return null;
   return {
