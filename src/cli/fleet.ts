@@ -1,10 +1,11 @@
 import { createServer } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
 import { Fleet } from '../fleet/fleet.js';
+import { loadPools } from '../fleet/pools.js';
+import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
 import { splitEndpoint } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
@@ -16,6 +17,7 @@ interface Flags {
   nodeSelector?: string;
   profileLabel: string;
   profile?: string;
+  pools?: string;
   dynamicMig?: boolean;
   driverName: string;
   draDriverRelease: string;
@@ -51,6 +53,13 @@ export function fleetCommand(): Command {
         '-p, --profile <preset|file.yaml>',
         'profile of selected nodes without the label',
         'FAKEGPU_PROFILE',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--pools <file.yaml>',
+        'FleetPools file: the machine of each node pool, for nodes without the profile label',
+        'FAKEGPU_POOLS',
       ),
     )
     .addOption(
@@ -91,17 +100,20 @@ export function fleetCommand(): Command {
     .action(async (f: Flags) => {
       const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
       if (f.profile !== undefined) resolveProfile(f.profile);
+      const pools = f.pools ? loadPools(f.pools) : undefined;
       const concurrency = intFlag(f.concurrency, '--concurrency', 1);
       const qps = intFlag(f.qps, '--qps', 0);
       const burst = intFlag(f.burst, '--burst', 1);
       const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
-      const kc = new KubeConfig();
+      // One keep-alive connection per worker, instead of a TLS handshake per write.
+      const kc = new PooledKubeConfig(concurrency);
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
       else kc.loadFromDefault();
       const fleet = new Fleet(kc, {
         nodeSelector: f.nodeSelector || undefined,
         profileLabel: f.profileLabel,
         defaultProfile: f.profile,
+        pools,
         dynamicMig: f.dynamicMig === true,
         driverName: checkDriverName(f.driverName, '--driver-name'),
         release: parseRelease(f.draDriverRelease, '--dra-driver-release'),
@@ -140,6 +152,11 @@ export function fleetCommand(): Command {
       );
       gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
         fleet.converged() ? 1 : 0,
+      );
+      gauge(
+        'fakegpu_fleet_first_published_seconds',
+        'seconds from start until every served node was first published (-1 until then)',
+        () => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
       );
       await fleet.start();
       log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');

@@ -40,6 +40,11 @@ function toError(error: z.ZodError, input: unknown, prefix: string): FakegpuErro
 }
 
 export function parseProfileText(text: string, source: string): MachineProfile {
+  return parseYamlAs(MachineProfile, text, source);
+}
+
+/** YAML text checked against a schema; the first problem as one line naming the field. */
+export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source: string): z.infer<T> {
   const doc = parseDocument(text, { prettyErrors: true });
   const [yamlError] = doc.errors;
   if (yamlError) {
@@ -50,7 +55,7 @@ export function parseProfileText(text: string, source: string): MachineProfile {
     );
   }
   const input: unknown = doc.toJS();
-  const parsed = MachineProfile.safeParse(input);
+  const parsed = schema.safeParse(input);
   if (!parsed.success) throw toError(parsed.error, input, '');
   return parsed.data;
 }

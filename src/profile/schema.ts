@@ -4,7 +4,7 @@ export const API_VERSION = 'fakegpu.dev/v1alpha1';
 export const KIND = 'MachineProfile';
 
 /** A strict object whose unknown-field error lists the fields that are allowed. */
-function strict<T extends z.ZodRawShape>(shape: T) {
+export function strict<T extends z.ZodRawShape>(shape: T) {
   return z.strictObject(shape, {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
@@ -13,7 +13,7 @@ function strict<T extends z.ZodRawShape>(shape: T) {
   });
 }
 
-const nonEmpty = z.string().trim().min(1);
+export const nonEmpty = z.string().trim().min(1);
 
 export const ADDRESSING_MODES = ['HMM', 'ATS', 'None', 'Unsupported'] as const;
 

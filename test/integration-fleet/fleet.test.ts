@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { before, describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { cacheRoot } from '../../src/cluster/build.js';
 import { clusterRestart, FLEET_HTTP, kwokNode, type Exports } from '../../src/cluster/cluster.js';
+import { DEFAULT_RELEASE } from '../../src/device/release.js';
+import { Fleet } from '../../src/fleet/fleet.js';
+import { parsePools } from '../../src/fleet/pools.js';
 import type { ResourceSlice } from '../../src/k8s/resource.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
@@ -67,6 +73,18 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/** The notes of the fleet's FakegpuProfileInvalid events on a node; undefined while there are none. */
+function invalidProfileNotes(e: Exports, node: string): string | undefined {
+  const out = kubectl(e, [
+    'get',
+    'events.events.k8s.io',
+    `--field-selector=reason=FakegpuProfileInvalid,regarding.name=${node}`,
+    '-o',
+    'jsonpath={.items[*].note}',
+  ]).out;
+  return out || undefined;
 }
 
 const p4d = (node: string): boolean => Number(node.slice('kwok-gpu-'.length)) % 2 === 1;
@@ -149,19 +167,75 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
 
   it('records an event on a node whose label names an unknown preset, leaving the others alone', async () => {
     mustKubectl(e, ['label', 'node', 'kwok-gpu-2', 'fakegpu.dev/profile=dgx-h999', '--overwrite']);
-    const note = await eventually('a FakegpuProfileInvalid event', () => {
-      const out = kubectl(e, [
-        'get',
-        'events.events.k8s.io',
-        '--field-selector=reason=FakegpuProfileInvalid,regarding.name=kwok-gpu-2',
-        '-o',
-        'jsonpath={.items[*].note}',
-      ]).out;
-      return out || undefined;
-    });
+    const note = await eventually('a FakegpuProfileInvalid event', () =>
+      invalidProfileNotes(e, 'kwok-gpu-2'),
+    );
     assert.match(note, /unknown preset "dgx-h999"|dgx-h999/);
     assert.ok(slicesByNode(e).has('kwok-gpu-4'));
     mustKubectl(e, ['label', 'node', 'kwok-gpu-2', 'fakegpu.dev/profile=dgx-h100', '--overwrite']);
+  });
+
+  it('gives nodes of a pool the pool’s machine, from a pools file, and an event for an unknown pool', async () => {
+    // Plain nodes (no KWOK annotation, no profile label) that the cluster's own fleet leaves alone;
+    // a second fleet in this process serves them by selector, as a user's would.
+    const kc = new KubeConfig();
+    kc.loadFromFile(e.KUBECONFIG);
+    const pools = parsePools(
+      'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\npoolLabel: example.com/pool\npools:\n' +
+        '  h100: { profile: dgx-h100 }\n  a100-mig: { profile: dgx-a100, dynamicMig: true }\n',
+      'test pools',
+    );
+    const node = (name: string, pool: string): string =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name, labels: { 'fakegpu.dev/pool-test': 'yes', 'example.com/pool': pool } },
+      });
+    for (const [name, pool] of [
+      ['pool-node-0', 'h100'],
+      ['pool-node-1', 'a100-mig'],
+      ['pool-node-2', 'b300'],
+    ] as const)
+      mustKubectl(e, ['apply', '-f', '-'], node(name, pool));
+    const fleet = new Fleet(kc, {
+      nodeSelector: 'fakegpu.dev/pool-test=yes',
+      // Its own profile label: the cluster's fleet serves every node with fakegpu.dev/profile.
+      profileLabel: 'example.com/profile',
+      pools,
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      release: DEFAULT_RELEASE,
+      concurrency: 4,
+      qps: 0,
+      burst: 1,
+      log: pino({ level: 'silent' }),
+    });
+    const specsOf = (n: string): ResourceSlice['spec'][] =>
+      (slicesByNode(e).get(n) ?? []).map((x) => ({ ...x.spec, pool: { ...x.spec.pool, generation: 1 } }));
+    const want = (n: string, profile: string, dynamicMig: boolean): ResourceSlice['spec'][] =>
+      render(profile, { node: n, dynamicMig }).items.map((x) => x.spec);
+    try {
+      await fleet.start();
+      await until('the pool nodes published', () => Promise.resolve(fleet.converged()));
+      assert.deepEqual(specsOf('pool-node-0'), want('pool-node-0', 'dgx-h100', false));
+      assert.deepEqual(specsOf('pool-node-1'), want('pool-node-1', 'dgx-a100', true));
+      assert.deepEqual(specsOf('pool-node-2'), []);
+      const note = await eventually('an event for the unknown pool', () =>
+        invalidProfileNotes(e, 'pool-node-2'),
+      );
+      assert.match(note, /unknown pool "b300"; pools: h100, a100-mig/);
+      // The node's own profile label wins over its pool.
+      mustKubectl(e, ['label', 'node', 'pool-node-1', 'example.com/profile=aws-p4d.24xlarge']);
+      await until('pool-node-1 relabelled', () =>
+        Promise.resolve(
+          fleet.converged() &&
+            isDeepStrictEqual(specsOf('pool-node-1'), want('pool-node-1', 'aws-p4d.24xlarge', false)),
+        ),
+      );
+    } finally {
+      fleet.stop();
+      mustKubectl(e, ['delete', 'node', 'pool-node-0', 'pool-node-1', 'pool-node-2']);
+    }
   });
 
   it('makes no writes after a restart when nothing changed', async () => {

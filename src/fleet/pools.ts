@@ -1,0 +1,102 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { DEFAULT_RELEASE } from '../device/release.js';
+import { FakegpuError, show } from '../errors.js';
+import { mergeOverPreset, parseYamlAs, resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { API_VERSION, nonEmpty, ProfileSpec, strict } from '../profile/schema.js';
+import { renderSlices } from '../render.js';
+import { DRIVER_NAME } from '../slice/build.js';
+
+/**
+ * Which machine each node pool is: the fleet's answer for nodes that carry a pool label (a cloud's
+ * node-group label, Karpenter's nodepool) rather than a profile label. Read from a file, in a cluster
+ * the ConfigMap the Helm chart mounts, e.g.
+ *
+ *   apiVersion: fakegpu.dev/v1alpha1
+ *   kind: FleetPools
+ *   poolLabel: karpenter.sh/nodepool
+ *   pools:
+ *     h100: { profile: dgx-h100 }
+ *     h100-mig: { profile: dgx-h100, dynamicMig: true }
+ *     custom: { spec: { preset: dgx-a100, driver: { version: 570.124.06 } } }
+ *
+ * Every pool is resolved when the file is read: a typo stops the fleet before it writes anything.
+ */
+
+export const POOLS_KIND = 'FleetPools';
+export const DEFAULT_POOL_LABEL = 'fakegpu.dev/pool';
+
+const Pool = strict({
+  /** A preset name or a MachineProfile file. */
+  profile: nonEmpty.optional(),
+  /** A profile spec inline, as in a MachineProfile's `spec`. */
+  spec: ProfileSpec.optional(),
+  /** Unset: the fleet's `--dynamic-mig`. */
+  dynamicMig: z.boolean().optional(),
+});
+
+const FleetPools = strict({
+  apiVersion: z.literal(API_VERSION, { error: () => `must be ${JSON.stringify(API_VERSION)}` }),
+  kind: z.literal(POOLS_KIND, { error: () => `must be ${JSON.stringify(POOLS_KIND)}` }),
+  poolLabel: nonEmpty.optional(),
+  pools: z.record(z.string(), Pool),
+});
+
+export interface PoolMachine {
+  profile: ResolvedProfile;
+  dynamicMig: boolean | undefined;
+}
+
+export interface Pools {
+  label: string;
+  byName: ReadonlyMap<string, PoolMachine>;
+}
+
+/** `source` names the input in errors (the file). */
+export function parsePools(text: string, source: string): Pools {
+  const doc = parseYamlAs(FleetPools, text, source);
+  const byName = new Map<string, PoolMachine>();
+  for (const [name, p] of Object.entries(doc.pools)) {
+    const field = `pools.${name}`;
+    if ((p.profile === undefined) === (p.spec === undefined))
+      throw new FakegpuError(field, 'give exactly one of "profile" (a preset or file) and "spec" (inline)');
+    let profile: ResolvedProfile;
+    if (p.profile !== undefined) profile = resolveProfile(p.profile, `${field}.profile`);
+    else {
+      const spec = p.spec ?? {};
+      try {
+        profile = { name, preset: spec.preset ?? null, spec: mergeOverPreset(spec) };
+      } catch (e) {
+        if (e instanceof FakegpuError) throw new FakegpuError(`${field}.${e.field}`, e.detail);
+        throw e;
+      }
+    }
+    // Build the machine once now, so a profile that cannot be modelled fails here and not per node.
+    try {
+      renderSlices(profile, {
+        nodeName: 'pool-check',
+        dynamicMig: p.dynamicMig ?? false,
+        driverName: DRIVER_NAME,
+        kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+        release: DEFAULT_RELEASE,
+      });
+    } catch (e) {
+      if (!(e instanceof FakegpuError)) throw e;
+      const where = p.spec ? `${field}.${e.field}` : `${field}.profile (${p.profile ?? ''}) ${e.field}`;
+      throw new FakegpuError(where, e.detail);
+    }
+    byName.set(name, { profile, dynamicMig: p.dynamicMig });
+  }
+  return { label: doc.poolLabel ?? DEFAULT_POOL_LABEL, byName };
+}
+
+export function loadPools(path: string, field = '--pools'): Pools {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
+    throw new FakegpuError(field, `cannot read ${show(path)} (${why})`);
+  }
+  return parsePools(text, path);
+}
