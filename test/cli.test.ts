@@ -204,6 +204,11 @@ describe('bad input on the command line', () => {
       /^fakegpu: --kwok-profile: needs --kwok-nodes\n$/,
     ],
     [
+      'KWOK without fleet, without nodes',
+      ['cluster', 'up', '--no-fleet'],
+      /^fakegpu: --no-fleet: needs --kwok-nodes\n$/,
+    ],
+    [
       'fleet concurrency',
       ['fleet', '--concurrency', '0'],
       /^fakegpu: --concurrency: "0" is not an integer >= 1\n$/,

@@ -46,6 +46,7 @@ export function clusterCommand(write: (s: string) => void): Command {
       '--kwok-profile <preset|file.yaml>',
       'the machine of the KWOK nodes (default: --profile, else dgx-h100)',
     )
+    .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
     .action(
       async (opts: {
         dir: string;
@@ -55,12 +56,14 @@ export function clusterCommand(write: (s: string) => void): Command {
         nicNumaAttribute: 'dranet' | 'standard';
         kwokNodes: string;
         kwokProfile?: string;
+        fleet: boolean;
       }) => {
         const kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, 20000);
         if (opts.kwokProfile !== undefined) {
           if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
           resolveProfile(opts.kwokProfile);
         }
+        if (!opts.fleet && kwokNodes === 0) throw new FakegpuError('--no-fleet', 'needs --kwok-nodes');
         if (opts.dynamicMig && opts.profile === undefined) {
           throw new FakegpuError(
             '--dynamic-mig',
@@ -84,6 +87,7 @@ export function clusterCommand(write: (s: string) => void): Command {
             opts.kwokProfile !== undefined && isProfileFile(opts.kwokProfile)
               ? resolvePath(opts.kwokProfile)
               : opts.kwokProfile,
+          kwokFleet: opts.fleet,
           log: progress,
         });
         write(`${exportLines(e)}\n`);

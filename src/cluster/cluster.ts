@@ -63,6 +63,8 @@ export interface ClusterOptions {
   kwokNodes?: number;
   /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
   kwokProfile?: string | undefined;
+  /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
+  kwokFleet?: boolean;
   log: (line: string) => void;
 }
 
@@ -89,6 +91,8 @@ interface State {
   nicNumaAttribute?: 'dranet' | 'standard';
   kwokNodes?: number;
   kwokProfile?: string | null;
+  /** Absent: true (state files from before the option). */
+  kwokFleet?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -276,6 +280,9 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
         '--bind-address=127.0.0.1',
         `--secure-port=${PORTS.scheduler}`,
         '--leader-elect=false',
+        // Each DRA pod costs two writes (the claim's allocation, the binding): kube-scheduler's default
+        // client limit of 50/s would cap a cluster of thousands of simulated nodes at ~25 pods/s.
+        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
         gates,
       ];
     }
@@ -372,7 +379,8 @@ function env(t: Toolchain): NodeJS.ProcessEnv {
 function componentsOf(s: State | null): ComponentName[] {
   return COMPONENT_ORDER.filter((n) => {
     if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
-    if (n === 'kwok' || n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0;
+    if (n === 'kwok') return (s?.kwokNodes ?? 0) > 0;
+    if (n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0 && s?.kwokFleet !== false;
     return true;
   });
 }
@@ -437,6 +445,12 @@ async function startPlugin(l: Layout, t: Toolchain, s: State, log: (line: string
 
 export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
 export const FLEET_HTTP = '127.0.0.1:51517';
+/**
+ * How the fleet's Node runs, here, in the benchmark and in the chart: its garbage (rendered slices,
+ * responses, watch events) dies young, and 1 MiB semi-spaces instead of V8's 16 MiB keep its resident
+ * memory near its live data.
+ */
+export const FLEET_NODE_FLAGS = ['--max-semi-space-size=1'];
 const KWOK_PREFIX = 'kwok-gpu-';
 
 /** The fleet as a host process, like the plugin: it publishes the KWOK nodes' slices. */
@@ -450,6 +464,7 @@ async function startFleet(l: Layout, t: Toolchain, s: State, log: (line: string)
     'fakegpu-fleet',
     process.execPath,
     [
+      ...FLEET_NODE_FLAGS,
       join(REPO_ROOT, 'bin', 'fakegpu.js'),
       'fleet',
       `--kubeconfig=${l.adminKubeconfig}`,
@@ -473,6 +488,7 @@ async function createKwokNodes(
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
+  const fleet = s.kwokFleet !== false;
   log(`creating ${n} KWOK node(s) of ${profile}`);
   const labelled = !isProfileFile(profile);
   // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
@@ -496,7 +512,7 @@ async function createKwokNodes(
     if (r.code !== 0) throw new FakegpuError('cluster up', `creating KWOK nodes failed: ${r.err.trim()}`);
   }
   await waitFor(
-    `${n} KWOK node(s) Ready and their slices published`,
+    fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
     kwok,
     async () => {
       const ready = kubectl(l, t.bin, [
@@ -508,7 +524,7 @@ async function createKwokNodes(
         'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
       ]);
       const count = ready.out.split('\n').filter((x) => x === 'True').length;
-      return count === n && (await httpOk(`http://${FLEET_HTTP}/readyz`));
+      return count === n && (!fleet || (await httpOk(`http://${FLEET_HTTP}/readyz`)));
     },
     Math.max(120_000, n * 200),
   );
@@ -602,10 +618,13 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         `the cluster in ${l.dir} runs ${now}; run "fakegpu cluster down" first to change it`,
       );
     }
-    if ((state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0)) {
+    if (
+      (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
+      (state.kwokFleet !== false) !== (o.kwokFleet !== false)
+    ) {
       throw new FakegpuError(
         '--kwok-nodes',
-        `the cluster in ${l.dir} runs ${state.kwokNodes ?? 0} KWOK node(s); run "fakegpu cluster down" first to change it`,
+        `the cluster in ${l.dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
       );
     }
     o.log(`reusing the running cluster in ${l.dir}`);
@@ -631,6 +650,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     nicNumaAttribute,
     kwokNodes: o.kwokNodes ?? 0,
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
+    kwokFleet: o.kwokFleet !== false,
   };
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
 
@@ -712,7 +732,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     if (profile !== null) await startPlugin(l, t, s, o.log);
     if ((s.kwokNodes ?? 0) > 0) {
       const kwok = start('kwok');
-      await startFleet(l, t, s, o.log);
+      if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
+      else installDeviceClasses(l, t);
       await createKwokNodes(l, t, s, o.log, kwok);
     }
   } catch (e) {
@@ -839,6 +860,8 @@ export async function clusterRestart(
     return;
   }
   if (name === 'fakegpu-fleet') {
+    if ((s.kwokNodes ?? 0) === 0 || s.kwokFleet === false)
+      throw new FakegpuError('cluster restart', 'this cluster runs no fleet (no KWOK nodes, or --no-fleet)');
     await startFleet(l, t, s, log);
     return;
   }
