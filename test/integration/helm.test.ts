@@ -5,6 +5,7 @@ import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { Exports } from '../../src/cluster/cluster.js';
+import { parsePools } from '../../src/fleet/pools.js';
 import { kubectl, testCluster } from '../support/cluster.js';
 
 /** The Helm chart, linted and rendered by helm (built from source like the rest) and checked by the real API server. */
@@ -85,6 +86,65 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.doesNotMatch(r.out, /name: dranet/);
   });
 
+  it('deploys the fleet with its pools map, RBAC enough for what it does, and nothing more', () => {
+    const r = helm(e, [
+      'template',
+      'fleet',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--namespace',
+      'fakegpu-fleet',
+      '--set',
+      'fleet.enabled=true',
+      '--set',
+      'fleet.pools.h100.profile=dgx-h100',
+      '--set',
+      'fleet.pools.mig.profile=dgx-a100',
+      '--set',
+      'fleet.pools.mig.dynamicMig=true',
+      '--set',
+      'fleet.qps=50',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const docs = parseAllDocuments(r.out).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string }; data?: Record<string, string> },
+    );
+    const fleet = docs.filter((d) => d.metadata.name.startsWith('fleet-fleet'));
+    assert.deepEqual(fleet.map((d) => d.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ConfigMap',
+      'Deployment',
+      'ServiceAccount',
+    ]);
+    // The mounted map is a pools file the fleet accepts.
+    const text = fleet.find((d) => d.kind === 'ConfigMap')?.data?.['pools.yaml'] ?? '';
+    const pools = parsePools(text, 'ConfigMap fleet-fleet-pools');
+    assert.equal(pools.label, 'fakegpu.dev/pool');
+    assert.equal(pools.byName.get('mig')?.dynamicMig, true);
+    assert.equal(pools.byName.get('h100')?.profile.name, 'dgx-h100');
+    assert.match(r.out, /name: FAKEGPU_POOLS\n\s+value: "\/etc\/fakegpu\/pools.yaml"/);
+    assert.match(r.out, /name: FAKEGPU_FLEET_QPS\n\s+value: "50"/);
+    // Applied for real (the Deployment's image cannot be built here, so its pod is not started):
+    // the service account may do what the fleet does and no more.
+    kubectl(e, ['create', 'namespace', 'fakegpu-fleet']);
+    const applied = kubectl(e, ['apply', '-f', '-'], r.out);
+    assert.equal(applied.code, 0, applied.err);
+    const as = 'system:serviceaccount:fakegpu-fleet:fleet-fleet';
+    const can = (verb: string, resource: string): string =>
+      kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim();
+    for (const v of ['list', 'watch', 'get']) assert.equal(can(v, 'nodes'), 'yes', `${v} nodes`);
+    for (const v of ['list', 'watch', 'create', 'update', 'delete'])
+      assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'yes', `${v} resourceslices`);
+    assert.equal(can('create', 'events.events.k8s.io'), 'yes');
+    assert.equal(can('update', 'nodes'), 'no');
+    assert.equal(can('get', 'resourceclaims.resource.k8s.io'), 'no');
+    assert.equal(can('list', 'secrets'), 'no');
+    kubectl(e, ['delete', '--wait=false', '-f', '-'], r.out);
+    kubectl(e, ['delete', 'namespace', 'fakegpu-fleet', '--wait=false']);
+  });
+
   it('refuses bad values with the schema, naming the field', () => {
     const r = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates=Turbo=true']);
     assert.notEqual(r.code, 0);
@@ -92,5 +152,11 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const nic = helm(e, ['template', 'fakegpu', chart, '--set', 'nics.numaAttribute=both']);
     assert.notEqual(nic.code, 0);
     assert.match(nic.err, /\/nics\/numaAttribute/);
+    const qps = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.qps=-1']);
+    assert.notEqual(qps.code, 0);
+    assert.match(qps.err, /\/fleet\/qps/);
+    const pool = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.pools.a.dynamicMig=true']);
+    assert.notEqual(pool.code, 0);
+    assert.match(pool.err, /\/fleet\/pools\/a': missing property 'profile'/);
   });
 });
