@@ -1,4 +1,4 @@
-// `npm run bench:prepare` / `npm run bench:mig`: sets itself up, then runs the named benchmark.
+// `npm run bench:prepare` / `bench:mig` / `bench:fleet`: sets itself up, then runs the named benchmark.
 import { bootstrap } from './bootstrap.mjs';
 
 const name = process.argv[2] ?? 'prepare';

@@ -1,0 +1,481 @@
+/**
+ * bench/fleet: `fakegpu fleet` at scale on the local real control plane (etcd, kube-apiserver,
+ * kube-scheduler, kube-controller-manager, KWOK), against a ceiling measured in the same run.
+ *
+ *   1. Ceiling: a minimal client posts the very slice objects the fleet would write, pre-rendered and
+ *      pre-serialized, over raw keep-alive HTTPS with many requests in flight: as fast as this API
+ *      server takes them.
+ *   2. Fleet: a `fakegpu fleet` process, as users run it, from start to every node published; its own
+ *      metrics give the API requests it made. Its memory is measured against an idle fleet (a selector
+ *      that matches no node) started the same way, so the per-node figure is growth, not Node's baseline.
+ *   3. Scheduling: pods with one-GPU claims until the GPUs are `--fill` full; pods bound per second.
+ *
+ * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, request, type RequestOptions } from 'node:https';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Command } from 'commander';
+import { intFlag } from '../src/cli/options.js';
+import { cacheRoot } from '../src/cluster/build.js';
+import { clusterDown, clusterUp, FLEET_HTTP, FLEET_NODE_FLAGS, REPO_ROOT } from '../src/cluster/cluster.js';
+import { DEFAULT_RELEASE } from '../src/device/release.js';
+import { FakegpuError } from '../src/errors.js';
+import { KWOK_ANNOTATION } from '../src/fleet/fleet.js';
+import type { DeviceAttribute, ResourceSlice } from '../src/k8s/resource.js';
+import { ResumableWatch } from '../src/k8s/watch.js';
+import { serverVersion } from '../src/plugin/run.js';
+import { resolveProfile } from '../src/profile/load.js';
+import { renderSlices } from '../src/render.js';
+import { DRIVER_NAME } from '../src/slice/build.js';
+
+const opts = new Command('bench:fleet')
+  .option('--nodes <n>', 'KWOK nodes', '100')
+  .option('--profile <preset>', 'machine of every node', 'dgx-h100')
+  .option('--dynamic-mig', 'publish every MIG partition')
+  .option('--fill <fraction>', 'schedule one-GPU pods until this share of the GPUs is taken (0: skip)', '0.9')
+  .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
+  .option('--keep', 'leave the cluster running afterwards')
+  // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
+  .parse(process.argv.slice(3), { from: 'user' })
+  .opts<{
+    nodes: string;
+    profile: string;
+    dynamicMig?: boolean;
+    fill: string;
+    ceilingInFlight: string;
+    keep?: boolean;
+  }>();
+
+const N = intFlag(opts.nodes, '--nodes', 1, 20000);
+const IN_FLIGHT = intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000);
+const FILL = Number(opts.fill);
+if (!(FILL >= 0 && FILL <= 1)) throw new FakegpuError('--fill', `"${opts.fill}" is not a number from 0 to 1`);
+const dynamicMig = opts.dynamicMig === true;
+const profile = resolveProfile(opts.profile, '--profile');
+const DIR = join(cacheRoot(), 'bench-fleet-cluster');
+const NS = 'fakegpu-bench';
+
+const log = (l: string): void => {
+  process.stderr.write(`bench/fleet: ${l}\n`);
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+
+/** Raw HTTPS to the API server: the least a client can do per request. */
+class Raw {
+  private constructor(
+    private readonly base: URL,
+    private readonly o: RequestOptions,
+  ) {}
+
+  static async of(kc: KubeConfig, inFlight: number): Promise<Raw> {
+    const o: RequestOptions = {};
+    await kc.applyToHTTPSOptions(o);
+    const server = kc.getCurrentCluster()?.server ?? '';
+    return new Raw(new URL(server), {
+      ...o,
+      agent: new Agent({ keepAlive: true, maxSockets: inFlight, ca: o.ca, cert: o.cert, key: o.key }),
+    });
+  }
+
+  send(method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          ...this.o,
+          hostname: this.base.hostname,
+          port: this.base.port,
+          method,
+          path,
+          headers: {
+            ...(this.o.headers as Record<string, string> | undefined),
+            'content-type': 'application/json',
+            accept: 'application/json',
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  async ok(method: string, path: string, body?: string): Promise<string> {
+    const r = await this.send(method, path, body);
+    if (r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
+    return r.text;
+  }
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+async function inParallel<T>(
+  items: readonly T[],
+  n: number,
+  fn: (x: T, i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) await fn(items[i] as T, i);
+    }),
+  );
+}
+
+interface Node {
+  name: string;
+  uid: string;
+}
+
+async function kwokNodes(raw: Raw): Promise<Node[]> {
+  const list = JSON.parse(await raw.ok('GET', '/api/v1/nodes?labelSelector=type%3Dkwok')) as {
+    items: { metadata: { name: string; uid: string; annotations?: Record<string, string> } }[];
+  };
+  return list.items
+    .filter((n) => n.metadata.annotations?.[KWOK_ANNOTATION] !== undefined)
+    .map((n) => ({ name: n.metadata.name, uid: n.metadata.uid }));
+}
+
+/** The bodies the fleet posts for a node with an empty pool (generation 1, owned by the Node). */
+function bodies(slices: ResourceSlice[], node: Node): string[] {
+  const owner = { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid, controller: true };
+  return slices.map((s) =>
+    JSON.stringify({
+      apiVersion: s.apiVersion,
+      kind: s.kind,
+      metadata: { generateName: s.metadata.generateName, ownerReferences: [owner] },
+      spec: { ...s.spec, pool: { ...s.spec.pool, generation: 1 } },
+    }),
+  );
+}
+
+function isGpu(a: DeviceAttribute | undefined): boolean {
+  return a !== undefined && 'string' in a && a.string === 'gpu';
+}
+
+const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
+
+async function countSlices(raw: Raw): Promise<number> {
+  let n = 0;
+  let cont = '';
+  do {
+    const page = JSON.parse(
+      await raw.ok('GET', `${SLICES_PATH}?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`),
+    ) as { items: unknown[]; metadata?: { continue?: string } };
+    n += page.items.length;
+    cont = page.metadata?.continue ?? '';
+  } while (cont);
+  return n;
+}
+
+async function deleteAllSlices(raw: Raw): Promise<void> {
+  await raw.ok('DELETE', SLICES_PATH);
+  for (let i = 0; i < 600 && (await countSlices(raw)) > 0; i++) await sleep(100);
+}
+
+function rssKiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0);
+}
+
+async function get(url: string): Promise<{ status: number; text: string }> {
+  try {
+    const r = await fetch(url);
+    return { status: r.status, text: await r.text() };
+  } catch {
+    return { status: 0, text: '' };
+  }
+}
+
+function metric(text: string, name: string): number {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return Number(m?.[1] ?? Number.NaN);
+}
+
+/** A `fakegpu fleet` process as users start it, on this cluster. */
+function startFleet(kubeconfig: string, extra: string[]): ChildProcess {
+  const p = spawn(
+    process.execPath,
+    [
+      ...FLEET_NODE_FLAGS,
+      join(REPO_ROOT, 'bin', 'fakegpu.js'),
+      'fleet',
+      `--kubeconfig=${kubeconfig}`,
+      `--http-endpoint=${FLEET_HTTP}`,
+      ...(dynamicMig ? ['--dynamic-mig'] : []),
+      ...extra,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let tail = '';
+  p.stderr.on('data', (c: Buffer) => {
+    tail = (tail + c.toString('utf8')).slice(-4000);
+  });
+  p.on('exit', (code) => {
+    if (code !== 0 && code !== null) log(`fleet exited ${code}:\n${tail}`);
+  });
+  return p;
+}
+
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new FakegpuError('bench/fleet', `timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+async function stopFleet(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once('exit', r));
+  p.kill('SIGTERM');
+  await gone;
+}
+
+interface Results {
+  slices: number;
+  devices: number;
+  gpus: number;
+  renderS: number;
+  ceilingS: number;
+  fleetS: number;
+  fleetWallS: number;
+  requests: number;
+  writes: number;
+  idleKiB: number;
+  servingKiB: number;
+  pods: number;
+  createdS: number;
+  boundS: number;
+}
+
+async function run(kubeconfig: string): Promise<Results> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const raw = await Raw.of(kc, IN_FLIGHT);
+  const nodes = await kwokNodes(raw);
+  if (nodes.length !== N)
+    throw new FakegpuError('bench/fleet', `expected ${N} KWOK nodes, found ${nodes.length}`);
+  const version = await serverVersion(kc);
+  const render = (name: string): ResourceSlice[] =>
+    renderSlices(profile, {
+      nodeName: name,
+      dynamicMig,
+      driverName: DRIVER_NAME,
+      kubernetesVersion: version,
+      release: DEFAULT_RELEASE,
+    }).items;
+
+  log(`rendering ${N} nodes' slices for the ceiling client`);
+  let t0 = performance.now();
+  const posts = nodes.flatMap((n) => bodies(render(n.name), n));
+  const renderS = seconds(t0);
+  const sample = render(nodes[0]?.name ?? '');
+  const devices = sample.reduce((k, s) => k + (s.spec.devices?.length ?? 0), 0) * N;
+  const gpus =
+    sample.reduce(
+      (k, s) => k + (s.spec.devices ?? []).filter((d) => isGpu(d.attributes?.['type'])).length,
+      0,
+    ) * N;
+
+  await deleteAllSlices(raw);
+  log(`ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
+  t0 = performance.now();
+  await inParallel(posts, IN_FLIGHT, async (body) => {
+    await raw.ok('POST', SLICES_PATH, body);
+  });
+  const ceilingS = seconds(t0);
+  await deleteAllSlices(raw);
+
+  log('fleet, idle: a selector that matches no node');
+  let fleet = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
+  await until(
+    'the idle fleet ready',
+    60_000,
+    async () => (await get(`http://${FLEET_HTTP}/readyz`)).status === 200,
+  );
+  await sleep(3000);
+  const idleKiB = rssKiB(fleet.pid ?? 0);
+  await stopFleet(fleet);
+
+  log(`fleet: publishing ${N} nodes`);
+  t0 = performance.now();
+  fleet = startFleet(kubeconfig, []);
+  try {
+    await until('the fleet to publish every node', 900_000, async () => {
+      if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
+      return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
+    });
+    const fleetWallS = seconds(t0);
+    const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+    const published = await countSlices(raw);
+    if (published !== posts.length)
+      throw new FakegpuError(
+        'bench/fleet',
+        `the fleet published ${published} slices, expected ${posts.length}`,
+      );
+    await sleep(3000);
+    const servingKiB = rssKiB(fleet.pid ?? 0);
+    const sched =
+      FILL > 0 ? await schedule(kc, raw, Math.floor(gpus * FILL)) : { pods: 0, createdS: 0, boundS: 0 };
+    return {
+      slices: posts.length,
+      devices,
+      gpus,
+      renderS,
+      ceilingS,
+      fleetS: metric(metrics, 'fakegpu_fleet_first_published_seconds'),
+      fleetWallS,
+      requests: metric(metrics, 'fakegpu_fleet_api_requests'),
+      writes: metric(metrics, 'fakegpu_fleet_writes'),
+      idleKiB,
+      servingKiB,
+      ...sched,
+    };
+  } finally {
+    await stopFleet(fleet);
+  }
+}
+
+/** Pods with one-GPU claims on the KWOK nodes; the real scheduler allocates and binds them. */
+async function schedule(
+  kc: KubeConfig,
+  raw: Raw,
+  pods: number,
+): Promise<{ pods: number; createdS: number; boundS: number }> {
+  await raw.ok('POST', '/api/v1/namespaces', JSON.stringify({ metadata: { name: NS } }));
+  await until('the namespace’s service account', 60_000, async () => {
+    return (await raw.send('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200;
+  });
+  const bound = new Set<string>();
+  const end = { finished: false };
+  let done: () => void = () => undefined;
+  const allBound = new Promise<void>((r) => (done = r));
+  // Resumes where the server ended it (this process is busy posting, and a slow reader gets cut off).
+  const watch = new ResumableWatch(kc, `/api/v1/namespaces/${NS}/pods`, {}, '', {
+    event: (_type, obj) => {
+      const p = obj as { metadata?: { name?: string }; spec?: { nodeName?: string } };
+      if (p.spec?.nodeName && p.metadata?.name) bound.add(p.metadata.name);
+      if (bound.size >= pods) done();
+    },
+    expired: () => {
+      watch.restart('');
+    },
+  });
+  log(`scheduling ${pods} pods, each with a one-GPU claim`);
+  const t0 = performance.now();
+  let createdS = 0;
+  try {
+    const created = inParallel(
+      Array.from({ length: pods }, (_, i) => i),
+      IN_FLIGHT,
+      async (i) => {
+        await raw.ok(
+          'POST',
+          `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
+          JSON.stringify({
+            apiVersion: 'resource.k8s.io/v1',
+            kind: 'ResourceClaim',
+            metadata: { name: `gpu-${i}` },
+            spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: DRIVER_NAME } }] } },
+          }),
+        );
+        await raw.ok(
+          'POST',
+          `/api/v1/namespaces/${NS}/pods`,
+          JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: `pod-${i}` },
+            spec: {
+              nodeSelector: { type: 'kwok' },
+              tolerations: [{ key: KWOK_ANNOTATION, operator: 'Exists', effect: 'NoSchedule' }],
+              resourceClaims: [{ name: 'gpu', resourceClaimName: `gpu-${i}` }],
+              containers: [
+                { name: 'c', image: 'registry.k8s.io/pause:3.10', resources: { claims: [{ name: 'gpu' }] } },
+              ],
+            },
+          }),
+        );
+      },
+    ).then(() => {
+      createdS = seconds(t0);
+    });
+    await created;
+    // Fails on a stall, not on a total: a larger run may take as long as it needs while pods still bind.
+    const stalled = (async (): Promise<never> => {
+      let last = -1;
+      while (!end.finished) {
+        if (bound.size === last)
+          throw new FakegpuError('bench/fleet', `only ${bound.size} of ${pods} pods bound; none for 60 s`);
+        last = bound.size;
+        await sleep(60_000);
+      }
+      return new Promise<never>(() => undefined);
+    })();
+    await Promise.race([allBound, stalled]);
+    return { pods, createdS, boundS: seconds(t0) };
+  } finally {
+    end.finished = true;
+    watch.stop();
+  }
+}
+
+log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
+await clusterDown({ dir: DIR, purge: true, log });
+const e = await clusterUp({
+  dir: DIR,
+  nodeName: 'fakegpu-bench-host',
+  kwokNodes: N,
+  kwokProfile: opts.profile,
+  kwokFleet: false,
+  log,
+});
+let r: Results;
+try {
+  r = await run(e.KUBECONFIG);
+} finally {
+  if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
+}
+
+const f = (n: number, d = 2): string => n.toFixed(d);
+const mode = dynamicMig ? 'dynamic MIG' : 'plain';
+const perNode = (r.servingKiB - r.idleKiB) / N;
+console.log(
+  `bench/fleet: ${N} KWOK nodes of ${opts.profile} (${mode}): ${r.slices} slices, ${r.devices} devices, ${r.gpus} GPUs\n`,
+);
+console.log('| publish every node | seconds | slices/s | API requests | vs ceiling |');
+console.log('|---|---|---|---|---|');
+console.log(
+  `| ceiling: pre-serialized POSTs, raw HTTPS, ${IN_FLIGHT} in flight | ${f(r.ceilingS)} | ${f(r.slices / r.ceilingS, 0)} | ${r.slices} | 1.00x |`,
+);
+console.log(
+  `| fakegpu fleet, from start (lists, render, writes) | ${f(r.fleetS)} | ${f(r.slices / r.fleetS, 0)} | ${r.requests} (${r.writes} writes) | ${f(r.fleetS / r.ceilingS)}x |`,
+);
+console.log(
+  `| fakegpu fleet, from process spawn | ${f(r.fleetWallS)} | | | ${f(r.fleetWallS / r.ceilingS)}x |`,
+);
+console.log(`| (rendering all slices once, in this process) | ${f(r.renderS)} | | | |`);
+console.log('\n| fleet memory | RSS MiB |\n|---|---|');
+console.log(`| idle (selector matches no node) | ${f(r.idleKiB / 1024, 1)} |`);
+console.log(`| serving ${N} nodes | ${f(r.servingKiB / 1024, 1)} |`);
+console.log(`| per node | ${f(perNode, 1)} KiB |`);
+const sched = r.pods > 0 ? r.pods / r.boundS : 0;
+if (r.pods > 0) {
+  console.log('\n| scheduling (kube-scheduler, one-GPU claims) | value |\n|---|---|');
+  console.log(`| pods (${f(FILL * 100, 0)}% of ${r.gpus} GPUs) | ${r.pods} |`);
+  console.log(`| claims and pods created in | ${f(r.createdS)} s |`);
+  console.log(`| all bound after | ${f(r.boundS)} s |`);
+  console.log(`| scheduled pods/s | ${f(sched, 1)} |`);
+}
+console.log(
+  `\nfleet: N=${N} publish=${f(r.fleetS)}s ceiling=${f(r.ceilingS)}s ratio=${f(r.ceilingS / r.fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`,
+);
