@@ -179,8 +179,13 @@ async function countSlices(raw: Raw): Promise<number> {
 /** Deletes every slice; a collection of thousands of large slices can outlast one request's timeout. */
 async function deleteAllSlices(raw: Raw): Promise<void> {
   for (let i = 0; i < 20 && (await countSlices(raw)) > 0; i++) {
-    const r = await raw.send('DELETE', SLICES_PATH);
+    // A timeout (504) or a dropped connection leaves the server deleting: ask again until none is left.
+    const r = await raw.send('DELETE', SLICES_PATH).catch((e: unknown) => {
+      log(`deleting slices: ${e instanceof Error ? e.message : String(e)}; again`);
+      return { status: 504, text: '' };
+    });
     if (r.status >= 300 && r.status !== 504) throw new Error(`deleting slices: HTTP ${r.status}: ${r.text}`);
+    if (r.status === 504) await sleep(2000);
   }
   if ((await countSlices(raw)) > 0) throw new FakegpuError('bench/fleet', 'could not delete the slices');
 }
