@@ -2,16 +2,15 @@ import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { parseRelease } from '../device/release.js';
 import { Fleet } from '../fleet/fleet.js';
 import { loadPools } from '../fleet/pools.js';
 import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
 import { splitEndpoint } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
-import { DRIVER_NAME } from '../slice/build.js';
 import { checkDriverName } from './commands.js';
-import { envOption, intFlag } from './options.js';
+import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption, intFlag } from './options.js';
 
 interface Flags {
   nodeSelector?: string;
@@ -62,18 +61,9 @@ export function fleetCommand(): Command {
         'FAKEGPU_POOLS',
       ),
     )
-    .addOption(
-      new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
-    )
-    .addOption(envOption('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
-    .addOption(
-      envOption(
-        '--dra-driver-release <release>',
-        'NVIDIA DRA driver release to emulate',
-        'FAKEGPU_DRA_DRIVER_RELEASE',
-        DEFAULT_RELEASE,
-      ).choices(Object.keys(RELEASES)),
-    )
+    .addOption(dynamicMigOption())
+    .addOption(driverNameOption())
+    .addOption(driverReleaseOption())
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))

@@ -2,15 +2,14 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import type { FeatureGates } from '../config/nvidia.js';
-import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { parseRelease } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { runPlugin } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
-import { DRIVER_NAME } from '../slice/build.js';
 import { DRANET } from '../nic/attributes.js';
 import { checkDriverName, nicNumaOption } from './commands.js';
-import { envOption } from './options.js';
+import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption } from './options.js';
 
 interface Flags {
   nodeName: string;
@@ -77,10 +76,8 @@ export function pluginCommand(): Command {
         'FAKEGPU_PROFILE_LABEL',
       ),
     )
-    .addOption(
-      new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG'),
-    )
-    .addOption(envOption('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME))
+    .addOption(dynamicMigOption())
+    .addOption(driverNameOption())
     .addOption(
       envOption(
         '--driver-version <version>',
@@ -88,14 +85,7 @@ export function pluginCommand(): Command {
         'FAKEGPU_DRIVER_VERSION',
       ),
     )
-    .addOption(
-      envOption(
-        '--dra-driver-release <release>',
-        'NVIDIA DRA driver release to emulate',
-        'FAKEGPU_DRA_DRIVER_RELEASE',
-        DEFAULT_RELEASE,
-      ).choices(Object.keys(RELEASES)),
-    )
+    .addOption(driverReleaseOption())
     .addOption(
       envOption(
         '--kubelet-plugins-dir <dir>',

@@ -371,6 +371,25 @@ async function waitFor(
   );
 }
 
+/** One of the cluster's own binaries, with its arguments for this cluster. */
+function startComponent(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  name: ComponentName,
+  log: (line: string) => void,
+): Started {
+  log(`starting ${name}`);
+  return startDaemon(
+    l.run,
+    l.logs,
+    name,
+    join(t.bin, name),
+    args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
+    env(t),
+  );
+}
+
 function env(t: Toolchain): NodeJS.ProcessEnv {
   return { ...process.env, PATH: `${t.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
 }
@@ -659,17 +678,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     cert: readFileSync(join(l.pki, 'admin.crt')),
     key: readFileSync(join(l.pki, 'admin.key')),
   };
-  const start = (name: ComponentName): Started => {
-    o.log(`starting ${name}`);
-    return startDaemon(
-      l.run,
-      l.logs,
-      name,
-      join(t.bin, name),
-      args(l, t, name, o.nodeName, (s.kwokNodes ?? 0) > 0),
-      env(t),
-    );
-  };
+  const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
   try {
     await waitFor(
       'etcd /health',
@@ -865,15 +874,7 @@ export async function clusterRestart(
     await startFleet(l, t, s, log);
     return;
   }
-  log(`starting ${name}`);
-  const started = startDaemon(
-    l.run,
-    l.logs,
-    name,
-    join(t.bin, name),
-    args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
-    env(t),
-  );
+  const started = startComponent(l, t, s, name, log);
   // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
   if (name === 'kwok') return;
   const port =
