@@ -65,7 +65,16 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
 }
 
 export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): List<ResourceSlice> {
-  const { machine, devices } = modelNode(profile, opts);
+  return { apiVersion: 'v1', kind: 'List', metadata: {}, items: renderNode(profile, opts).items };
+}
+
+/** The node's slices with the model they came from. */
+export function renderNode(
+  profile: ResolvedProfile,
+  opts: RenderOptions,
+): { model: NodeModel; items: ResourceSlice[] } {
+  const model = modelNode(profile, opts);
+  const { machine, devices } = model;
   const items = buildSlices(devices, {
     nodeName: opts.nodeName,
     driverName: opts.driverName,
@@ -74,7 +83,7 @@ export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): Lis
     release: opts.release,
   });
   if (opts.nics) items.push(...renderNicSlices(machine, opts.nics));
-  return { apiVersion: 'v1', kind: 'List', metadata: {}, items };
+  return { model, items };
 }
 
 export function renderNicSlices(machine: Machine, opts: NicRenderOptions): ResourceSlice[] {

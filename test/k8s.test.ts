@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { binaryQuantity, mibQuantity } from '../src/k8s/quantity.js';
 import { formatSemver, parseLenientVersion } from '../src/k8s/version.js';
+import { writtenRef } from '../src/k8s/client.js';
 
 describe('quantities', () => {
   it('print as the API server canonicalises BinarySI integers', () => {
@@ -31,5 +32,23 @@ describe('versions', () => {
       message:
         '--driver-version: "latest" is not a version; expected numbers separated by dots, e.g. "580.126.20"',
     });
+  });
+});
+
+describe('what a write answered', () => {
+  // The head of kube-apiserver 1.37's answer to a ResourceSlice create, as captured from the local cluster.
+  const head =
+    '{"kind":"ResourceSlice","apiVersion":"resource.k8s.io/v1","metadata":{"name":"00000-gpu.nvidia.com-kwok-gpu-0-cbhxv","generateName":"00000-gpu.nvidia.com-kwok-gpu-0-","uid":"cb988e79-9e54-4b7f-95f8-2614584a0c59","resourceVersion":"22036","generation":1,"creationTimestamp":"2026-11-30T12:42:31Z","managedFields":[{"manager":"fakegpu","operation":"Update"}]},"spec":{"driver":"gpu.nvidia.com","pool":{"name":"kwok-gpu-0","generation":1,"resourceSliceCount":1},"nodeName":"kwok-gpu-0"}}';
+
+  it('reads name and resourceVersion from the head of the server’s JSON', () => {
+    assert.deepEqual(writtenRef(head), {
+      name: '00000-gpu.nvidia.com-kwok-gpu-0-cbhxv',
+      resourceVersion: '22036',
+    });
+  });
+
+  it('parses the whole answer when its fields come in another order', () => {
+    const reordered = JSON.stringify({ metadata: { uid: 'u', resourceVersion: '7', name: 'x' }, kind: 'K' });
+    assert.deepEqual(writtenRef(reordered), { name: 'x', resourceVersion: '7' });
   });
 });

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planPool, specKey, type PublishedSlice } from '../src/publish/pool.js';
+import { keyed, planPool, specKey, type PublishedSlice } from '../src/publish/pool.js';
 import { render } from './support/render.js';
 
 const NODE = 'node-a';
 const DRIVER = 'gpu.nvidia.com';
-const desired = render('dgx-h100', { node: NODE, dynamicMig: true }).items;
+const desired = keyed(render('dgx-h100', { node: NODE, dynamicMig: true }).items);
 const as = (name: string, i: number, generation = 1): PublishedSlice => {
   const d = desired[i];
   assert.ok(d);
-  return { name, key: specKey(d.spec), generation };
+  return { name, key: d.key, generation };
 };
 
 describe('planning a node pool', () => {
@@ -38,9 +38,9 @@ describe('planning a node pool', () => {
   });
 
   it('matches slices named the 25.12 way (no index), so republishing them is not a create-and-delete loop', () => {
-    const old = render('dgx-h100', { node: NODE, release: '25.12' }).items;
-    assert.equal(old[0]?.metadata.generateName, `${NODE}-${DRIVER}-`);
-    const first = { name: `${NODE}-${DRIVER}-x7k2p`, key: specKey(old[0].spec), generation: 1 };
+    const old = keyed(render('dgx-h100', { node: NODE, release: '25.12' }).items);
+    assert.equal(old[0]?.slice.metadata.generateName, `${NODE}-${DRIVER}-`);
+    const first = { name: `${NODE}-${DRIVER}-x7k2p`, key: specKey(old[0].slice.spec), generation: 1 };
     assert.equal(planPool([first], old, DRIVER, NODE), null);
     const stale = planPool(
       [

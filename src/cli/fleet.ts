@@ -70,9 +70,9 @@ export function fleetCommand(): Command {
     .addOption(
       envOption(
         '--qps <n>',
-        'client-side write rate limit, requests per second (0: none)',
+        "client-side write rate limit, requests per second (0: none, the API server's priority and fairness paces writes)",
         'FAKEGPU_FLEET_QPS',
-        '200',
+        '0',
       ),
     )
     .addOption(envOption('--burst <n>', 'write burst above --qps', 'FAKEGPU_FLEET_BURST', '400'))

@@ -1,14 +1,15 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
-import type { ResourceSlice } from '../k8s/resource.js';
+import { ApiError, writtenRef, type PooledKubeConfig } from '../k8s/client.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import {
   planPool,
   SLICES,
   specKey,
-  writeSlice,
+  type NodeOwner,
+  type PoolPlan,
   type PublishedSlice,
   type StoredSlice,
 } from '../publish/pool.js';
@@ -17,16 +18,22 @@ import type { Semver } from '../k8s/version.js';
 import { serverVersion } from '../plugin/run.js';
 import { renderSlices, type NicRenderOptions } from '../render.js';
 import type { Pools } from './pools.js';
+import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):
- * the same slices `fakegpu plugin` publishes, rendered per node from its profile. It keeps only a key
- * per slice in memory, never the objects, so thousands of nodes cost little; writes go through a
+ * the same slices `fakegpu plugin` publishes, stamped per node from its profile's template (rendered
+ * once) and sent as text, without client-side object copies. It keeps only a key per slice in memory,
+ * never the objects, so thousands of nodes cost little; writes go through a
  * bounded worker pool and a token bucket, failures back off per node, and a node whose slices already
  * match costs no write at all (so a restart causes no churn).
  */
 
 const PAGE = 500;
+/** What the fleet reads of a Node: watched in full, listed as metadata only. */
+type NodeMeta = { metadata?: V1ObjectMeta };
+const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+const SLICES_PATH = `/apis/${SLICES.group}/${SLICES.version}/${SLICES.plural}`;
 
 export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
 
@@ -110,7 +117,6 @@ export interface FleetStats extends FleetCounters {
 
 export class Fleet {
   private readonly api: CustomObjectsApi;
-  private readonly core: CoreV1Api;
   private readonly nodes = new Map<string, NodeState>();
   private readonly slices = new Map<string, SliceState>();
   /** Slice names by node, so a node's reconcile looks at its own slices, not all N nodes'. */
@@ -119,6 +125,8 @@ export class Fleet {
   private readonly active = new Set<string>();
   private readonly limiter: RateLimiter;
   private readonly profiles = new Map<string, ResolvedProfile | FakegpuError>();
+  /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
+  private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
   /** The node watch, then one slice watch per driver. */
   private watches: ResumableWatch[] = [];
   /** resourceVersions of the last lists: nodes, then each driver's slices; watches start there. */
@@ -132,14 +140,20 @@ export class Fleet {
   firstConvergedMs: number | null = null;
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
   private kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
+  /** Asked for alongside the first lists; no node is rendered before it is in. */
+  private version: Promise<Semver> = Promise.resolve(this.kubernetesVersion);
   readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
 
   constructor(
-    private readonly kc: KubeConfig,
+    private readonly kc: PooledKubeConfig,
     private readonly o: FleetOptions,
   ) {
+    if (kc.getCurrentCluster()?.proxyUrl)
+      throw new FakegpuError(
+        '--kubeconfig',
+        'a cluster reached through proxy-url is not supported by the fleet',
+      );
     this.api = kc.makeApiClient(CustomObjectsApi);
-    this.core = kc.makeApiClient(CoreV1Api);
     this.limiter = new RateLimiter(o.qps, o.burst);
     this.drivers = [o.driverName, ...(o.nics ? [o.nics.driverName] : [])];
   }
@@ -148,8 +162,16 @@ export class Fleet {
   async start(): Promise<void> {
     this.startedAt = performance.now();
     this.stats.requests++;
-    this.kubernetesVersion = await serverVersion(this.kc);
+    this.version = serverVersion(this.kc);
     await this.relist();
+    this.o.log.info(
+      {
+        nodes: this.nodes.size,
+        slices: this.slices.size,
+        ms: Math.round(performance.now() - this.startedAt),
+      },
+      'listed nodes and slices',
+    );
     const rvs = (i: number): string => this.listRvs[i] ?? '';
     this.watches = [
       this.watchOf(
@@ -192,7 +214,7 @@ export class Fleet {
     };
   }
 
-  private selected(n: V1Node): boolean {
+  private selected(n: NodeMeta): boolean {
     if (this.o.nodeSelector) return true; // the server applied it
     const m = n.metadata;
     return m?.annotations?.[KWOK_ANNOTATION] !== undefined || m?.labels?.[this.o.profileLabel] !== undefined;
@@ -210,44 +232,16 @@ export class Fleet {
     // No reconcile may start before both lists are in: a node judged against an empty slice cache
     // would get its slices created twice.
     this.listed = false;
-    let cont: string | undefined;
-    const seen = new Set<string>();
-    const rvs: string[] = [];
-    do {
-      this.stats.requests++;
-      const page = await this.core.listNode({
-        limit: PAGE,
-        _continue: cont,
-        labelSelector: this.o.nodeSelector,
-      });
-      rvs[0] = page.metadata?.resourceVersion ?? '';
-      for (const n of page.items) {
-        if (n.metadata?.name && this.selected(n)) {
-          seen.add(n.metadata.name);
-          this.upsertNode(n);
-        }
-      }
-      cont = page.metadata?._continue || undefined;
-    } while (cont);
-    for (const name of [...this.nodes.keys()]) if (!seen.has(name)) this.removeNode(name);
     this.slices.clear();
     this.slicesOf.clear();
-    for (const [i, driver] of this.drivers.entries()) {
-      cont = undefined;
-      do {
-        this.stats.requests++;
-        const page = (await this.api.listClusterCustomObject({
-          ...SLICES,
-          fieldSelector: `spec.driver=${driver}`,
-          limit: PAGE,
-          _continue: cont,
-        })) as { items: StoredSlice[]; metadata?: { continue?: string; resourceVersion?: string } };
-        rvs[i + 1] = page.metadata?.resourceVersion ?? '';
-        for (const s of page.items) this.recordSlice(s);
-        cont = page.metadata?.continue || undefined;
-      } while (cont);
-    }
-    this.listRvs = rvs;
+    // Both lists at once; each is taken in by page, so dynamic MIG slices (~30 kB each) are never all held.
+    const [nodes, ...sliceRvs] = await Promise.all([
+      this.listNodes(),
+      ...this.drivers.map((d) => this.listSlices(d)),
+    ]);
+    for (const name of [...this.nodes.keys()]) if (!nodes.seen.has(name)) this.removeNode(name);
+    this.listRvs = [nodes.rv, ...sliceRvs];
+    this.kubernetesVersion = await this.version;
     this.listed = true;
     for (const name of this.nodes.keys()) this.enqueue(name);
     this.pump();
@@ -256,7 +250,55 @@ export class Fleet {
     // any other slice of the driver may be another publisher's (a node plugin, a second fleet): leave it.
   }
 
-  private upsertNode(n: V1Node): void {
+  private async listNodes(): Promise<{ seen: Set<string>; rv: string }> {
+    const seen = new Set<string>();
+    let rv: string;
+    let cont: string | undefined;
+    do {
+      this.stats.requests++;
+      const q = new URLSearchParams({ limit: String(PAGE) });
+      if (this.o.nodeSelector) q.set('labelSelector', this.o.nodeSelector);
+      if (cont) q.set('continue', cont);
+      // Metadata is all the fleet reads of a node; a KWOK node's status would be four fifths of the list.
+      const page = JSON.parse(
+        await this.kc.send('GET', `/api/v1/nodes?${q.toString()}`, undefined, METADATA_LIST),
+      ) as {
+        items: NodeMeta[] | null;
+        metadata?: { continue?: string; resourceVersion?: string };
+      };
+      rv = page.metadata?.resourceVersion ?? '';
+      // An empty PartialObjectMetadataList has `items: null`.
+      for (const n of page.items ?? []) {
+        if (n.metadata?.name && this.selected(n)) {
+          seen.add(n.metadata.name);
+          this.upsertNode(n);
+        }
+      }
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return { seen, rv };
+  }
+
+  /** Records the driver's slices; answers the list's resourceVersion. */
+  private async listSlices(driver: string): Promise<string> {
+    let rv: string;
+    let cont: string | undefined;
+    do {
+      this.stats.requests++;
+      const page = (await this.api.listClusterCustomObject({
+        ...SLICES,
+        fieldSelector: `spec.driver=${driver}`,
+        limit: PAGE,
+        _continue: cont,
+      })) as { items: StoredSlice[]; metadata?: { continue?: string; resourceVersion?: string } };
+      rv = page.metadata?.resourceVersion ?? '';
+      for (const s of page.items) this.recordSlice(s);
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return rv;
+  }
+
+  private upsertNode(n: NodeMeta): void {
     const name = n.metadata?.name ?? '';
     // The most specific answer wins: the node's own profile label, then its pool, then the default.
     const labels = n.metadata?.labels ?? {};
@@ -276,20 +318,24 @@ export class Fleet {
       void this.deleteSlice(sname).catch(() => undefined);
   }
 
-  /** `key`: the spec's key when the caller knows it (what it just wrote). */
-  private recordSlice(s: StoredSlice, key?: string): void {
+  /** A slice as listed or watched. */
+  private recordSlice(s: StoredSlice): void {
     const name = s.metadata.name;
     if (!name) return;
-    this.forgetSlice(name);
-    this.slices.set(name, {
+    this.record(name, {
       node: s.spec.nodeName,
       driver: s.spec.driver,
-      key: key ?? specKey(s.spec),
+      key: specKey(s.spec),
       generation: s.spec.pool.generation,
       rv: s.metadata.resourceVersion,
     });
-    let names = this.slicesOf.get(s.spec.nodeName);
-    if (!names) this.slicesOf.set(s.spec.nodeName, (names = new Set()));
+  }
+
+  private record(name: string, state: SliceState): void {
+    this.forgetSlice(name);
+    this.slices.set(name, state);
+    let names = this.slicesOf.get(state.node);
+    if (!names) this.slicesOf.set(state.node, (names = new Set()));
     names.add(name);
   }
 
@@ -303,7 +349,7 @@ export class Fleet {
   }
 
   private onNode(type: string, obj: unknown): void {
-    const n = obj as V1Node;
+    const n = obj as NodeMeta;
     const name = n.metadata?.name;
     if (!name) return;
     if (type === 'DELETED' || !this.selected(n)) {
@@ -420,19 +466,31 @@ export class Fleet {
     return profile instanceof FakegpuError ? profile : { profile, dynamicMig: this.o.dynamicMig };
   }
 
-  private desired(node: string, st: NodeState): ResourceSlice[] | FakegpuError {
+  private desired(node: string, st: NodeState): NodeSlice[] | FakegpuError {
     const m = this.machineOf(st);
     if (m === null) return [];
     if (m instanceof FakegpuError) return m;
+    const opts = {
+      dynamicMig: m.dynamicMig,
+      driverName: this.o.driverName,
+      kubernetesVersion: this.kubernetesVersion,
+      release: this.o.release,
+      nics: this.o.nics,
+    };
     try {
-      return renderSlices(m.profile, {
-        nodeName: node,
-        dynamicMig: m.dynamicMig,
-        driverName: this.o.driverName,
-        kubernetesVersion: this.kubernetesVersion,
-        release: this.o.release,
-        nics: this.o.nics,
-      }).items;
+      let byMode = this.templates.get(m.profile);
+      if (!byMode) this.templates.set(m.profile, (byMode = new Map<boolean, SliceTemplate | null>()));
+      let t = byMode.get(m.dynamicMig);
+      if (t === undefined) {
+        t = SliceTemplate.make(m.profile, opts);
+        byMode.set(m.dynamicMig, t);
+        if (!t)
+          this.o.log.info(
+            { profile: m.profile.name },
+            'no slice template for the profile; rendering each node',
+          );
+      }
+      return t ? t.node(node) : nodeSlices(renderSlices(m.profile, { ...opts, nodeName: node }).items);
     } catch (e) {
       return e instanceof FakegpuError ? e : new FakegpuError(node, String(e));
     }
@@ -453,7 +511,7 @@ export class Fleet {
           node,
           st,
           driver,
-          want.filter((s) => s.spec.driver === driver),
+          want.filter((s) => s.driver === driver),
         );
       st.failures = 0;
     } catch (e) {
@@ -474,7 +532,7 @@ export class Fleet {
     node: string,
     st: NodeState,
     driver: string,
-    want: ResourceSlice[],
+    want: NodeSlice[],
   ): Promise<void> {
     const existing: PublishedSlice[] = [];
     for (const name of this.slicesOf.get(node) ?? []) {
@@ -483,15 +541,39 @@ export class Fleet {
     }
     const plan = planPool(existing, want, driver, node);
     if (!plan) return;
-    const owner = { apiVersion: 'v1', kind: 'Node', name: node, uid: st.uid, controller: true };
+    const owner: NodeOwner = { apiVersion: 'v1', kind: 'Node', name: node, uid: st.uid, controller: true };
     for (const w of plan.writes) {
       await this.limiter.take();
       this.stats.requests++;
+      const ref = await this.writeSlice(w, plan.generation, owner);
       // The API server stores the spec as sent (the restart test holds it to that), so its key is known.
-      this.recordSlice(await writeSlice(this.api, w, plan.generation, owner), specKey(w.desired.spec));
+      this.record(ref.name, {
+        node,
+        driver,
+        key: w.desired.key,
+        generation: plan.generation,
+        rv: ref.resourceVersion,
+      });
       this.stats.writes++;
     }
     for (const name of plan.deletes) await this.deleteSlice(name);
+  }
+
+  /** Creates or replaces one slice from the template's text; an update replaces it whatever its version. */
+  private async writeSlice(
+    w: PoolPlan<NodeSlice>['writes'][number],
+    generation: number,
+    owner: NodeOwner,
+  ): Promise<{ name: string; resourceVersion: string }> {
+    const { desired: d, existing } = w;
+    const metadata = existing
+      ? { name: existing.name, ownerReferences: [owner] }
+      : { generateName: d.generateName, ownerReferences: [owner] };
+    const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
+    const text = existing
+      ? await this.kc.send('PUT', `${SLICES_PATH}/${existing.name}`, body)
+      : await this.kc.send('POST', SLICES_PATH, body);
+    return writtenRef(text);
   }
 
   private async deleteSlice(name: string): Promise<void> {
@@ -500,9 +582,9 @@ export class Fleet {
     this.stats.writes++;
     this.forgetSlice(name);
     try {
-      await this.api.deleteClusterCustomObject({ ...SLICES, name });
+      await this.kc.send('DELETE', `${SLICES_PATH}/${name}`);
     } catch (e) {
-      if ((e as { code?: number }).code !== 404) throw e;
+      if (!(e instanceof ApiError && e.code === 404)) throw e;
     }
   }
 

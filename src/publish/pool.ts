@@ -45,11 +45,18 @@ function canonicalJson(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** A spec's content apart from the pool generation, which every republish bumps: equal specs, equal keys. */
+/** The text a spec's key is taken from: its canonical JSON with the pool generation, which every republish bumps, at 0. */
+export function canonicalSpec(spec: ResourceSlice['spec']): string {
+  return canonicalJson({ ...spec, pool: { ...spec.pool, generation: 0 } });
+}
+
+export function keyOfCanonical(canonical: string): string {
+  return createHash('sha1').update(canonical).digest('base64');
+}
+
+/** A spec's content apart from the pool generation: equal specs, equal keys. */
 export function specKey(spec: ResourceSlice['spec']): string {
-  return createHash('sha1')
-    .update(canonicalJson({ ...spec, pool: { ...spec.pool, generation: 0 } }))
-    .digest('base64');
+  return keyOfCanonical(canonicalSpec(spec));
 }
 
 export function published(s: StoredSlice, keepMetadata: boolean): PublishedSlice {
@@ -69,11 +76,24 @@ export function indexOf(name: string | undefined, driver: string, node: string):
   return Number.parseInt(m[1] ?? '', 16);
 }
 
-export interface PoolPlan {
+/** A slice to publish, with the key of its spec. */
+export interface Desired {
+  key: string;
+}
+
+export interface DesiredSlice extends Desired {
+  slice: ResourceSlice;
+}
+
+export function keyed(slices: readonly ResourceSlice[]): DesiredSlice[] {
+  return slices.map((slice) => ({ slice, key: specKey(slice.spec) }));
+}
+
+export interface PoolPlan<D extends Desired> {
   /** The pool generation every written slice gets. */
   generation: number;
   /** Each desired slice, with the existing one it replaces (null: create). */
-  writes: { desired: ResourceSlice; existing: PublishedSlice | null }[];
+  writes: { desired: D; existing: PublishedSlice | null }[];
   deletes: string[];
 }
 
@@ -82,12 +102,12 @@ export interface PoolPlan {
  * Existing slices are matched to desired ones by the index in their name; slices named the older way
  * (`<node>-<driver>-xxxxx`, DRA driver 25.12) carry no index and take the free places in name order.
  */
-export function planPool(
+export function planPool<D extends Desired>(
   existing: readonly PublishedSlice[],
-  desired: readonly ResourceSlice[],
+  desired: readonly D[],
   driver: string,
   node: string,
-): PoolPlan | null {
+): PoolPlan<D> | null {
   const byIndex = new Map<number, PublishedSlice>();
   const unindexed: PublishedSlice[] = [];
   const deletes: string[] = [];
@@ -108,7 +128,7 @@ export function planPool(
     deletes.length === 0 &&
     desired.every((d, i) => {
       const e = byIndex.get(i);
-      return e !== undefined && e.key === specKey(d.spec);
+      return e !== undefined && e.key === d.key;
     }) &&
     existing.every((s) => s.generation === generation);
   if (unchanged) return null;
@@ -119,14 +139,24 @@ export function planPool(
   };
 }
 
+/** The owner reference of a node's slices: the Node, so its deletion takes them along. */
+export interface NodeOwner {
+  apiVersion: 'v1';
+  kind: 'Node';
+  name: string;
+  uid: string;
+  controller: true;
+}
+
 /** Creates or replaces one slice of a plan; returns what the API server stored. */
 export async function writeSlice(
   api: CustomObjectsApi,
-  w: PoolPlan['writes'][number],
+  w: PoolPlan<DesiredSlice>['writes'][number],
   generation: number,
-  owner: { apiVersion: string; kind: string; name: string; uid: string; controller: boolean },
+  owner: NodeOwner,
 ): Promise<StoredSlice> {
-  const { desired: d, existing } = w;
+  const { existing } = w;
+  const d = w.desired.slice;
   const spec = { ...d.spec, pool: { ...d.spec.pool, generation } };
   if (existing) {
     return (await api.replaceClusterCustomObject({

@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { planPool, published, SLICES, writeSlice, type StoredSlice } from './pool.js';
+import { keyed, planPool, published, SLICES, writeSlice, type NodeOwner, type StoredSlice } from './pool.js';
 
 /**
  * Keeps this node's pool on the API server equal to the desired slices: creates what is missing,
@@ -124,7 +124,7 @@ export class Publisher {
   private async reconcile(): Promise<number> {
     const { nodeName, driverName } = this.o;
     const node = await this.core.readNode({ name: nodeName });
-    const owner = {
+    const owner: NodeOwner = {
       apiVersion: 'v1',
       kind: 'Node',
       name: nodeName,
@@ -137,7 +137,7 @@ export class Publisher {
     })) as { items: StoredSlice[] };
     const plan = planPool(
       list.items.map((x) => published(x, true)),
-      this.desired,
+      keyed(this.desired),
       driverName,
       nodeName,
     );

@@ -3,7 +3,7 @@ import { get } from 'node:http';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { before, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/k8s/client.js';
 import { pino } from 'pino';
 import { cacheRoot } from '../../src/cluster/build.js';
 import { clusterRestart, FLEET_HTTP, kwokNode, type Exports } from '../../src/cluster/cluster.js';
@@ -178,7 +178,7 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
   it('gives nodes of a pool the pool’s machine, from a pools file, and an event for an unknown pool', async () => {
     // Plain nodes (no KWOK annotation, no profile label) that the cluster's own fleet leaves alone;
     // a second fleet in this process serves them by selector, as a user's would.
-    const kc = new KubeConfig();
+    const kc = new PooledKubeConfig(4);
     kc.loadFromFile(e.KUBECONFIG);
     const pools = parsePools(
       'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\npoolLabel: example.com/pool\npools:\n' +

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import type { Exports } from '../../src/cluster/cluster.js';
+import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/cluster/cluster.js';
 import { parsePools } from '../../src/fleet/pools.js';
 import { kubectl, testCluster } from '../support/cluster.js';
 
@@ -126,6 +126,16 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.equal(pools.byName.get('h100')?.profile.name, 'dgx-h100');
     assert.match(r.out, /name: FAKEGPU_POOLS\n\s+value: "\/etc\/fakegpu\/pools.yaml"/);
     assert.match(r.out, /name: FAKEGPU_FLEET_QPS\n\s+value: "50"/);
+    // The pod's Node runs as the local cluster and the benchmark run the fleet.
+    const env = new Map(
+      (
+        fleet.find((d) => d.kind === 'Deployment') as unknown as {
+          spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+        }
+      ).spec.template.spec.containers[0]?.env.map((v) => [v.name, v.value]),
+    );
+    assert.equal(env.get('NODE_OPTIONS'), FLEET_NODE_FLAGS.join(' '));
+    for (const [k, v] of Object.entries(FLEET_MALLOC_ENV)) assert.equal(env.get(k), v, k);
     // Applied for real (the Deployment's image cannot be built here, so its pod is not started):
     // the service account may do what the fleet does and no more.
     kubectl(e, ['create', 'namespace', 'fakegpu-fleet']);
