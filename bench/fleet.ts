@@ -29,7 +29,7 @@ import {
   REPO_ROOT,
 } from '../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
-import { FakegpuError } from '../src/errors.js';
+import { FakegpuError, show } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/fleet/fleet.js';
 import type { DeviceAttribute, ResourceSlice } from '../src/k8s/resource.js';
 import { ResumableWatch } from '../src/k8s/watch.js';
@@ -56,12 +56,26 @@ const opts = new Command('bench:fleet')
     keep?: boolean;
   }>();
 
-const N = intFlag(opts.nodes, '--nodes', 1, 20000);
-const IN_FLIGHT = intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000);
-const FILL = Number(opts.fill);
-if (!(FILL >= 0 && FILL <= 1)) throw new FakegpuError('--fill', `"${opts.fill}" is not a number from 0 to 1`);
+/** A bad flag stops the run before any cluster starts, with one line naming it. */
+function checked<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    if (!(e instanceof FakegpuError)) throw e;
+    process.stderr.write(`bench/fleet: ${e.message}\n`);
+    process.exit(2);
+  }
+}
+const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 20000));
+const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
+const FILL = checked(() => {
+  const fill = Number(opts.fill);
+  if (opts.fill.trim() === '' || !(fill >= 0 && fill <= 1))
+    throw new FakegpuError('--fill', `${show(opts.fill)} is not a number from 0 to 1`);
+  return fill;
+});
 const dynamicMig = opts.dynamicMig === true;
-const profile = resolveProfile(opts.profile, '--profile');
+const profile = checked(() => resolveProfile(opts.profile, '--profile'));
 const DIR = join(cacheRoot(), 'bench-fleet-cluster');
 const NS = 'fakegpu-bench';
 const SETTLE_MS = 20_000;

@@ -298,3 +298,22 @@ describe('fakegpu cluster up refuses to run where it cannot', () => {
     );
   });
 });
+
+describe('bench:fleet flags', () => {
+  const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'fleet.js');
+  // Each is refused before a cluster starts: the test would otherwise take minutes.
+  for (const [what, args, message] of [
+    ['no nodes', ['--nodes', '0'], /^bench\/fleet: --nodes: "0" is not an integer from 1 to 20000\n$/],
+    ['nodes not a number', ['--nodes', 'many'], /^bench\/fleet: --nodes: "many" is not an integer/],
+    ['fill above 1', ['--fill', '1.5'], /^bench\/fleet: --fill: "1.5" is not a number from 0 to 1\n$/],
+    ['fill empty', ['--fill', ''], /^bench\/fleet: --fill: "" is not a number from 0 to 1\n$/],
+    ['ceiling in flight', ['--ceiling-in-flight', '0'], /^bench\/fleet: --ceiling-in-flight: "0" is not/],
+    ['unknown profile', ['--profile', 'dgx-h999'], /^bench\/fleet: --profile: unknown preset "dgx-h999"/],
+  ] as const) {
+    it(`refuses ${what}`, () => {
+      const r = spawnSync(process.execPath, [bench, 'fleet', ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, message);
+    });
+  }
+});
