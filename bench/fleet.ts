@@ -33,7 +33,7 @@ import { FakegpuError, show } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/fleet/fleet.js';
 import type { DeviceAttribute, ResourceSlice } from '../src/k8s/resource.js';
 import { ResumableWatch } from '../src/k8s/watch.js';
-import { serverVersion } from '../src/plugin/run.js';
+import { serverVersion } from '../src/k8s/client.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { renderSlices } from '../src/render.js';
 import { DRIVER_NAME } from '../src/slice/build.js';

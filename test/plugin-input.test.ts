@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseGates } from '../src/cli/plugin.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
-import { slicesFromFile, splitEndpoint } from '../src/plugin/run.js';
+import { splitEndpoint } from '../src/cli/options.js';
+import { slicesFromFile } from '../src/plugin/run.js';
 
 /** The plugin's and the cluster's own inputs: each refused with the field, the value and what is allowed. */
 describe('plugin and cluster inputs', () => {

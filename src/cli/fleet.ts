@@ -7,10 +7,16 @@ import { Fleet } from '../fleet/fleet.js';
 import { loadPools } from '../fleet/pools.js';
 import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
-import { splitEndpoint } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
 import { checkDriverName } from './commands.js';
-import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption, intFlag } from './options.js';
+import {
+  driverNameOption,
+  driverReleaseOption,
+  dynamicMigOption,
+  envOption,
+  intFlag,
+  splitEndpoint,
+} from './options.js';
 
 interface Flags {
   nodeSelector?: string;

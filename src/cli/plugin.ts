@@ -4,7 +4,6 @@ import { pino } from 'pino';
 import type { FeatureGates } from '../config/nvidia.js';
 import { parseRelease } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
-import { runPlugin } from '../plugin/run.js';
 import { resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { DRANET } from '../nic/attributes.js';
@@ -148,6 +147,8 @@ export function pluginCommand(): Command {
     .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
     .action(async (f: Flags) => {
       const log = pino({ name: 'fakegpu-plugin', base: { node: f.nodeName } }, pino.destination(2));
+      // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
+      const { runPlugin } = await import('../plugin/run.js');
       const plugin = await runPlugin({
         nodeName: checkNodeName(f.nodeName, '--node-name'),
         profile: resolveProfile(f.profile),

@@ -2,7 +2,7 @@ import { CustomObjectsApi, type V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
-import { ApiError, writtenRef, type PooledKubeConfig } from '../k8s/client.js';
+import { ApiError, serverVersion, writtenRef, type PooledKubeConfig } from '../k8s/client.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import {
   planPool,
@@ -15,7 +15,6 @@ import {
 } from '../publish/pool.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import type { Semver } from '../k8s/version.js';
-import { serverVersion } from '../plugin/run.js';
 import { renderSlices, type NicRenderOptions } from '../render.js';
 import type { Pools } from './pools.js';
 import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import { KubeConfig, VersionApi, type RequestContext } from '@kubernetes/client-node';
+import type { Semver } from './version.js';
 
 /**
  * A KubeConfig whose API clients share one keep-alive HTTPS agent. client-node builds a new agent for
@@ -123,4 +124,13 @@ const HEAD =
  */
 function own(s: string): string {
   return Buffer.from(s, 'utf8').toString('utf8');
+}
+
+/** The API server's version decides the slice layout under dynamic MIG, as in the real driver. */
+export async function serverVersion(kc: KubeConfig): Promise<Semver> {
+  const v = await kc.makeApiClient(VersionApi).getCode();
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.gitVersion);
+  return m
+    ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) }
+    : { major: 1, minor: 37, patch: 0 };
 }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { serverVersion } from '../k8s/client.js';
+import { splitEndpoint } from '../cli/options.js';
 import { pino, type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
@@ -369,25 +371,4 @@ function machineKey(m: Machine): string {
     .update(m.gpus.map((g) => g.uuid).join(','))
     .digest('hex')
     .slice(0, 12);
-}
-
-export function splitEndpoint(ep: string): [string, number] {
-  const i = ep.lastIndexOf(':');
-  const port = Number(ep.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new FakegpuError(
-      '--http-endpoint',
-      `${JSON.stringify(ep)} is not host:port, e.g. "127.0.0.1:51516" or ":51516"`,
-    );
-  }
-  return [ep.slice(0, i) || '0.0.0.0', port];
-}
-
-/** The API server's version decides the slice layout under dynamic MIG, as in the real driver. */
-export async function serverVersion(kc: KubeConfig): Promise<Semver> {
-  const v = await kc.makeApiClient(VersionApi).getCode();
-  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.gitVersion);
-  return m
-    ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) }
-    : { major: 1, minor: 37, patch: 0 };
 }
