@@ -10,7 +10,10 @@
  *      that matches no node) started the same way, so the per-node figure is growth, not Node's baseline.
  *   3. Scheduling: pods with one-GPU claims until the GPUs are `--fill` full; pods bound per second.
  *
- * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9]
+ * Ceiling and fleet alternate for `--rounds` rounds (3) and their medians are compared: on a small
+ * shared machine one run of either swings by a fifth.
+ *
+ * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9] [--rounds 3]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -44,6 +47,7 @@ const opts = new Command('bench:fleet')
   .option('--dynamic-mig', 'publish every MIG partition')
   .option('--fill <fraction>', 'schedule one-GPU pods until this share of the GPUs is taken (0: skip)', '0.9')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
+  .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
   .option('--keep', 'leave the cluster running afterwards')
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
   .parse(process.argv.slice(3), { from: 'user' })
@@ -53,6 +57,7 @@ const opts = new Command('bench:fleet')
     dynamicMig?: boolean;
     fill: string;
     ceilingInFlight: string;
+    rounds: string;
     keep?: boolean;
   }>();
 
@@ -67,6 +72,7 @@ function checked<T>(parse: () => T): T {
   }
 }
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 20000));
+const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
 const FILL = checked(() => {
   const fill = Number(opts.fill);
@@ -85,6 +91,7 @@ const log = (l: string): void => {
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+const f = (n: number, d = 2): string => n.toFixed(d);
 
 /** Raw HTTPS to the API server: the least a client can do per request. */
 class Raw {
@@ -301,11 +308,9 @@ interface Results {
   devices: number;
   gpus: number;
   renderS: number;
-  ceilingS: number;
-  fleetS: number;
-  fleetWallS: number;
-  requests: number;
-  writes: number;
+  /** Seconds, one per round. */
+  ceilings: number[];
+  fleets: { s: number; wallS: number; requests: number; writes: number }[];
   idleKiB: number;
   servingKiB: number;
   pods: number;
@@ -331,7 +336,7 @@ async function run(kubeconfig: string): Promise<Results> {
     }).items;
 
   log(`rendering ${N} nodes' slices for the ceiling client`);
-  let t0 = performance.now();
+  const t0 = performance.now();
   const posts = nodes.flatMap((n) => bodies(render(n.name), n));
   const renderS = seconds(t0);
   const sample = render(nodes[0]?.name ?? '');
@@ -342,62 +347,73 @@ async function run(kubeconfig: string): Promise<Results> {
       0,
     ) * N;
 
-  await deleteAllSlices(raw);
-  log(`ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
-  t0 = performance.now();
-  await inParallel(posts, IN_FLIGHT, async (body) => {
-    await raw.ok('POST', SLICES_PATH, body);
-  });
-  const ceilingS = seconds(t0);
-  log(`ceiling: ${ceilingS.toFixed(2)} s`);
-  await deleteAllSlices(raw);
-
   log('fleet, idle: a selector that matches no node');
-  let fleet = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
+  const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
   await until(
     'the idle fleet ready',
     60_000,
     async () => (await get(`http://${FLEET_HTTP}/readyz`)).status === 200,
   );
-  const idleKiB = await settledRssKiB(fleet);
-  await stopFleet(fleet);
+  const idleKiB = await settledRssKiB(idle);
+  await stopFleet(idle);
 
-  log(`fleet: publishing ${N} nodes`);
-  t0 = performance.now();
-  fleet = startFleet(kubeconfig, []);
-  try {
-    await until('the fleet to publish every node', 900_000, async () => {
-      if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
-      return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
+  // Rounds alternate the ceiling and the fleet, so a slow spell of this shared machine hits both; the
+  // medians are compared. The last round's fleet stays up for its memory and the scheduling phase.
+  const ceilings: number[] = [];
+  const fleets: { s: number; wallS: number; requests: number; writes: number }[] = [];
+  for (let round = 1; ; round++) {
+    await deleteAllSlices(raw);
+    log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
+    const t0 = performance.now();
+    await inParallel(posts, IN_FLIGHT, async (body) => {
+      await raw.ok('POST', SLICES_PATH, body);
     });
-    const fleetWallS = seconds(t0);
-    log(`fleet: every node published after ${fleetWallS.toFixed(2)} s from spawn`);
-    const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
-    const published = (await sliceNames(raw)).length;
-    if (published !== posts.length)
-      throw new FakegpuError(
-        'bench/fleet',
-        `the fleet published ${published} slices, expected ${posts.length}`,
-      );
-    const servingKiB = await settledRssKiB(fleet);
-    const sched =
-      FILL > 0 ? await schedule(kc, raw, Math.floor(gpus * FILL)) : { pods: 0, createdS: 0, boundS: 0 };
-    return {
-      slices: posts.length,
-      devices,
-      gpus,
-      renderS,
-      ceilingS,
-      fleetS: metric(metrics, 'fakegpu_fleet_first_published_seconds'),
-      fleetWallS,
-      requests: metric(metrics, 'fakegpu_fleet_api_requests'),
-      writes: metric(metrics, 'fakegpu_fleet_writes'),
-      idleKiB,
-      servingKiB,
-      ...sched,
-    };
-  } finally {
-    await stopFleet(fleet);
+    ceilings.push(seconds(t0));
+    log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
+    await deleteAllSlices(raw);
+
+    log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
+    const t1 = performance.now();
+    const fleet = startFleet(kubeconfig, []);
+    try {
+      await until('the fleet to publish every node', 900_000, async () => {
+        if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
+        return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
+      });
+      const wallS = seconds(t1);
+      const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+      const published = (await sliceNames(raw)).length;
+      if (published !== posts.length)
+        throw new FakegpuError(
+          'bench/fleet',
+          `the fleet published ${published} slices, expected ${posts.length}`,
+        );
+      const s = metric(metrics, 'fakegpu_fleet_first_published_seconds');
+      fleets.push({
+        s,
+        wallS,
+        requests: metric(metrics, 'fakegpu_fleet_api_requests'),
+        writes: metric(metrics, 'fakegpu_fleet_writes'),
+      });
+      log(`round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn`);
+      if (round < ROUNDS) continue;
+      const servingKiB = await settledRssKiB(fleet);
+      const sched =
+        FILL > 0 ? await schedule(kc, raw, Math.floor(gpus * FILL)) : { pods: 0, createdS: 0, boundS: 0 };
+      return {
+        slices: posts.length,
+        devices,
+        gpus,
+        renderS,
+        ceilings,
+        fleets,
+        idleKiB,
+        servingKiB,
+        ...sched,
+      };
+    } finally {
+      await stopFleet(fleet);
+    }
   }
 }
 
@@ -502,24 +518,34 @@ try {
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
 }
 
-const f = (n: number, d = 2): string => n.toFixed(d);
 const mode = dynamicMig ? 'dynamic MIG' : 'plain';
 const perNode = (r.servingKiB - r.idleKiB) / N;
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+};
+const spread = (xs: readonly number[]): string =>
+  xs.length > 1 ? `${f(Math.min(...xs))} – ${f(Math.max(...xs))}` : '';
+const ceilingS = median(r.ceilings);
+const fleetS = median(r.fleets.map((x) => x.s));
+const wallS = median(r.fleets.map((x) => x.wallS));
+const last = r.fleets[r.fleets.length - 1];
 console.log(
-  `bench/fleet: ${N} KWOK nodes of ${opts.profile} (${mode}): ${r.slices} slices, ${r.devices} devices, ${r.gpus} GPUs\n`,
+  `bench/fleet: ${N} KWOK nodes of ${opts.profile} (${mode}): ${r.slices} slices, ${r.devices} devices, ${r.gpus} GPUs; median of ${ROUNDS} round(s)\n`,
 );
-console.log('| publish every node | seconds | slices/s | API requests | vs ceiling |');
-console.log('|---|---|---|---|---|');
+console.log('| publish every node | seconds | range | slices/s | API requests | vs ceiling |');
+console.log('|---|---|---|---|---|---|');
 console.log(
-  `| ceiling: pre-serialized POSTs, raw HTTPS, ${IN_FLIGHT} in flight | ${f(r.ceilingS)} | ${f(r.slices / r.ceilingS, 0)} | ${r.slices} | 1.00x |`,
-);
-console.log(
-  `| fakegpu fleet, from start (lists, render, writes) | ${f(r.fleetS)} | ${f(r.slices / r.fleetS, 0)} | ${r.requests} (${r.writes} writes) | ${f(r.fleetS / r.ceilingS)}x |`,
+  `| ceiling: pre-serialized POSTs, raw HTTPS, ${IN_FLIGHT} in flight | ${f(ceilingS)} | ${spread(r.ceilings)} | ${f(r.slices / ceilingS, 0)} | ${r.slices} | 1.00x |`,
 );
 console.log(
-  `| fakegpu fleet, from process spawn | ${f(r.fleetWallS)} | | | ${f(r.fleetWallS / r.ceilingS)}x |`,
+  `| fakegpu fleet, from start (lists, render, writes) | ${f(fleetS)} | ${spread(r.fleets.map((x) => x.s))} | ${f(r.slices / fleetS, 0)} | ${last?.requests ?? 0} (${last?.writes ?? 0} writes) | ${f(fleetS / ceilingS)}x |`,
 );
-console.log(`| (rendering all slices once, in this process) | ${f(r.renderS)} | | | |`);
+console.log(
+  `| fakegpu fleet, from process spawn | ${f(wallS)} | ${spread(r.fleets.map((x) => x.wallS))} | | | ${f(wallS / ceilingS)}x |`,
+);
+console.log(`| (rendering all slices once, in this process) | ${f(r.renderS)} | | | | |`);
 console.log('\n| fleet memory | RSS MiB |\n|---|---|');
 console.log(
   `| idle (selector matches no node), ${SETTLE_MS / 1000} s after ready | ${f(r.idleKiB / 1024, 1)} |`,
@@ -537,5 +563,5 @@ if (r.pods > 0) {
   console.log(`| scheduled pods/s | ${f(sched, 1)} |`);
 }
 console.log(
-  `\nfleet: N=${N} publish=${f(r.fleetS)}s ceiling=${f(r.ceilingS)}s ratio=${f(r.ceilingS / r.fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`,
+  `\nfleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`,
 );

@@ -308,6 +308,7 @@ describe('bench:fleet flags', () => {
     ['fill above 1', ['--fill', '1.5'], /^bench\/fleet: --fill: "1.5" is not a number from 0 to 1\n$/],
     ['fill empty', ['--fill', ''], /^bench\/fleet: --fill: "" is not a number from 0 to 1\n$/],
     ['ceiling in flight', ['--ceiling-in-flight', '0'], /^bench\/fleet: --ceiling-in-flight: "0" is not/],
+    ['no rounds', ['--rounds', '0'], /^bench\/fleet: --rounds: "0" is not an integer from 1 to 10\n$/],
     ['unknown profile', ['--profile', 'dgx-h999'], /^bench\/fleet: --profile: unknown preset "dgx-h999"/],
   ] as const) {
     it(`refuses ${what}`, () => {
