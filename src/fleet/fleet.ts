@@ -2,7 +2,7 @@ import { CustomObjectsApi, type V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
-import { ApiError, serverVersion, writtenRef, type PooledKubeConfig } from '../k8s/client.js';
+import { ApiError, serverVersion, type PooledKubeConfig } from '../k8s/client.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import {
   planPool,
@@ -569,10 +569,9 @@ export class Fleet {
       ? { name: existing.name, ownerReferences: [owner] }
       : { generateName: d.generateName, ownerReferences: [owner] };
     const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
-    const text = existing
-      ? await this.kc.send('PUT', `${SLICES_PATH}/${existing.name}`, body)
-      : await this.kc.send('POST', SLICES_PATH, body);
-    return writtenRef(text);
+    return existing
+      ? await this.kc.write('PUT', `${SLICES_PATH}/${existing.name}`, body)
+      : await this.kc.write('POST', SLICES_PATH, body);
   }
 
   private async deleteSlice(name: string): Promise<void> {

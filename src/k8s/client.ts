@@ -30,6 +30,28 @@ export class PooledKubeConfig extends KubeConfig {
    * Throws an `ApiError` carrying the HTTP status for any answer but 2xx.
    */
   async send(method: string, path: string, body?: string, accept = 'application/json'): Promise<string> {
+    return (await this.request(method, path, body, accept)).toString('utf8');
+  }
+
+  /**
+   * A write whose answer is wanted only for the object's name and resourceVersion: the answer stays
+   * bytes (outside V8's heap) but for its head, which holds both (see `writtenRef`).
+   */
+  async write(
+    method: string,
+    path: string,
+    body: string,
+  ): Promise<{ name: string; resourceVersion: string }> {
+    const answer = await this.request(method, path, body, 'application/json');
+    return writtenRef(answer.toString('utf8', 0, 2048), () => answer.toString('utf8'));
+  }
+
+  private async request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    accept: string,
+  ): Promise<Buffer> {
     const cluster = this.getCurrentCluster();
     if (!cluster) throw new ApiError(0, 'the kubeconfig names no current cluster');
     const o: RequestOptions = {};
@@ -61,10 +83,13 @@ export class PooledKubeConfig extends KubeConfig {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
+            const answer = Buffer.concat(chunks);
             const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300) resolve(text);
-            else reject(new ApiError(status, `${method} ${path}: HTTP ${status}: ${text.slice(0, 500)}`));
+            if (status >= 200 && status < 300) resolve(answer);
+            else
+              reject(
+                new ApiError(status, `${method} ${path}: HTTP ${status}: ${answer.toString('utf8', 0, 500)}`),
+              );
           });
         },
       );
@@ -108,10 +133,13 @@ export class ApiError extends Error {
  * uid, resourceVersion), because parsing all of it (the spec and its managedFields) would cost a writer
  * of thousands of large objects more than building them did; any other shape is parsed whole.
  */
-export function writtenRef(text: string): { name: string; resourceVersion: string } {
-  const m = HEAD.exec(text.slice(0, 2048));
+export function writtenRef(
+  head: string,
+  whole: () => string = () => head,
+): { name: string; resourceVersion: string } {
+  const m = HEAD.exec(head.slice(0, 2048));
   if (m?.[1] && m[2]) return { name: own(m[1]), resourceVersion: own(m[2]) };
-  const o = JSON.parse(text) as { metadata?: { name?: string; resourceVersion?: string } };
+  const o = JSON.parse(whole()) as { metadata?: { name?: string; resourceVersion?: string } };
   return { name: o.metadata?.name ?? '', resourceVersion: o.metadata?.resourceVersion ?? '' };
 }
 
