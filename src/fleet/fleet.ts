@@ -32,6 +32,7 @@ const PAGE = 500;
 /** What the fleet reads of a Node: watched in full, listed as metadata only. */
 type NodeMeta = { metadata?: V1ObjectMeta };
 const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 const SLICES_PATH = `/apis/${SLICES.group}/${SLICES.version}/${SLICES.plural}`;
 
 export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
@@ -187,8 +188,9 @@ export class Fleet {
           { fieldSelector: `spec.driver=${d}` },
           rvs(i + 1),
           (t, o) => {
-            this.onSlice(t, o);
+            this.onSlice(d, t, o);
           },
+          METADATA,
         ),
       ),
     ];
@@ -356,18 +358,36 @@ export class Fleet {
     } else this.upsertNode(n);
   }
 
-  private onSlice(type: string, obj: unknown): void {
-    const s = obj as StoredSlice;
-    const name = s.metadata.name;
+  /**
+   * Slices are watched as metadata: the fleet's own writes come back as events, and under dynamic MIG
+   * each carries 30 kB of spec that would be parsed only to be dropped. A slice someone else changed is
+   * known to differ, not how: its key is cleared, so its node's next pass writes it again.
+   */
+  private onSlice(driver: string, type: string, obj: unknown): void {
+    const m = (obj as { metadata?: V1ObjectMeta }).metadata;
+    const name = m?.name;
     if (!name) return;
     const before = this.slices.get(name);
-    if (type !== 'DELETED' && before?.rv !== undefined && before.rv === s.metadata.resourceVersion) return;
+    if (type !== 'DELETED' && before?.rv !== undefined && before.rv === m.resourceVersion) return;
+    // A slice not yet known is attributed by its owner: the Node, on every slice a driver publishes.
+    const node =
+      before?.node ?? m.ownerReferences?.find((r) => r.kind === 'Node' && r.apiVersion === 'v1')?.name;
+    if (node === undefined || !this.nodes.has(node)) {
+      if (type === 'DELETED') this.forgetSlice(name);
+      return;
+    }
     if (type === 'DELETED') this.forgetSlice(name);
-    else this.recordSlice(s);
-    // Someone else changed or deleted a slice of ours: put it back. Our own writes match what we hold.
-    const after = this.slices.get(name);
-    if (this.nodes.has(s.spec.nodeName) && before?.key !== after?.key && !this.active.has(s.spec.nodeName))
-      this.enqueue(s.spec.nodeName);
+    else
+      this.record(name, {
+        node,
+        driver,
+        key: '',
+        generation: before?.generation ?? 0,
+        rv: m.resourceVersion,
+      });
+    // Also while the node is being reconciled: the event may be of our own write, whose answer has not
+    // come yet (the pass after finds everything in place), or of a change that pass did not see.
+    this.enqueue(node);
   }
 
   private watchOf(
@@ -375,23 +395,31 @@ export class Fleet {
     query: Record<string, string>,
     rv: string,
     event: (type: string, obj: unknown) => void,
+    accept?: string,
   ): ResumableWatch {
-    return new ResumableWatch(this.kc, path, query, rv, {
-      event,
-      opened: () => {
-        this.stats.requests++;
+    return new ResumableWatch(
+      this.kc,
+      path,
+      query,
+      rv,
+      {
+        event,
+        opened: () => {
+          this.stats.requests++;
+        },
+        failed: (err) => {
+          this.o.log.warn(
+            { path, err: err instanceof Error ? err.message : String(err) },
+            'watch failed; resuming',
+          );
+        },
+        expired: () => {
+          this.o.log.info({ path }, 'watch expired; relisting');
+          this.relistAndResume();
+        },
       },
-      failed: (err) => {
-        this.o.log.warn(
-          { path, err: err instanceof Error ? err.message : String(err) },
-          'watch failed; resuming',
-        );
-      },
-      expired: () => {
-        this.o.log.info({ path }, 'watch expired; relisting');
-        this.relistAndResume();
-      },
-    });
+      accept,
+    );
   }
 
   /** After a watch expired: list again, then every watch resumes from the new lists. */

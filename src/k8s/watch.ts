@@ -31,6 +31,8 @@ export class ResumableWatch {
     private readonly query: Record<string, string>,
     startRv: string,
     private readonly h: WatchHandlers,
+    /** A media type other than full objects, e.g. `as=PartialObjectMetadata`. */
+    private readonly accept?: string,
   ) {
     this.rv = startRv;
     void this.open();
@@ -73,7 +75,7 @@ export class ResumableWatch {
     };
     try {
       this.h.opened?.();
-      const req = await new Watch(this.kc).watch(
+      const req = await new Watch(this.accept ? withAccept(this.kc, this.accept) : this.kc).watch(
         this.path,
         { ...this.query, resourceVersion: this.rv, allowWatchBookmarks: 'true' },
         (type, obj) => {
@@ -97,4 +99,15 @@ export class ResumableWatch {
       retry(e);
     }
   }
+}
+
+/** The kubeconfig as client-node's Watch sees it, asking for `accept` (its only way in is the headers). */
+function withAccept(kc: KubeConfig, accept: string): KubeConfig {
+  const view = Object.create(kc) as KubeConfig;
+  view.applyToFetchOptions = (o) =>
+    kc.applyToFetchOptions({
+      ...o,
+      headers: { ...(o.headers as Record<string, string> | undefined), accept },
+    });
+  return view;
 }

@@ -165,6 +165,28 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
     );
   });
 
+  it('puts back a slice someone else deleted, and one someone else changed', async () => {
+    const profile = (n: string): string => (p4d(n) ? 'aws-p4d.24xlarge' : 'dgx-h100');
+    const [gone] = slicesByNode(e).get('kwok-gpu-4') ?? [];
+    const [changed] = slicesByNode(e).get('kwok-gpu-6') ?? [];
+    assert.ok(gone && changed);
+    mustKubectl(e, ['delete', 'resourceslice', gone.metadata.name]);
+    // A device attribute another controller rewrote: the spec differs, the node and owner do not.
+    mustKubectl(e, [
+      'patch',
+      'resourceslice',
+      changed.metadata.name,
+      '--type=json',
+      '-p',
+      JSON.stringify([
+        { op: 'replace', path: '/spec/devices/0/attributes/productName', value: { string: 'not a GPU' } },
+      ]),
+    ]);
+    await eventually('both slices as render gives them again', () =>
+      matches(e, profile).length === 0 ? true : undefined,
+    );
+  });
+
   it('records an event on a node whose label names an unknown preset, leaving the others alone', async () => {
     mustKubectl(e, ['label', 'node', 'kwok-gpu-2', 'fakegpu.dev/profile=dgx-h999', '--overwrite']);
     const note = await eventually('a FakegpuProfileInvalid event', () =>
