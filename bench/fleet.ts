@@ -311,8 +311,9 @@ interface Results {
   /** Seconds, one per round. */
   ceilings: number[];
   fleets: { s: number; wallS: number; requests: number; writes: number }[];
-  idleKiB: number;
-  servingKiB: number;
+  /** KiB, one per round. */
+  idleKiB: number[];
+  servingKiB: number[];
   pods: number;
   createdS: number;
   boundS: number;
@@ -347,21 +348,25 @@ async function run(kubeconfig: string): Promise<Results> {
       0,
     ) * N;
 
-  log('fleet, idle: a selector that matches no node');
-  const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
-  await until(
-    'the idle fleet ready',
-    60_000,
-    async () => (await get(`http://${FLEET_HTTP}/readyz`)).status === 200,
-  );
-  const idleKiB = await settledRssKiB(idle);
-  await stopFleet(idle);
-
   // Rounds alternate the ceiling and the fleet, so a slow spell of this shared machine hits both; the
-  // medians are compared. The last round's fleet stays up for its memory and the scheduling phase.
+  // medians are compared. Each round also measures an idle fleet and the serving one: a single
+  // resident-memory figure swings by several MiB with GC timing. The last round's fleet stays up for
+  // the scheduling phase.
   const ceilings: number[] = [];
   const fleets: { s: number; wallS: number; requests: number; writes: number }[] = [];
+  const idleKiB: number[] = [];
+  const servingKiB: number[] = [];
   for (let round = 1; ; round++) {
+    log(`round ${round}/${ROUNDS}, fleet, idle: a selector that matches no node`);
+    const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
+    await until(
+      'the idle fleet ready',
+      60_000,
+      async () => (await get(`http://${FLEET_HTTP}/readyz`)).status === 200,
+    );
+    idleKiB.push(await settledRssKiB(idle));
+    await stopFleet(idle);
+
     await deleteAllSlices(raw);
     log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
     const t0 = performance.now();
@@ -396,8 +401,11 @@ async function run(kubeconfig: string): Promise<Results> {
         writes: metric(metrics, 'fakegpu_fleet_writes'),
       });
       log(`round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn`);
+      servingKiB.push(await settledRssKiB(fleet));
+      log(
+        `round ${round}/${ROUNDS}, RSS: idle ${f((idleKiB.at(-1) ?? 0) / 1024, 1)} MiB, serving ${f((servingKiB.at(-1) ?? 0) / 1024, 1)} MiB`,
+      );
       if (round < ROUNDS) continue;
-      const servingKiB = await settledRssKiB(fleet);
       const sched =
         FILL > 0 ? await schedule(kc, raw, Math.floor(gpus * FILL)) : { pods: 0, createdS: 0, boundS: 0 };
       return {
@@ -519,14 +527,16 @@ try {
 }
 
 const mode = dynamicMig ? 'dynamic MIG' : 'plain';
-const perNode = (r.servingKiB - r.idleKiB) / N;
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 };
-const spread = (xs: readonly number[]): string =>
-  xs.length > 1 ? `${f(Math.min(...xs))} – ${f(Math.max(...xs))}` : '';
+const spread = (xs: readonly number[], d = 2): string =>
+  xs.length > 1 ? `${f(Math.min(...xs), d)} – ${f(Math.max(...xs), d)}` : '';
+const idleKiB = median(r.idleKiB);
+const servingKiB = median(r.servingKiB);
+const perNode = (servingKiB - idleKiB) / N;
 const ceilingS = median(r.ceilings);
 const fleetS = median(r.fleets.map((x) => x.s));
 const wallS = median(r.fleets.map((x) => x.wallS));
@@ -546,14 +556,20 @@ console.log(
   `| fakegpu fleet, from process spawn | ${f(wallS)} | ${spread(r.fleets.map((x) => x.wallS))} | | | ${f(wallS / ceilingS)}x |`,
 );
 console.log(`| (rendering all slices once, in this process) | ${f(r.renderS)} | | | | |`);
-console.log('\n| fleet memory | RSS MiB |\n|---|---|');
+console.log('\n| fleet memory (median of rounds) | RSS MiB | range |\n|---|---|---|');
 console.log(
-  `| idle (selector matches no node), ${SETTLE_MS / 1000} s after ready | ${f(r.idleKiB / 1024, 1)} |`,
+  `| idle (selector matches no node), ${SETTLE_MS / 1000} s after ready | ${f(idleKiB / 1024, 1)} | ${spread(
+    r.idleKiB.map((k) => k / 1024),
+    1,
+  )} |`,
 );
 console.log(
-  `| serving ${N} nodes, ${SETTLE_MS / 1000} s after all published | ${f(r.servingKiB / 1024, 1)} |`,
+  `| serving ${N} nodes, ${SETTLE_MS / 1000} s after all published | ${f(servingKiB / 1024, 1)} | ${spread(
+    r.servingKiB.map((k) => k / 1024),
+    1,
+  )} |`,
 );
-console.log(`| per node | ${f(perNode, 1)} KiB |`);
+console.log(`| per node | ${f(perNode, 1)} KiB | |`);
 const sched = r.pods > 0 ? r.pods / r.boundS : 0;
 if (r.pods > 0) {
   console.log('\n| scheduling (kube-scheduler, one-GPU claims) | value |\n|---|---|');
