@@ -372,12 +372,11 @@ export class Fleet {
     // A slice not yet known is attributed by its owner: the Node, on every slice a driver publishes.
     const node =
       before?.node ?? m.ownerReferences?.find((r) => r.kind === 'Node' && r.apiVersion === 'v1')?.name;
-    if (node === undefined || !this.nodes.has(node)) {
-      if (type === 'DELETED') this.forgetSlice(name);
-      return;
-    }
     if (type === 'DELETED') this.forgetSlice(name);
-    else
+    if (node === undefined) return;
+    // Slices of nodes not served are kept too, as the list keeps them: a node selected later then has
+    // its pool replaced, not published a second time beside it.
+    if (type !== 'DELETED')
       this.record(name, {
         node,
         driver,
@@ -387,7 +386,7 @@ export class Fleet {
       });
     // Also while the node is being reconciled: the event may be of our own write, whose answer has not
     // come yet (the pass after finds everything in place), or of a change that pass did not see.
-    this.enqueue(node);
+    if (this.nodes.has(node)) this.enqueue(node);
   }
 
   private watchOf(

@@ -101,10 +101,7 @@ function escape(s: string): string {
 
 /** Cuts `text` at every occurrence of a token (longest first) and at the generation. */
 function cut(text: string, tokens: readonly string[], generation: boolean): Parts {
-  const alternatives = tokens
-    .map((t, i) => ({ t, i }))
-    .sort((a, b) => b.t.length - a.t.length)
-    .map(({ t }) => escape(t));
+  const alternatives = [...tokens].sort((a, b) => b.length - a.length).map(escape);
   if (generation) alternatives.push(escape(GENERATION_TEXT));
   const re = new RegExp(alternatives.join('|'), 'g');
   const parts: (string | number)[] = [];
