@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { DEFAULT_RELEASE } from '../src/device/release.js';
+import { Fleet } from '../src/fleet/fleet.js';
 import { DEFAULT_POOL_LABEL, loadPools, parsePools } from '../src/fleet/pools.js';
+import { PooledKubeConfig } from '../src/k8s/client.js';
+import { DRIVER_NAME } from '../src/slice/build.js';
 
 const head = 'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\n';
 
@@ -72,5 +77,31 @@ describe('fleet pools file', () => {
     assert.throws(() => loadPools('/nonexistent/pools.yaml'), {
       message: /^--pools: cannot read "\/nonexistent\/pools.yaml" \(ENOENT\)$/,
     });
+  });
+});
+
+describe('fakegpu fleet, its kubeconfig', () => {
+  it('refuses a cluster reached through proxy-url, naming the flag', () => {
+    const kc = new PooledKubeConfig(1);
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: 'https://api.example.com', proxyUrl: 'http://proxy.example.com:3128' }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
+      currentContext: 'ctx',
+    });
+    assert.throws(
+      () =>
+        new Fleet(kc, {
+          profileLabel: 'fakegpu.dev/profile',
+          dynamicMig: false,
+          driverName: DRIVER_NAME,
+          release: DEFAULT_RELEASE,
+          concurrency: 1,
+          qps: 0,
+          burst: 1,
+          log: pino({ level: 'silent' }),
+        }),
+      { message: /^--kubeconfig: a cluster reached through proxy-url is not supported by the fleet$/ },
+    );
   });
 });
