@@ -33,7 +33,7 @@ import {
 } from '../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
-import { KWOK_ANNOTATION } from '../src/fleet/fleet.js';
+import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import type { DeviceAttribute, ResourceSlice } from '../src/k8s/resource.js';
 import { ResumableWatch } from '../src/k8s/watch.js';
 import { serverVersion } from '../src/k8s/client.js';

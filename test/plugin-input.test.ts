@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseGates } from '../src/cli/plugin.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
-import { splitEndpoint } from '../src/cli/options.js';
+import { splitEndpoint } from '../src/net/endpoint.js';
 import { slicesFromFile } from '../src/plugin/run.js';
 
 /** The plugin's and the cluster's own inputs: each refused with the field, the value and what is allowed. */

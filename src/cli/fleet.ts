@@ -9,14 +9,8 @@ import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
 import { resolveProfile } from '../profile/load.js';
 import { checkDriverName } from './commands.js';
-import {
-  driverNameOption,
-  driverReleaseOption,
-  dynamicMigOption,
-  envOption,
-  intFlag,
-  splitEndpoint,
-} from './options.js';
+import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption, intFlag } from './options.js';
+import { splitEndpoint } from '../net/endpoint.js';
 
 interface Flags {
   nodeSelector?: string;

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FakegpuError } from '../errors.js';
-import { KWOK_ANNOTATION } from '../fleet/fleet.js';
+import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import { isProfileFile } from '../profile/load.js';
 import { cacheRoot, ensureBinaries, type Toolchain } from './build.js';
 import {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { ApiError, serverVersion, type PooledKubeConfig } from '../k8s/client.js';
+import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import {
   planPool,
@@ -34,8 +35,6 @@ type NodeMeta = { metadata?: V1ObjectMeta };
 const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 const SLICES_PATH = `/apis/${SLICES.group}/${SLICES.version}/${SLICES.plural}`;
-
-export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
 
 export interface FleetOptions {
   /** Label selector for the nodes to serve; default: nodes KWOK manages (annotation) or carrying the profile label. */

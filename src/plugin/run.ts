@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { serverVersion } from '../k8s/client.js';
-import { splitEndpoint } from '../cli/options.js';
+import { splitEndpoint } from '../net/endpoint.js';
 import { pino, type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
