@@ -120,7 +120,7 @@ describe('preparing NIC claims', () => {
     await state.prepare(claim('u1', ['pci-0000-90-1b-0']));
     assert.ok(specOf(opts.cdiRoot, 'u1').devices[0]?.containerEdits.env?.includes('FI_PROVIDER=efa'));
     const again = make();
-    assert.deepEqual(again.restore(), []);
+    assert.deepEqual(again.restore().stale, []);
     await again.unprepare('u1');
     assert.equal(existsSync(join(opts.cdiRoot, 'k8s.dra.net-claim_u1.yaml')), false);
     await again.prepare(claim('u2', ['pci-0000-90-1b-0']));

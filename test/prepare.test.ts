@@ -221,7 +221,7 @@ describe('checkpoint', () => {
     writeFileSync(path, '{"version": 1, "preparedClaims": ');
     assert.throws(
       () => new CheckpointStore(path),
-      /the checkpoint is not valid JSON .*; restart with --reset-checkpoint to start empty/,
+      /checkpoint.json: the checkpoint is not valid JSON .*; restart with --reset-checkpoint \(env FAKEGPU_RESET_CHECKPOINT=true, chart value plugin.resetCheckpoint\) to start empty/,
     );
     assert.deepEqual(new CheckpointStore(path, true).all(), []);
   });

@@ -1,28 +1,35 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseChecked, withChecksum, writeDurably } from '../durable/file.js';
 import { FakegpuError } from '../errors.js';
 
 /**
  * What this node has prepared, per claim UID, so unprepare works after a restart or after the claim was
- * deleted. PrepareStarted marks work that may be half done; PrepareCompleted is returned as is.
+ * deleted. PrepareStarted marks work that may be half done, and carries what that work meant to make
+ * (a MIG placement) before any of it exists, so a restart can undo it; PrepareCompleted is returned as
+ * is. Every change is on disk (fsync, rename, fsync of the folder) before the call that made it returns.
  */
+const MigInstance = z.strictObject({
+  parentUuid: z.string(),
+  /** The placement asked for, recorded before the GPU instance is created. */
+  profileId: z.number().int().optional(),
+  start: z.number().int().optional(),
+  /** Known once created. */
+  gpuInstanceId: z.number().int().optional(),
+  computeInstanceId: z.number().int().optional(),
+});
+export type MigInstance = z.infer<typeof MigInstance>;
+
 const PreparedDevice = z.strictObject({
   requestNames: z.array(z.string()),
   poolName: z.string(),
   deviceName: z.string(),
   cdiDeviceIds: z.array(z.string()),
-  /** The device's identity: GPU or MIG UUID, a NIC's PCI address. */
+  /** The device's identity: GPU or MIG UUID, a NIC's PCI address; empty for a MIG device not yet made. */
   uuid: z.string(),
   type: z.enum(['gpu', 'mig', 'nic']),
-  /** A MIG device created at prepare (dynamic MIG), destroyed at unprepare. */
-  migInstance: z
-    .strictObject({
-      parentUuid: z.string(),
-      gpuInstanceId: z.number().int(),
-      computeInstanceId: z.number().int(),
-    })
-    .optional(),
+  /** A MIG device made at prepare (dynamic MIG), destroyed at unprepare. */
+  migInstance: MigInstance.optional(),
 });
 export type PreparedDevice = z.infer<typeof PreparedDevice>;
 
@@ -40,11 +47,15 @@ const PreparedClaim = z.strictObject({
 export type PreparedClaim = z.infer<typeof PreparedClaim>;
 
 const CheckpointFile = z.strictObject({
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   nodeBootId: z.string(),
   preparedClaims: z.record(z.string(), PreparedClaim),
 });
 export type Checkpoint = z.infer<typeof CheckpointFile>;
+
+/** How to start over, said wherever a checkpoint is refused. */
+export const RESET_HINT =
+  'restart with --reset-checkpoint (env FAKEGPU_RESET_CHECKPOINT=true, chart value plugin.resetCheckpoint) to start empty; prepared claims are forgotten and their files swept';
 
 function bootId(): string {
   try {
@@ -57,34 +68,32 @@ function bootId(): string {
 export class CheckpointStore {
   private data: Checkpoint;
 
-  /** Loads the file; a corrupt one stops the plugin unless `reset` says to start empty. */
+  /** Loads the file; a damaged one stops the plugin with one line unless `reset` says to start empty. */
   constructor(
     readonly path: string,
     reset = false,
   ) {
-    this.data = { version: 1, nodeBootId: bootId(), preparedClaims: {} };
+    this.data = { version: 2, nodeBootId: bootId(), preparedClaims: {} };
     if (reset || !existsSync(path)) {
       this.save();
       return;
     }
-    let parsed: ReturnType<typeof CheckpointFile.safeParse>;
-    try {
-      parsed = CheckpointFile.safeParse(JSON.parse(readFileSync(path, 'utf8')));
-    } catch (e) {
-      throw new FakegpuError(
-        path,
-        `the checkpoint is not valid JSON (${e instanceof Error ? e.message : String(e)}); restart with --reset-checkpoint to start empty (prepared claims are forgotten)`,
-      );
-    }
+    const checked = parseChecked(readFileSync(path, 'utf8'));
+    if (!checked.ok) throw new FakegpuError(path, `the checkpoint is ${checked.why}; ${RESET_HINT}`);
+    const parsed = CheckpointFile.safeParse(checked.data);
     if (!parsed.success) {
+      const issue = parsed.error.issues[0];
       throw new FakegpuError(
         path,
-        `the checkpoint is malformed (${parsed.error.issues[0]?.message ?? 'invalid'}); restart with --reset-checkpoint to start empty (prepared claims are forgotten)`,
+        `the checkpoint is malformed (${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}); ${RESET_HINT}`,
       );
     }
+    // Version 1 predates the checksum; anything later without one was damaged or hand-made.
+    if (parsed.data.version !== 1 && !checked.checksummed)
+      throw new FakegpuError(path, `the checkpoint has no checksum; ${RESET_HINT}`);
     // After a reboot nothing prepared survives (CDI specs live on tmpfs, pods are gone), as the real driver assumes.
-    if (parsed.data.nodeBootId === this.data.nodeBootId) this.data = parsed.data;
-    else this.save();
+    if (parsed.data.nodeBootId === this.data.nodeBootId) this.data = { ...parsed.data, version: 2 };
+    if (parsed.data.version !== 2 || parsed.data.nodeBootId !== this.data.nodeBootId) this.save();
   }
 
   get(uid: string): PreparedClaim | undefined {
@@ -116,9 +125,6 @@ export class CheckpointStore {
   }
 
   private save(): void {
-    mkdirSync(dirname(this.path), { recursive: true });
-    const tmp = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(this.data, null, 2)}\n`, { mode: 0o600 });
-    renameSync(tmp, this.path);
+    writeDurably(this.path, withChecksum(this.data), { mode: 0o600 });
   }
 }

@@ -1,8 +1,10 @@
 import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { FakegpuError } from '../errors.js';
 
 /**
  * The kubelet-facing gRPC servers: plugin registration on `<registrar>/<driver>-reg.sock` and the DRA
@@ -77,10 +79,36 @@ function unary<Req, Res>(fn: (req: Req) => Promise<Res>): Unary<Req, Res> {
   };
 }
 
+/** Whether a process accepts connections on the Unix socket: a stale file left by a crash does not. */
+function served(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => {
+      resolve(false);
+    });
+  });
+}
+
+/**
+ * A socket file a crash left behind is replaced; one that another process still serves (NVIDIA's
+ * driver, a second plugin of the same name) is not taken over.
+ */
+async function refuseServed(path: string): Promise<void> {
+  if (existsSync(path) && (await served(path)))
+    throw new FakegpuError(
+      path,
+      "another process serves this socket (NVIDIA's DRA driver, or a second plugin with the same driver name); stop it first",
+    );
+}
+
 /** Binds a server to a Unix socket owned by root with mode 0600, replacing a stale socket file. */
 async function listen(server: grpc.Server, path: string): Promise<void> {
   mkdirSync(dirname(path), { recursive: true });
-  if (existsSync(path)) rmSync(path, { force: true });
+  rmSync(path, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix://${path}`, grpc.ServerCredentials.createInsecure(), (err) => {
       if (err) reject(err);
@@ -105,6 +133,10 @@ export interface RunningServers {
 
 /** Starts the DRA service first, then registration, so the kubelet never dials a socket not yet served. */
 export async function startServers(o: DraServerOptions, h: DraHandlers): Promise<RunningServers> {
+  const draSocket = join(o.pluginsDir, o.driverName, 'dra.sock');
+  const registrationSocket = join(o.registrarDir, `${o.driverName}-reg.sock`);
+  await refuseServed(draSocket);
+  await refuseServed(registrationSocket);
   const dra = new grpc.Server();
   const handlers = {
     NodePrepareResources: unary<{ claims: ClaimRef[] }, PrepareResponse>((req) => h.prepare(req.claims)),
@@ -114,7 +146,6 @@ export async function startServers(o: DraServerOptions, h: DraHandlers): Promise
   };
   dra.addService(service(loadProto('dra-v1.proto'), DRA_V1), handlers);
   dra.addService(service(loadProto('dra-v1beta1.proto'), DRA_V1BETA1), handlers);
-  const draSocket = join(o.pluginsDir, o.driverName, 'dra.sock');
   await listen(dra, draSocket);
 
   const reg = new grpc.Server();
@@ -135,7 +166,6 @@ export async function startServers(o: DraServerOptions, h: DraHandlers): Promise
       cb(null, {});
     },
   });
-  const registrationSocket = join(o.registrarDir, `${o.driverName}-reg.sock`);
   await listen(reg, registrationSocket);
 
   return {

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import type { CdiSpec, ContainerEdits } from '../cdi/spec.js';
 import { cdiDeviceId, cdiDeviceName } from '../cdi/spec.js';
-import { removeSpec, writeSpec } from '../cdi/write.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { NicHardware } from '../hardware/machine.js';
 import { baseRequest, type ResourceClaim } from '../prepare/claim.js';
-import { fakeDeviceNode, makeFakeNodes, PrepareError, Serial } from '../prepare/node.js';
+import { ClaimLifecycle, type ClaimHooks } from '../prepare/lifecycle.js';
+import { ClaimError, fakeDeviceNode, makeFakeNodes } from '../prepare/node.js';
 import { nicDeviceName } from './attributes.js';
 
 /**
@@ -33,13 +33,13 @@ interface NicAllocatable {
   uverbs: number | null;
 }
 
-export class NicState {
-  private readonly allocatable = new Map<string, NicAllocatable>();
-  private readonly serial = new Serial();
+class NicHooks implements ClaimHooks {
+  readonly cdiKind = NIC_CDI_KIND;
+  readonly errorPrefix = '';
+  readonly allocatable = new Map<string, NicAllocatable>();
 
   constructor(
     nics: readonly NicHardware[],
-    private readonly checkpoint: CheckpointStore,
     private readonly opts: NicPrepareOptions,
   ) {
     const rdma = nics
@@ -51,59 +51,24 @@ export class NicState {
       const i = rdma.indexOf(nic.busId);
       this.allocatable.set(nicDeviceName(nic), { nic, uverbs: i < 0 ? null : i });
     }
-    this.makeDeviceNodes();
   }
 
-  private makeDeviceNodes(): void {
-    const nodes: [string, number][] = [['rdma_cm', RDMA_CM.minor]];
-    for (const a of this.allocatable.values())
-      if (a.uverbs !== null) nodes.push([`uverbs${a.uverbs}`, UVERBS_MINOR_BASE + a.uverbs]);
-    makeFakeNodes(join(this.opts.stateDir, 'dev', 'infiniband'), nodes);
+  has(deviceName: string): boolean {
+    return this.allocatable.has(deviceName);
   }
 
-  /** Re-writes the CDI specs of completed claims (they may live on tmpfs); drops half-done ones. */
-  restore(): string[] {
-    const stale: string[] = [];
-    for (const [uid, c] of this.checkpoint.all()) {
-      if (c.state !== 'PrepareCompleted') this.forget(uid);
-      else if (c.devices.every((d) => this.allocatable.has(d.deviceName))) this.writeSpec(uid, c);
-      else stale.push(uid);
-    }
-    return stale;
-  }
-
-  prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
-    return this.serial.run(() => this.prepareNow(claim));
-  }
-
-  unprepare(uid: string): Promise<void> {
-    return this.serial.run(() => {
-      this.forget(uid);
-    });
-  }
-
-  private fail(claim: ResourceClaim, cause: string): PrepareError {
-    const m = claim.metadata;
-    return new PrepareError(`error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: ${cause}`);
-  }
-
-  private prepareNow(claim: ResourceClaim): PreparedDevice[] {
+  plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim {
     const uid = claim.metadata.uid;
-    const done = this.checkpoint.get(uid);
-    if (done?.state === 'PrepareCompleted') {
-      this.writeSpec(uid, done);
-      return done.devices;
-    }
     const allocation = claim.status?.allocation?.devices;
-    if (!allocation) throw this.fail(claim, 'claim not yet allocated');
+    if (!allocation) throw new ClaimError('claim not yet allocated');
     const devices: PreparedDevice[] = [];
     for (const r of (allocation.results ?? []).filter((x) => x.driver === this.opts.driverName)) {
       const a = this.allocatable.get(r.device);
       if (r.pool !== this.opts.nodeName || !a)
-        throw this.fail(claim, `device ${r.device} not found on this node`);
-      const other = r.adminAccess ? undefined : this.checkpoint.holder(r.device, uid);
+        throw new ClaimError(`device ${r.device} not found on this node`);
+      const other = r.adminAccess ? undefined : heldBy(r.device);
       if (other !== undefined)
-        throw this.fail(claim, `device ${r.device} is already prepared for claim ${other}`);
+        throw new ClaimError(`device ${r.device} is already prepared for claim ${other}`);
       devices.push({
         requestNames: [baseRequest(r.request)],
         poolName: r.pool,
@@ -113,16 +78,26 @@ export class NicState {
         type: 'nic',
       });
     }
-    const record: PreparedClaim = {
+    return {
       namespace: claim.metadata.namespace,
       name: claim.metadata.name,
-      state: 'PrepareCompleted',
+      state: 'PrepareStarted',
       devices,
       configState: {},
     };
-    this.writeSpec(uid, record);
-    this.checkpoint.put(uid, record);
+  }
+
+  /** Nothing to make: a NIC claim is its CDI spec. */
+  apply(devices: PreparedDevice[]): PreparedDevice[] {
     return devices;
+  }
+
+  undo(): void {
+    // Nothing was made on the node.
+  }
+
+  sweepInstances(): number {
+    return 0;
   }
 
   /** What a workload reads to find its NICs, for the whole claim (CDI env entries do not merge). */
@@ -141,15 +116,12 @@ export class NicState {
     return env;
   }
 
-  private writeSpec(uid: string, c: PreparedClaim): void {
-    if (c.devices.length === 0) {
-      removeSpec(this.opts.cdiRoot, uid, NIC_CDI_KIND);
-      return;
-    }
+  files(uid: string, c: PreparedClaim): CdiSpec | null {
+    if (c.devices.length === 0) return null;
     const env = this.env(c);
     const devices = c.devices.map((d) => {
       const a = this.allocatable.get(d.deviceName);
-      if (!a) throw new PrepareError(`device ${d.deviceName} not found on this node`);
+      if (!a) throw new Error(`device ${d.deviceName} not found on this node`);
       const edits: ContainerEdits = { env };
       if (a.uverbs !== null)
         edits.deviceNodes = [
@@ -158,17 +130,22 @@ export class NicState {
       return { name: cdiDeviceName(uid, d.deviceName), containerEdits: edits };
     });
     const rdma = c.devices.some((d) => this.allocatable.get(d.deviceName)?.uverbs != null);
-    const spec: CdiSpec = {
+    return {
       cdiVersion: '0.5.0',
       kind: NIC_CDI_KIND,
       ...(rdma ? { containerEdits: { deviceNodes: [fakeDeviceNode(RDMA_CM.path, RDMA_CM.minor)] } } : {}),
       devices,
     };
-    writeSpec(this.opts.cdiRoot, uid, spec);
   }
+}
 
-  private forget(uid: string): void {
-    removeSpec(this.opts.cdiRoot, uid, NIC_CDI_KIND);
-    this.checkpoint.delete(uid);
+export class NicState extends ClaimLifecycle {
+  constructor(nics: readonly NicHardware[], checkpoint: CheckpointStore, opts: NicPrepareOptions) {
+    const hooks = new NicHooks(nics, opts);
+    super(checkpoint, hooks, opts);
+    const nodes: [string, number][] = [['rdma_cm', RDMA_CM.minor]];
+    for (const a of hooks.allocatable.values())
+      if (a.uverbs !== null) nodes.push([`uverbs${a.uverbs}`, UVERBS_MINOR_BASE + a.uverbs]);
+    makeFakeNodes(join(opts.stateDir, 'dev', 'infiniband'), nodes);
   }
 }

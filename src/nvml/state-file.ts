@@ -1,5 +1,5 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { parseChecked, withChecksum, writeDurably } from '../durable/file.js';
 import { FakegpuError } from '../errors.js';
 import { MigStateSchema, type MigState, type MigStateStore } from './state.js';
 
@@ -15,16 +15,13 @@ export class FileMigStateStore implements MigStateStore {
       if (e instanceof Error && 'code' in e && e.code === 'ENOENT') return null;
       throw e;
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
+    const checked = parseChecked(text);
+    if (!checked.ok)
       throw new FakegpuError(
         this.path,
-        'the NVML state file is not JSON; delete it to start from the profile',
+        `the NVML state file is ${checked.why}; delete it to start from the profile`,
       );
-    }
-    const parsed = MigStateSchema.safeParse(json);
+    const parsed = MigStateSchema.safeParse(checked.data);
     if (!parsed.success) {
       throw new FakegpuError(
         this.path,
@@ -34,11 +31,8 @@ export class FileMigStateStore implements MigStateStore {
     return parsed.data;
   }
 
-  /** Write-then-rename: a crash leaves either the old or the new state, never half of one. */
+  /** A crash leaves either the old or the new state on disk, never half of one. */
   save(state: MigState): void {
-    mkdirSync(dirname(this.path), { recursive: true });
-    const tmp = `${this.path}.tmp-${process.pid}`;
-    writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-    renameSync(tmp, this.path);
+    writeDurably(this.path, withChecksum(state), { mode: 0o600 });
   }
 }

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { parseAllDocuments } from 'yaml';
+import { writeIfChanged } from '../durable/file.js';
 import { serverVersion } from '../k8s/client.js';
 import { splitEndpoint } from '../net/endpoint.js';
-import { pino, type Logger } from 'pino';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { parseAllDocuments } from 'yaml';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../config/nvidia.js';
 import type { DriverRelease } from '../device/release.js';
@@ -14,23 +17,18 @@ import { FakegpuError } from '../errors.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
-import {
-  startServers,
-  type ClaimRef,
-  type PrepareResponse,
-  type RunningServers,
-  type UnprepareResponse,
-} from '../kubelet/grpc.js';
+import { startServers, type RunningServers } from '../kubelet/grpc.js';
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
-import { PrepareError } from '../prepare/node.js';
+import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
-import type { ResourceClaim } from '../prepare/claim.js';
 import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
 import { buildSlices } from '../slice/build.js';
-import { join } from 'node:path';
+import { draHandlers } from './handlers.js';
+import { pluginMetrics } from './metrics.js';
+import { refuseRealDriver } from './preflight.js';
 
 export interface PluginOptions {
   nodeName: string;
@@ -50,6 +48,8 @@ export interface PluginOptions {
   httpEndpoint: string;
   gates: FeatureGates;
   resetCheckpoint: boolean;
+  /** Where to look for NVIDIA's real device nodes before starting (default /dev). */
+  devRoot?: string | undefined;
   /** DRANET's NICs beside the GPUs; absent: GPUs only. */
   nics?: (NicRenderOptions & { stateDir: string }) | undefined;
   log?: Logger;
@@ -87,52 +87,65 @@ export function slicesFromFile(path: string, nodeName: string, driverName: strin
   });
 }
 
-function metrics(reg: Registry) {
-  collectDefaultMetrics({ register: reg, prefix: 'fakegpu_' });
-  return {
-    requests: new Counter({
-      name: 'fakegpu_dra_requests_total',
-      help: 'DRA gRPC requests by method and result',
-      labelNames: ['method', 'result'],
-      registers: [reg],
-    }),
-    latency: new Histogram({
-      name: 'fakegpu_dra_request_duration_seconds',
-      help: 'DRA gRPC request latency by method',
-      labelNames: ['method'],
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-      registers: [reg],
-    }),
-    published: new Gauge({
-      name: 'fakegpu_published_devices',
-      help: 'devices in the ResourceSlices this node publishes, by driver',
-      labelNames: ['driver'],
-      registers: [reg],
-    }),
-    prepared: new Gauge({
-      name: 'fakegpu_prepared_claims',
-      help: 'claims currently prepared on this node',
-      registers: [reg],
-    }),
-  };
+/**
+ * The machine this node pretends to be. A node label may name it, read when the plugin starts; the
+ * choice is remembered in the state dir, so a start while the API server is away picks the same
+ * machine its checkpoint was made for, and unprepare keeps working.
+ */
+async function chooseProfile(o: PluginOptions, kc: KubeConfig, log: Logger): Promise<ResolvedProfile> {
+  if (!o.profileLabel) return o.profile;
+  const remembered = join(o.stateDir, 'profile-choice.json');
+  let value: string | null;
+  try {
+    const node = await new Promise<V1Node>((resolve, reject) => {
+      const t = setTimeout(() => {
+        reject(new Error(`no answer in ${PROFILE_LABEL_WAIT_MS / 1000} s`));
+      }, PROFILE_LABEL_WAIT_MS);
+      kc.makeApiClient(CoreV1Api)
+        .readNode({ name: o.nodeName })
+        .then(resolve, reject)
+        .finally(() => {
+          clearTimeout(t);
+        });
+    });
+    value = node.metadata?.labels?.[o.profileLabel] ?? null;
+    writeIfChanged(remembered, `${JSON.stringify({ label: o.profileLabel, value })}\n`, { mode: 0o600 });
+  } catch (e) {
+    try {
+      value = (JSON.parse(readFileSync(remembered, 'utf8')) as { value: string | null }).value;
+    } catch {
+      value = null;
+    }
+    log.warn(
+      { err: e instanceof Error ? e.message : String(e), label: o.profileLabel, value },
+      'reading the node label failed; using the machine chosen at the last start',
+    );
+  }
+  if (!value) return o.profile;
+  log.info({ label: o.profileLabel, profile: value }, 'profile chosen by node label');
+  return resolveProfile(value, `node label ${o.profileLabel}`);
+}
+
+const PROFILE_LABEL_WAIT_MS = 10_000;
+
+/** One driver on this node: its claims, its kubelet sockets, and later its slices. */
+interface Driver {
+  name: string;
+  state: ClaimLifecycle;
+  checkpoint: CheckpointStore;
+  /** The slices to publish, once the API server's version is known. */
+  slices(version: Semver): ResourceSlice[];
 }
 
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
+  refuseRealDriver(o.devRoot);
   const kc = new KubeConfig();
   if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
   else kc.loadFromDefault();
   const claims = kc.makeApiClient(CustomObjectsApi);
 
-  let profile = o.profile;
-  if (o.profileLabel) {
-    const node = await kc.makeApiClient(CoreV1Api).readNode({ name: o.nodeName });
-    const value = node.metadata?.labels?.[o.profileLabel];
-    if (value) {
-      profile = resolveProfile(value, `node label ${o.profileLabel}`);
-      log.info({ label: o.profileLabel, profile: value }, 'profile chosen by node label');
-    }
-  }
+  const profile = await chooseProfile(o, kc, log);
   const model = modelNode(profile, {
     nodeName: o.nodeName,
     dynamicMig: o.dynamicMig,
@@ -143,186 +156,126 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
     migState: (machine) => new FileMigStateStore(join(o.stateDir, `nvml-state-${machineKey(machine)}.json`)),
   });
-  const version = await serverVersion(kc);
-  const desired = o.slicesFile
-    ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
-    : buildSlices(model.devices, {
-        nodeName: o.nodeName,
-        driverName: o.driverName,
-        dynamicMig: o.dynamicMig,
-        kubernetesVersion: version,
-        release: o.release,
-      });
 
+  const reg = new Registry();
+  const m = pluginMetrics(reg);
+  const drivers: Driver[] = [];
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
-  const state = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
-    driverName: o.driverName,
-    nodeName: o.nodeName,
-    cdiRoot: o.cdiRoot,
-    stateDir: o.stateDir,
-    gates: o.gates,
+  drivers.push({
+    name: o.driverName,
+    checkpoint,
+    state: new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
+      driverName: o.driverName,
+      nodeName: o.nodeName,
+      cdiRoot: o.cdiRoot,
+      stateDir: o.stateDir,
+      gates: o.gates,
+    }),
+    slices: (version) =>
+      o.slicesFile
+        ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
+        : buildSlices(model.devices, {
+            nodeName: o.nodeName,
+            driverName: o.driverName,
+            dynamicMig: o.dynamicMig,
+            kubernetesVersion: version,
+            release: o.release,
+          }),
   });
-  const stale = state.restore();
-  if (stale.length > 0)
-    log.warn({ claims: stale }, 'prepared claims refer to devices this machine no longer has');
-
   // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
   // sockets, slices, checkpoint and state dir.
   const nicSlices = o.nics ? renderNicSlices(model.machine, o.nics) : [];
-  let nic: { driver: string; slices: ResourceSlice[]; state: NicState; checkpoint: CheckpointStore } | null =
-    null;
   if (o.nics && nicSlices.length > 0) {
     const nicCheckpoint = new CheckpointStore(join(o.nics.stateDir, 'checkpoint.json'), o.resetCheckpoint);
-    const nicState = new NicState(model.machine.nics, nicCheckpoint, {
-      driverName: o.nics.driverName,
-      nodeName: o.nodeName,
-      cdiRoot: o.cdiRoot,
-      stateDir: o.nics.stateDir,
+    drivers.push({
+      name: o.nics.driverName,
+      checkpoint: nicCheckpoint,
+      state: new NicState(model.machine.nics, nicCheckpoint, {
+        driverName: o.nics.driverName,
+        nodeName: o.nodeName,
+        cdiRoot: o.cdiRoot,
+        stateDir: o.nics.stateDir,
+      }),
+      slices: () => nicSlices,
     });
-    const staleNics = nicState.restore();
-    if (staleNics.length > 0)
-      log.warn({ claims: staleNics }, 'prepared NIC claims refer to NICs this machine no longer has');
-    nic = { driver: o.nics.driverName, slices: nicSlices, state: nicState, checkpoint: nicCheckpoint };
   }
-  const preparedCount = () => checkpoint.all().length + (nic?.checkpoint.all().length ?? 0);
-
-  const reg = new Registry();
-  const m = metrics(reg);
-  m.prepared.set(preparedCount());
-
-  const readClaim = async (ref: ClaimRef): Promise<ResourceClaim> => {
-    const c = (await claims.getNamespacedCustomObject({
-      group: 'resource.k8s.io',
-      version: 'v1',
-      namespace: ref.namespace,
-      plural: 'resourceclaims',
-      name: ref.name,
-    })) as ResourceClaim;
-    if (c.metadata.uid !== ref.uid) {
-      throw new PrepareError(
-        `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,
+  // Before serving: finish or undo what a crash left, and sweep what no claim holds.
+  for (const d of drivers) {
+    const r = d.state.restore();
+    if (r.stale.length > 0)
+      log.warn(
+        { driver: d.name, claims: r.stale },
+        'prepared claims refer to devices this machine no longer has',
       );
-    }
-    return c;
-  };
-
-  const timed = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
-    const end = m.latency.startTimer({ method });
-    try {
-      return await fn();
-    } finally {
-      end();
-    }
-  };
-
-  const handlers = (
-    driver: string,
-    st: { prepare: DeviceState['prepare']; unprepare: DeviceState['unprepare'] },
-  ) => ({
-    prepare: (refs: ClaimRef[]) =>
-      timed('NodePrepareResources', async () => {
-        const out: PrepareResponse['claims'] = {};
-        await Promise.all(
-          refs.map(async (ref) => {
-            try {
-              const devices = await st.prepare(await readClaim(ref));
-              out[ref.uid] = {
-                devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
-                  requestNames,
-                  poolName,
-                  deviceName,
-                  cdiDeviceIds,
-                })),
-                error: '',
-              };
-              m.requests.inc({ method: 'NodePrepareResources', result: 'success' });
-              log.info(
-                {
-                  driver,
-                  claim: `${ref.namespace}/${ref.name}`,
-                  uid: ref.uid,
-                  devices: devices.map((d) => d.deviceName),
-                },
-                'prepared claim',
-              );
-            } catch (e) {
-              const msg = e instanceof Error ? e.message : String(e);
-              const error =
-                e instanceof PrepareError
-                  ? msg
-                  : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
-              out[ref.uid] = { devices: [], error };
-              m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
-              log.warn(
-                { driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error },
-                'prepare failed',
-              );
-            }
-          }),
-        );
-        m.prepared.set(preparedCount());
-        return { claims: out };
-      }),
-    unprepare: (refs: ClaimRef[]) =>
-      timed('NodeUnprepareResources', async () => {
-        const out: UnprepareResponse['claims'] = {};
-        for (const ref of refs) {
-          try {
-            await st.unprepare(ref.uid);
-            out[ref.uid] = { error: '' };
-            m.requests.inc({ method: 'NodeUnprepareResources', result: 'success' });
-            log.info({ driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'unprepared claim');
-          } catch (e) {
-            const msg = e instanceof Error ? e.message : String(e);
-            out[ref.uid] = {
-              error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
-            };
-            m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
-          }
-        }
-        m.prepared.set(preparedCount());
-        return { claims: out };
-      }),
-  });
+    if (r.rolledBack.length > 0)
+      log.warn({ driver: d.name, claims: r.rolledBack }, 'rolled back half-prepared claims');
+    const swept = r.swept.cdiSpecs + r.swept.views + r.swept.instances;
+    if (swept > 0) log.warn({ driver: d.name, ...r.swept }, 'swept what no prepared claim holds');
+    m.swept.inc({ driver: d.name, kind: 'rolled_back' }, r.rolledBack.length);
+    m.swept.inc({ driver: d.name, kind: 'cdi_spec' }, r.swept.cdiSpecs);
+    m.swept.inc({ driver: d.name, kind: 'view' }, r.swept.views);
+    m.swept.inc({ driver: d.name, kind: 'mig_instance' }, r.swept.instances);
+  }
+  const preparedCount = () => drivers.reduce((n, d) => n + d.state.held().length, 0);
+  m.prepared.set(preparedCount());
 
   // Ready once the kubelet accepted every registration: before that, prepare calls cannot reach us.
   const registered = new Map<string, boolean>();
-  const register = (driver: string) => ({
-    driverName: driver,
-    pluginsDir: o.kubeletPluginsDir,
-    registrarDir: o.kubeletRegistrarDir,
-    onRegistration: (ok: boolean, error?: string) => {
-      registered.set(driver, ok);
-      if (ok) log.info({ driver }, 'registered with the kubelet');
-      else log.error({ driver, error }, 'the kubelet refused the registration');
-    },
-  });
-  /** One driver's kubelet sockets and its published slices. */
-  const serve = async (
-    driver: string,
-    st: { prepare: DeviceState['prepare']; unprepare: DeviceState['unprepare'] },
-    slices: ResourceSlice[],
-  ): Promise<{ servers: RunningServers; publisher: Publisher }> => {
-    registered.set(driver, false);
-    const servers = await startServers(register(driver), handlers(driver, st));
-    log.info(
-      { driver, dra: servers.draSocket, registration: servers.registrationSocket },
-      'serving the kubelet',
-    );
-    const publisher = new Publisher(kc, {
-      nodeName: o.nodeName,
-      driverName: driver,
-      log,
-      onSync: (_writes, devices) => {
-        m.published.set({ driver }, devices);
+  const servers: RunningServers[] = [];
+  for (const d of drivers) {
+    registered.set(d.name, false);
+    const s = await startServers(
+      {
+        driverName: d.name,
+        pluginsDir: o.kubeletPluginsDir,
+        registrarDir: o.kubeletRegistrarDir,
+        onRegistration: (ok: boolean, error?: string) => {
+          registered.set(d.name, ok);
+          if (ok) log.info({ driver: d.name }, 'registered with the kubelet');
+          else log.error({ driver: d.name, error }, 'the kubelet refused the registration');
+        },
       },
-    });
-    publisher.start(slices);
-    return { servers, publisher };
-  };
-  const drivers = [await serve(o.driverName, state, desired)];
-  if (nic) drivers.push(await serve(nic.driver, nic.state, nic.slices));
+      draHandlers(d.state, { driver: d.name, claims, metrics: m, log, preparedCount }),
+    );
+    servers.push(s);
+    log.info({ driver: d.name, dra: s.draSocket, registration: s.registrationSocket }, 'serving the kubelet');
+  }
   const ready = () => [...registered.values()].every(Boolean);
+
+  // Slices wait for the API server; the kubelet's calls do not.
+  const publishers: Publisher[] = [];
+  let stopped = false;
+  const stopping = new AbortController();
+  const publish = async (): Promise<void> => {
+    let version: Semver | null = null;
+    for (let attempt = 0; version === null; attempt++) {
+      if (stopped) return;
+      try {
+        version = await serverVersion(kc);
+      } catch (e) {
+        const ms = Math.random() * Math.min(30_000, 1000 * 2 ** attempt);
+        log.warn(
+          { err: e instanceof Error ? e.message : String(e), retryInMs: Math.round(ms) },
+          'the API server is not answering; slices wait',
+        );
+        await sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
+      }
+    }
+    for (const d of drivers) {
+      if (stopped) return;
+      const publisher = new Publisher(kc, {
+        nodeName: o.nodeName,
+        driverName: d.name,
+        log,
+        onSync: (_writes, devices) => {
+          m.published.set({ driver: d.name }, devices);
+        },
+      });
+      publisher.start(d.slices(version));
+      publishers.push(publisher);
+    }
+  };
+  const publishing = publish();
 
   let http: Server | null = null;
   if (o.httpEndpoint) {
@@ -352,8 +305,11 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
 
   return {
     async stop() {
-      for (const d of drivers) d.publisher.stop();
-      for (const d of drivers) await d.servers.stop();
+      stopped = true;
+      stopping.abort();
+      await publishing;
+      for (const p of publishers) p.stop();
+      for (const s of servers) await s.stop();
       await new Promise<void>((r) => {
         if (http)
           http.close(() => {

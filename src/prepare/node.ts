@@ -11,7 +11,11 @@ import type { DeviceNode } from '../cdi/spec.js';
 /** Character major for fake device nodes: LANANA's range for local/experimental use, never a real driver's. */
 export const FAKE_MAJOR = 120;
 
+/** A failure the kubelet sees as the claim's error string, whole. */
 export class PrepareError extends Error {}
+
+/** Why one claim cannot be prepared; the lifecycle adds the claim and the driver's own prefix. */
+export class ClaimError extends Error {}
 
 /** A CDI device node on the fake major; CDI carries type, major and minor, so no host node is needed. */
 export function fakeDeviceNode(path: string, minor: number): DeviceNode {

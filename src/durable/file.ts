@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+
+/**
+ * The node's state changes through these calls only, so a kill -9 at any line leaves each file either
+ * as it was or as it was meant to be. write-file-atomic writes a temporary file beside the target,
+ * fsyncs it and renames it over; the rename itself is durable only once the directory is fsynced,
+ * which it does not do, so that step is ours. Temporary names end in a hex suffix, which the CDI
+ * runtimes (that read `*.yaml` and `*.json` only) ignore, as they ignore the CDI library's own.
+ */
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface WriteOptions {
+  mode?: number;
+}
+
+/** Replaces `path` with `data` atomically and durably: its directory is created and fsynced too. */
+export function writeDurably(path: string, data: string, o: WriteOptions = {}): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  writeFileAtomic.sync(path, data, { mode: o.mode ?? 0o644, fsync: true });
+  fsyncDir(dir);
+}
+
+/** Writes only when the content differs: a file a container bind-mounts keeps its inode when unchanged. */
+export function writeIfChanged(path: string, data: string, o: WriteOptions = {}): boolean {
+  let now: string | null = null;
+  try {
+    now = readFileSync(path, 'utf8');
+  } catch {
+    // Absent or unreadable: write it.
+  }
+  if (now === data) return false;
+  writeDurably(path, data, o);
+  return true;
+}
+
+/** Removes a file or a tree, and makes the removal durable; one already gone is not an error. */
+export function removeDurably(path: string): void {
+  rmSync(path, { recursive: true, force: true });
+  try {
+    fsyncDir(dirname(path));
+  } catch {
+    // The parent is gone too: nothing left to make durable.
+  }
+}
+
+/**
+ * A checksum over a JSON document, as the kubelet's checkpoint manager keeps one: a file whose bytes
+ * were damaged after it was written (a bad disk, a hand edit) is refused instead of half-trusted.
+ */
+export function checksumOf(data: unknown): string {
+  return `sha256:${createHash('sha256').update(JSON.stringify(data)).digest('hex')}`;
+}
+
+/** `{checksum, ...data}` as text, the checksum over `data` as JSON.stringify orders it. */
+export function withChecksum(data: Record<string, unknown>): string {
+  return `${JSON.stringify({ checksum: checksumOf(data), ...data }, null, 2)}\n`;
+}
+
+export type Checked =
+  { ok: true; data: Record<string, unknown>; checksummed: boolean } | { ok: false; why: string };
+
+/** Parses a file written by `withChecksum`; one without a checksum field is returned as unchecked. */
+export function parseChecked(text: string): Checked {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    return { ok: false, why: 'not a JSON object' };
+  const { checksum, ...data } = json as Record<string, unknown>;
+  if (checksum === undefined) return { ok: true, data, checksummed: false };
+  if (checksum !== checksumOf(data))
+    return {
+      ok: false,
+      why: `its checksum does not match its content (${JSON.stringify(checksum).slice(0, 80)})`,
+    };
+  return { ok: true, data, checksummed: true };
+}

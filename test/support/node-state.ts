@@ -1,0 +1,52 @@
+import { join } from 'node:path';
+import { CheckpointStore } from '../../src/checkpoint/checkpoint.js';
+import { FileMigStateStore } from '../../src/nvml/state-file.js';
+import type { ResourceClaim } from '../../src/prepare/claim.js';
+import { DeviceState } from '../../src/prepare/state.js';
+import { resolveProfile } from '../../src/profile/load.js';
+import { modelNode } from '../../src/render.js';
+
+/**
+ * A node's GPU side as the plugin builds it, over one folder: checkpoint, NVML's MIG state on disk,
+ * CDI specs and views, so a second process (or a second start) sees what the first left.
+ */
+export const NODE = 'node-a';
+
+export function nodeState(root: string, profile = 'dgx-h100', dynamicMig = true) {
+  const model = modelNode(resolveProfile(profile), {
+    nodeName: NODE,
+    dynamicMig,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: '0.5',
+    migState: () => new FileMigStateStore(join(root, 'state', 'nvml-state.json')),
+  });
+  const opts = {
+    driverName: 'gpu.nvidia.com',
+    nodeName: NODE,
+    cdiRoot: join(root, 'cdi'),
+    stateDir: join(root, 'state'),
+    gates: { TimeSlicingSettings: true, MPSSupport: true },
+  };
+  const checkpoint = new CheckpointStore(join(root, 'state', 'checkpoint.json'));
+  const state = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, opts);
+  return { model, opts, checkpoint, state };
+}
+
+export function gpuClaim(uid: string, devices: string[]): ResourceClaim {
+  return {
+    metadata: { name: `claim-${uid}`, namespace: 'default', uid },
+    status: {
+      allocation: {
+        devices: {
+          results: devices.map((device) => ({
+            request: 'gpus',
+            driver: 'gpu.nvidia.com',
+            pool: NODE,
+            device,
+          })),
+        },
+      },
+    },
+  };
+}
