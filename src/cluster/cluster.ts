@@ -4,6 +4,7 @@ import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { FakegpuError } from '../errors.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
@@ -24,16 +25,19 @@ import {
 import { ensureImageArchives, PAUSE_IMAGE, TEST_IMAGE } from './image.js';
 import { ensureCa, ensureCert, ensureServiceAccountKey, writeKubeconfig } from './pki.js';
 import {
+  argsOf,
   exeOf,
   forgetPid,
   isAlive,
   pidsMentioning,
   readPid,
   startDaemon,
-  stopPid,
+  startedBy,
+  stopTree,
   tail,
   type Started,
 } from './process.js';
+import { listeningSockets, socketsClosed } from './sockets.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -94,8 +98,6 @@ interface State {
   /** Absent: true (state files from before the option). */
   kwokFleet?: boolean;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function preflight(): void {
   if (process.platform !== 'linux')
@@ -754,7 +756,10 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     }
   } catch (e) {
     o.log('start failed; stopping what was started');
-    await clusterDown({ dir: o.dir, purge: false, log: o.log });
+    // The start's error is the one to report; what down could not stop goes to the log.
+    await clusterDown({ dir: o.dir, purge: false, log: o.log }).catch((d: unknown) => {
+      o.log(d instanceof Error ? d.message : String(d));
+    });
     throw e;
   }
   o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
@@ -774,20 +779,57 @@ export interface DownOptions {
   log: (line: string) => void;
 }
 
-/** Stops every process the cluster started, unmounts what it mounted and removes its bridge. */
+/** Our process, not an unrelated one that reused the pid of a stale pid file. */
+function ours(name: ComponentName, pid: number): boolean {
+  const exe = exeOf(pid);
+  // Unreadable: trust the pid file.
+  if (exe === null) return true;
+  if (name === 'fakegpu-plugin' || name === 'fakegpu-fleet') {
+    const a = argsOf(pid);
+    return a.some((x) => x.endsWith('/bin/fakegpu.js')) && a.includes(name.slice('fakegpu-'.length));
+  }
+  // A binary rebuilt while it runs reads as deleted.
+  return exe.replace(/ \(deleted\)$/, '').endsWith(`/${name}`);
+}
+
+/**
+ * Stops a process and what it started, then waits until the ports they listened on are closed, so
+ * the next `up` or restart finds them free. Returns what is still running or listening.
+ */
+async function stopAndFree(what: string, pid: number, graceMs = 10_000): Promise<string[]> {
+  const sockets = listeningSockets([pid, ...startedBy(pid)]);
+  const running = await stopTree(pid, graceMs);
+  const open = await socketsClosed(sockets, 10_000);
+  return [
+    ...running.map((p) => `${what}: pid ${p} still runs after SIGKILL`),
+    ...open.map((port) => `${what}: port ${port} still listens after its processes were stopped`),
+  ];
+}
+
+async function stopComponent(l: Layout, name: ComponentName, log: (line: string) => void): Promise<string[]> {
+  const pid = readPid(l.run, name);
+  if (pid === null) return [];
+  let left: string[] = [];
+  if (isAlive(pid) && ours(name, pid)) {
+    log(`stopping ${name} (pid ${pid})`);
+    left = await stopAndFree(name, pid);
+  }
+  forgetPid(l.run, name);
+  return left;
+}
+
+/**
+ * Stops every process the cluster started and waits until they have exited and their ports are
+ * closed; unmounts what it mounted and removes its bridge.
+ */
 export async function clusterDown(o: DownOptions): Promise<void> {
   const l = layout(o.dir);
   const state = readState(l);
-  // The plugin deregisters first (it and the fleet run as node, so the binary check below would skip
-  // them); then pods go while the runtime still runs, so their shims, mounts
-  // and veths go with them.
-  for (const name of ['fakegpu-plugin', 'fakegpu-fleet', 'kubelet'] as const) {
-    const pid = readPid(l.run, name);
-    if (pid === null) continue;
-    if (isAlive(pid)) o.log(`stopping ${name} (pid ${pid})`);
-    await stopPid(pid);
-    forgetPid(l.run, name);
-  }
+  const left: string[] = [];
+  // The plugin deregisters while the kubelet still runs; then pods go while the runtime still runs, so
+  // their shims, mounts and veths go with them.
+  for (const name of ['fakegpu-plugin', 'fakegpu-fleet', 'kubelet'] as const)
+    left.push(...(await stopComponent(l, name, o.log)));
   const containerdPid = readPid(l.run, 'containerd');
   if (state && containerdPid !== null && isAlive(containerdPid)) {
     spawnSync(
@@ -796,21 +838,14 @@ export async function clusterDown(o: DownOptions): Promise<void> {
       { encoding: 'utf8', timeout: 60_000 },
     );
   }
-  for (const name of [...COMPONENT_ORDER].reverse()) {
-    const pid = readPid(l.run, name);
-    if (pid === null) continue;
-    const exe = exeOf(pid);
-    // A pid file can outlive its process and the pid be reused: only stop our own binary.
-    if (isAlive(pid) && (exe === null || exe.endsWith(`/${name}`))) {
-      o.log(`stopping ${name} (pid ${pid})`);
-      await stopPid(pid);
-    }
-    forgetPid(l.run, name);
-  }
-  for (const pid of pidsMentioning(l.containerdSock)) await stopPid(pid, 2000);
+  for (const name of [...COMPONENT_ORDER].reverse()) left.push(...(await stopComponent(l, name, o.log)));
+  // Shims outlive containerd by design; each takes its containers with it.
+  for (const pid of pidsMentioning(l.containerdSock))
+    left.push(...(await stopAndFree('containerd shim', pid, 2000)));
   for (const m of mountsUnder(l.dir)) spawnSync('umount', ['-l', m]);
   for (const link of ['fakegpu0', NODE_LINK])
     if (existsSync(`/sys/class/net/${link}`)) spawnSync('ip', ['link', 'delete', link]);
+  if (left.length > 0) throw new FakegpuError('cluster down', left.join('; '));
   if (o.purge) {
     rmSync(l.dir, { recursive: true, force: true });
     o.log(`removed ${l.dir}`);
@@ -864,12 +899,8 @@ export async function clusterRestart(
       'this cluster runs no node plugin (it was started without --profile)',
     );
   }
-  const pid = readPid(l.run, name);
-  if (pid !== null) {
-    log(`stopping ${name} (pid ${pid})`);
-    await stopPid(pid);
-    forgetPid(l.run, name);
-  }
+  const left = await stopComponent(l, name, log);
+  if (left.length > 0) throw new FakegpuError('cluster restart', left.join('; '));
   const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
   if (name === 'fakegpu-plugin') {
     await startPlugin(l, t, s, log);
