@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import {
   clusterDown,
@@ -109,7 +109,7 @@ export function demoCommand(write: (s: string) => void): Command {
           ]).out.trim();
         }
         if (phase === 'Succeeded' || phase === 'Failed') break;
-        spawnSync('sleep', ['0.2']);
+        await sleep(200);
       }
       if (phase !== 'Succeeded') {
         throw new FakegpuError(

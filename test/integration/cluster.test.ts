@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Exports } from '../../src/cluster/cluster.js';
-import { clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
+import { clusterDown, clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
+import { layout, PORTS } from '../../src/cluster/config.js';
 import { isAlive } from '../../src/cluster/process.js';
 import {
   eventually,
@@ -128,6 +130,74 @@ describe('cluster up after a crash', () => {
       lines.join('\n'),
     );
     assert.equal(again.KUBECONFIG, e.KUBECONFIG);
+    for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs again`);
+    assert.ok(nodeReady(e, TEST_NODE));
+  });
+});
+
+/** Any thread of the process still runs: a zombie leader whose other threads still exit holds its ports. */
+function runs(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).some((t) => {
+      try {
+        const s = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+        return !/^[ZX]/.test(s.slice(s.lastIndexOf(')') + 2));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** The cluster's processes: those of its pid files, and any whose command line names its directory (shims). */
+function clusterPids(dir: string): number[] {
+  const run = layout(dir).run;
+  const fromFiles = readdirSync(run)
+    .filter((f) => f.endsWith('.pid'))
+    .map((f) => Number(readFileSync(join(run, f), 'utf8').trim()));
+  const naming = readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(dir);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [...new Set([...fromFiles, ...naming])];
+}
+
+function refuses(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', (e: NodeJS.ErrnoException) => {
+      resolve(e.code === 'ECONNREFUSED');
+    });
+  });
+}
+
+// Stops the shared cluster and starts it again, so it can run anywhere in the suite: last in this file,
+// as the tests above expect the processes they started with.
+describe('cluster down', () => {
+  it('returns once every process has exited and its ports are closed, so up can follow at once', async () => {
+    const e = await testCluster();
+    const pids = clusterPids(TEST_CLUSTER_DIR);
+    assert.ok(pids.filter(runs).length >= 6, `the cluster's processes: ${pids.join(', ')}`);
+
+    await clusterDown({ dir: TEST_CLUSTER_DIR, purge: false, log: () => undefined });
+    assert.deepEqual(pids.filter(runs), [], 'no process of the cluster runs after down returned');
+    for (const [name, port] of Object.entries(PORTS))
+      assert.ok(await refuses(port), `port ${port} (${name}) refuses connections after down returned`);
+
+    // What the defect broke: an up right after down found the ports still held.
+    await clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, log: () => undefined });
     for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs again`);
     assert.ok(nodeReady(e, TEST_NODE));
   });

@@ -1,0 +1,140 @@
+import { join } from 'node:path';
+import { KWOK_ANNOTATION } from '../k8s/kwok.js';
+import type { Toolchain } from './build.js';
+import {
+  featureGatesFlag,
+  NODE_IP,
+  PORTS,
+  SERVICE_CIDR,
+  writeContainerdConfig,
+  writeKubeletConfig,
+  type Layout,
+} from './config.js';
+import { PAUSE_IMAGE } from './image.js';
+import { startDaemon, type Started } from './process.js';
+import { REPO_ROOT } from './repo.js';
+import type { ComponentName, State } from './state.js';
+
+/** The upstream components as daemons: their flags for this cluster, and starting one. */
+
+function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kwok = false): string[] {
+  const p = (f: string): string => join(l.pki, f);
+  const gates = `--feature-gates=${featureGatesFlag()}`;
+  switch (name) {
+    case 'etcd':
+      return [
+        '--name=fakegpu',
+        `--data-dir=${l.etcdData}`,
+        `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
+        // A throwaway test cluster: durability is not worth an fsync per write.
+        '--unsafe-no-fsync',
+        '--listen-metrics-urls=',
+      ];
+    case 'kube-apiserver':
+      return [
+        `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${PORTS.apiserver}`,
+        `--tls-cert-file=${p('apiserver.crt')}`,
+        `--tls-private-key-file=${p('apiserver.key')}`,
+        `--client-ca-file=${p('ca.crt')}`,
+        `--kubelet-client-certificate=${p('apiserver-kubelet-client.crt')}`,
+        `--kubelet-client-key=${p('apiserver-kubelet-client.key')}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${p('sa.pub')}`,
+        `--service-account-signing-key-file=${p('sa.key')}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--authorization-mode=Node,RBAC',
+        '--enable-admission-plugins=NodeRestriction',
+        '--allow-privileged=true',
+        '--endpoint-reconciler-type=none',
+        '--kubelet-preferred-address-types=InternalIP',
+        gates,
+      ];
+    case 'kube-controller-manager': {
+      const kc = join(l.configDir, 'controller-manager.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.controllerManager}`,
+        `--service-account-private-key-file=${p('sa.key')}`,
+        `--root-ca-file=${p('ca.crt')}`,
+        '--use-service-account-credentials=true',
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--leader-elect=false',
+        // KWOK's nodes refresh their conditions every ten minutes instead of holding leases, which
+        // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
+        ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
+        gates,
+      ];
+    }
+    case 'kube-scheduler': {
+      const kc = join(l.configDir, 'scheduler.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.scheduler}`,
+        '--leader-elect=false',
+        // Each DRA pod costs two writes (the claim's allocation, the binding): kube-scheduler's default
+        // client limit of 50/s would cap a cluster of thousands of simulated nodes at ~25 pods/s.
+        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
+        gates,
+      ];
+    }
+    case 'containerd':
+      return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
+    case 'kwok':
+      // Stages from deploy/kwok through --config: no CRDs to install.
+      return [
+        `--kubeconfig=${l.adminKubeconfig}`,
+        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+        '--cidr=10.246.0.0/16',
+        `--node-ip=${NODE_IP}`,
+      ];
+    case 'fakegpu-plugin':
+    case 'fakegpu-fleet':
+      throw new Error(`${name} is started by its own function`);
+    case 'kubelet':
+      return [
+        `--config=${writeKubeletConfig(l)}`,
+        `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
+        `--root-dir=${l.kubeletRoot}`,
+        `--hostname-override=${nodeName}`,
+        `--node-ip=${NODE_IP}`,
+      ];
+  }
+}
+
+/** One of the cluster's own binaries, with its arguments for this cluster. */
+export function startComponent(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  name: ComponentName,
+  log: (line: string) => void,
+): Started {
+  log(`starting ${name}`);
+  return startDaemon(
+    l.run,
+    l.logs,
+    name,
+    join(t.bin, name),
+    args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
+    env(t),
+  );
+}
+
+export function env(t: Toolchain): NodeJS.ProcessEnv {
+  return { ...process.env, PATH: `${t.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+}

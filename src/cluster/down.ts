@@ -1,0 +1,47 @@
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakegpuError } from '../errors.js';
+import { layout } from './config.js';
+import { cleanUpHost } from './host.js';
+import { isAlive, pidsMentioning, readPid } from './process.js';
+import { COMPONENT_ORDER, readState } from './state.js';
+import { stopAndFree, stopComponent } from './stop.js';
+
+export interface DownOptions {
+  dir: string;
+  purge: boolean;
+  log: (line: string) => void;
+}
+
+/**
+ * Stops every process the cluster started and waits until they have exited and their ports are
+ * closed; unmounts what it mounted and removes its bridge.
+ */
+export async function clusterDown(o: DownOptions): Promise<void> {
+  const l = layout(o.dir);
+  const state = readState(l);
+  const left: string[] = [];
+  // The plugin deregisters while the kubelet still runs; then pods go while the runtime still runs, so
+  // their shims, mounts and veths go with them.
+  for (const name of ['fakegpu-plugin', 'fakegpu-fleet', 'kubelet'] as const)
+    left.push(...(await stopComponent(l, name, o.log)));
+  const containerdPid = readPid(l.run, 'containerd');
+  if (state && containerdPid !== null && isAlive(containerdPid)) {
+    spawnSync(
+      join(state.bin, 'crictl'),
+      ['--runtime-endpoint', `unix://${l.containerdSock}`, 'rmp', '--all', '--force'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+  }
+  for (const name of [...COMPONENT_ORDER].reverse()) left.push(...(await stopComponent(l, name, o.log)));
+  // Shims outlive containerd by design; each takes its containers with it.
+  for (const pid of pidsMentioning(l.containerdSock))
+    left.push(...(await stopAndFree('containerd shim', pid, 2000)));
+  cleanUpHost(l.dir);
+  if (left.length > 0) throw new FakegpuError('cluster down', left.join('; '));
+  if (o.purge) {
+    rmSync(l.dir, { recursive: true, force: true });
+    o.log(`removed ${l.dir}`);
+  }
+}

@@ -1,0 +1,87 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { FakegpuError } from '../errors.js';
+import { NODE_IP, NODE_LINK, PORTS } from './config.js';
+
+/** What the cluster needs of this machine and leaves on it: root, kernel features, free ports, a bridge, mounts. */
+
+export function preflight(): void {
+  if (process.platform !== 'linux')
+    throw new FakegpuError('cluster up', `the local cluster needs Linux; this is ${process.platform}`);
+  if (process.getuid?.() !== 0) {
+    throw new FakegpuError(
+      'cluster up',
+      'the local cluster runs a kubelet and containerd, which need root; run it as root (sudo -E npx fakegpu cluster up)',
+    );
+  }
+  const fs = readFileSync('/proc/filesystems', 'utf8');
+  if (!/\boverlay\b/.test(fs))
+    throw new FakegpuError(
+      'cluster up',
+      'the kernel has no overlay filesystem (not in /proc/filesystems); containerd needs it (modprobe overlay)',
+    );
+  const v1 = existsSync('/sys/fs/cgroup/memory') && existsSync('/sys/fs/cgroup/cpu');
+  const v2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
+  if (!v1 && !v2)
+    throw new FakegpuError(
+      'cluster up',
+      'no cgroup hierarchy is mounted under /sys/fs/cgroup; the kubelet needs cgroups (v1 or v2)',
+    );
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => {
+      resolve(false);
+    });
+    s.listen(port, '127.0.0.1', () => {
+      s.close(() => {
+        resolve(true);
+      });
+    });
+  });
+}
+
+export async function checkPorts(): Promise<void> {
+  for (const [name, port] of Object.entries(PORTS)) {
+    if (!(await portFree(port))) {
+      throw new FakegpuError(
+        'cluster up',
+        `port ${port} (${name}) on 127.0.0.1 is already in use; stop what holds it (ss -ltnp 'sport = :${port}') or run "fakegpu cluster down"`,
+      );
+    }
+  }
+}
+
+export function ensureNodeLink(): void {
+  if (existsSync(`/sys/class/net/${NODE_LINK}`)) return;
+  for (const a of [
+    ['link', 'add', NODE_LINK, 'type', 'bridge'],
+    ['addr', 'add', `${NODE_IP}/32`, 'dev', NODE_LINK],
+    ['link', 'set', NODE_LINK, 'up'],
+  ]) {
+    const r = spawnSync('ip', a, { encoding: 'utf8' });
+    if (r.error || r.status !== 0) {
+      throw new FakegpuError(
+        'cluster up',
+        `cannot create the node's network interface (ip ${a.join(' ')}): ${r.stderr || String(r.error)}; the iproute2 package and root are needed`,
+      );
+    }
+  }
+}
+
+function mountsUnder(dir: string): string[] {
+  const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  const points = lines.map((x) => x.split(' ')[4] ?? '').filter((m) => m === dir || m.startsWith(`${dir}/`));
+  // Deepest first, so parents unmount after their children.
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+/** Unmounts what the cluster mounted under its directory and removes the bridges it made. */
+export function cleanUpHost(dir: string): void {
+  for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
+  for (const link of ['fakegpu0', NODE_LINK])
+    if (existsSync(`/sys/class/net/${link}`)) spawnSync('ip', ['link', 'delete', link]);
+}

@@ -1,0 +1,56 @@
+import { get as httpGet } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FakegpuError } from '../errors.js';
+import { isAlive, tail, type Started } from './process.js';
+
+/** Readiness: a health endpoint answering 200, and waiting for one while the process lives. */
+
+export function httpOk(
+  url: string,
+  tls?: { ca: Buffer; cert: Buffer; key: Buffer } | 'insecure',
+): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean): void => {
+      resolve(ok);
+    };
+    const onRes = (res: { statusCode?: number; resume: () => void }): void => {
+      res.resume();
+      done(res.statusCode === 200);
+    };
+    const req = url.startsWith('https:')
+      ? httpsRequest(url, tls === 'insecure' || !tls ? { rejectUnauthorized: false } : { ...tls }, onRes)
+      : httpGet(url, onRes);
+    req.setTimeout(2000, () => {
+      req.destroy();
+    });
+    req.on('error', () => {
+      done(false);
+    });
+    if (url.startsWith('https:')) req.end();
+  });
+}
+
+/** Waits until `check` passes; fails at once, with the end of its log, if the process exits meanwhile. */
+export async function waitFor(
+  what: string,
+  started: Started,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(started.pid)) {
+      throw new FakegpuError(
+        started.name,
+        `exited while starting (${what}); last lines of ${started.log}:\n${tail(started.log)}`,
+      );
+    }
+    if (await check()) return;
+    await sleep(250);
+  }
+  throw new FakegpuError(
+    started.name,
+    `not ready after ${timeoutMs / 1000}s (${what}); last lines of ${started.log}:\n${tail(started.log)}`,
+  );
+}

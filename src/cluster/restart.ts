@@ -1,0 +1,64 @@
+import { FakegpuError } from '../errors.js';
+import type { Toolchain } from './build.js';
+import { layout, PORTS } from './config.js';
+import { startComponent } from './components.js';
+import { startFleet } from './fleet-process.js';
+import { startPlugin } from './plugin-process.js';
+import { httpOk, waitFor } from './probe.js';
+import { readState } from './state.js';
+import { stopComponent } from './stop.js';
+
+/** Components `restart` knows how to bring back on their own, leaving everything else running. */
+export const RESTARTABLE = [
+  'kubelet',
+  'fakegpu-plugin',
+  'fakegpu-fleet',
+  'kwok',
+  'kube-scheduler',
+  'kube-controller-manager',
+] as const;
+export type Restartable = (typeof RESTARTABLE)[number];
+
+/**
+ * Stops one component and starts it again with the same configuration, as a crash and a supervisor
+ * would: pods, claims and the other components are left alone.
+ */
+export async function clusterRestart(
+  dir: string,
+  name: Restartable,
+  log: (line: string) => void,
+): Promise<void> {
+  const l = layout(dir);
+  const s = readState(l);
+  if (!s) throw new FakegpuError('cluster restart', `no cluster in ${dir}; run "fakegpu cluster up" first`);
+  if (name === 'fakegpu-plugin' && s.profile === null) {
+    throw new FakegpuError(
+      'cluster restart',
+      'this cluster runs no node plugin (it was started without --profile)',
+    );
+  }
+  const left = await stopComponent(l, name, log);
+  if (left.length > 0) throw new FakegpuError('cluster restart', left.join('; '));
+  const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
+  if (name === 'fakegpu-plugin') {
+    await startPlugin(l, t, s, log);
+    return;
+  }
+  if (name === 'fakegpu-fleet') {
+    if ((s.kwokNodes ?? 0) === 0 || s.kwokFleet === false)
+      throw new FakegpuError('cluster restart', 'this cluster runs no fleet (no KWOK nodes, or --no-fleet)');
+    await startFleet(l, t, s, log);
+    return;
+  }
+  const started = startComponent(l, t, s, name, log);
+  // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
+  if (name === 'kwok') return;
+  const port =
+    name === 'kubelet'
+      ? PORTS.kubeletHealthz
+      : name === 'kube-scheduler'
+        ? PORTS.scheduler
+        : PORTS.controllerManager;
+  const url = name === 'kubelet' ? `http://127.0.0.1:${port}/healthz` : `https://127.0.0.1:${port}/healthz`;
+  await waitFor('/healthz', started, () => httpOk(url, 'insecure'), 60_000);
+}

@@ -1,0 +1,74 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cacheRoot } from './build.js';
+import type { Layout } from './config.js';
+import { isAlive, readPid } from './process.js';
+
+/** What one cluster directory holds: the options it was started with, and which of its components run. */
+
+/** Components in start order; `down` stops them in reverse. */
+export const COMPONENT_ORDER = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'containerd',
+  'kubelet',
+  'fakegpu-plugin',
+  'kwok',
+  'fakegpu-fleet',
+] as const;
+export type ComponentName = (typeof COMPONENT_ORDER)[number];
+
+export function defaultClusterDir(): string {
+  return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
+}
+
+export const DEFAULT_NODE = 'fakegpu-node';
+
+/** The machine of KWOK nodes when neither --kwok-profile nor --profile names one. */
+export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
+
+export interface State {
+  nodeName: string;
+  bin: string;
+  cniBin: string;
+  profile: string | null;
+  dynamicMig: boolean;
+  nicNumaAttribute?: 'dranet' | 'standard';
+  kwokNodes?: number;
+  kwokProfile?: string | null;
+  /** Absent: true (state files from before the option). */
+  kwokFleet?: boolean;
+}
+
+export function readState(l: Layout): State | null {
+  try {
+    return JSON.parse(readFileSync(join(l.dir, 'state.json'), 'utf8')) as State;
+  } catch {
+    return null;
+  }
+}
+
+export function writeState(l: Layout, s: State): void {
+  writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
+}
+
+/** Components this cluster runs: the plugin only with a profile. */
+export function componentsOf(s: State | null): ComponentName[] {
+  return COMPONENT_ORDER.filter((n) => {
+    if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
+    if (n === 'kwok') return (s?.kwokNodes ?? 0) > 0;
+    if (n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0 && s?.kwokFleet !== false;
+    return true;
+  });
+}
+
+export function running(l: Layout): Record<ComponentName, number | null> {
+  return Object.fromEntries(
+    COMPONENT_ORDER.map((n) => {
+      const pid = readPid(l.run, n);
+      return [n, pid !== null && isAlive(pid) ? pid : null];
+    }),
+  ) as Record<ComponentName, number | null>;
+}

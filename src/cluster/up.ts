@@ -1,0 +1,230 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakegpuError } from '../errors.js';
+import { ensureBinaries } from './build.js';
+import { layout, PORTS, writeCniConfig, type Layout } from './config.js';
+import { startComponent } from './components.js';
+import { ensurePki } from './credentials.js';
+import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
+import { clusterDown } from './down.js';
+import { startFleet } from './fleet-process.js';
+import { checkPorts, ensureNodeLink, preflight } from './host.js';
+import { ensureImageArchives, TEST_IMAGE } from './image.js';
+import { kubectl } from './kubectl.js';
+import { createKwokNodes } from './kwok-nodes.js';
+import { startPlugin } from './plugin-process.js';
+import { httpOk, waitFor } from './probe.js';
+import { readPid, type Started } from './process.js';
+import { REPO_ROOT } from './repo.js';
+import {
+  COMPONENT_ORDER,
+  componentsOf,
+  KWOK_DEFAULT_PROFILE,
+  readState,
+  running,
+  writeState,
+  type ComponentName,
+  type State,
+} from './state.js';
+
+export interface ClusterOptions {
+  dir: string;
+  nodeName: string;
+  /** Run fakegpu's node plugin for this machine (preset name or profile file) on the node. */
+  profile?: string | undefined;
+  dynamicMig?: boolean;
+  /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
+  nicNumaAttribute?: 'dranet' | 'standard';
+  /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
+  kwokNodes?: number;
+  /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
+  kwokProfile?: string | undefined;
+  /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
+  kwokFleet?: boolean;
+  log: (line: string) => void;
+}
+
+export interface Exports {
+  KUBECONFIG: string;
+  PATH: string;
+  FAKEGPU_TEST_IMAGE: string;
+  FAKEGPU_CLUSTER_DIR: string;
+  FAKEGPU_NODE: string;
+  FAKEGPU_NIC_CLASS: string;
+}
+
+function exportsOf(l: Layout, s: State): Exports {
+  return {
+    KUBECONFIG: l.adminKubeconfig,
+    PATH: `${s.bin}:${process.env['PATH'] ?? ''}`,
+    FAKEGPU_TEST_IMAGE: TEST_IMAGE,
+    FAKEGPU_CLUSTER_DIR: l.dir,
+    FAKEGPU_NODE: s.nodeName,
+    FAKEGPU_NIC_CLASS: NIC_CLASS,
+  };
+}
+
+export function exportLines(e: Exports): string {
+  return Object.entries(e)
+    .map(([k, v]) => `export ${k}=${JSON.stringify(v)}`)
+    .join('\n');
+}
+
+/** A running cluster is reused only as it was started: another node or machine needs a `down` first. */
+function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
+  const profile = o.profile ?? null;
+  const dynamicMig = o.dynamicMig === true;
+  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
+  if (state.nodeName !== o.nodeName) {
+    throw new FakegpuError(
+      '--node',
+      `the cluster in ${dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if (
+    state.profile !== profile ||
+    state.dynamicMig !== dynamicMig ||
+    (profile !== null && (state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute)
+  ) {
+    const now =
+      state.profile === null
+        ? 'no node plugin'
+        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}`;
+    throw new FakegpuError(
+      '--profile',
+      `the cluster in ${dir} runs ${now}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if (
+    (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
+    (state.kwokFleet !== false) !== (o.kwokFleet !== false)
+  ) {
+    throw new FakegpuError(
+      '--kwok-nodes',
+      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+}
+
+/** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
+export async function clusterUp(o: ClusterOptions): Promise<Exports> {
+  preflight();
+  const l = layout(o.dir);
+  const state = readState(l);
+  const live = running(l);
+  const profile = o.profile ?? null;
+  const dynamicMig = o.dynamicMig === true;
+  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
+  if (state && componentsOf(state).every((n) => live[n] !== null)) {
+    refuseChanges(l.dir, state, o);
+    o.log(`reusing the running cluster in ${l.dir}`);
+    return exportsOf(l, state);
+  }
+  if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
+    o.log('found a partly running or crashed cluster; cleaning it up first');
+    await clusterDown({ dir: o.dir, purge: false, log: o.log });
+  }
+  await checkPorts();
+  const t = ensureBinaries(REPO_ROOT, o.log);
+  const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
+  for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
+  ensurePki(l, o.nodeName);
+  writeCniConfig(l);
+  ensureNodeLink();
+  const s: State = {
+    nodeName: o.nodeName,
+    bin: t.bin,
+    cniBin: t.cniBin,
+    profile,
+    dynamicMig,
+    nicNumaAttribute,
+    kwokNodes: o.kwokNodes ?? 0,
+    kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
+    kwokFleet: o.kwokFleet !== false,
+  };
+  writeState(l, s);
+
+  const tls = {
+    ca: readFileSync(join(l.pki, 'ca.crt')),
+    cert: readFileSync(join(l.pki, 'admin.crt')),
+    key: readFileSync(join(l.pki, 'admin.key')),
+  };
+  const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
+  try {
+    await waitFor(
+      'etcd /health',
+      start('etcd'),
+      () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
+      60_000,
+    );
+    await waitFor(
+      '/readyz',
+      start('kube-apiserver'),
+      () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls),
+      120_000,
+    );
+    await waitFor(
+      '/healthz',
+      start('kube-controller-manager'),
+      () => httpOk(`https://127.0.0.1:${PORTS.controllerManager}/healthz`, 'insecure'),
+      60_000,
+    );
+    await waitFor(
+      '/healthz',
+      start('kube-scheduler'),
+      () => httpOk(`https://127.0.0.1:${PORTS.scheduler}/healthz`, 'insecure'),
+      60_000,
+    );
+    const containerd = start('containerd');
+    const ctr = (a: string[]): ReturnType<typeof spawnSync> =>
+      spawnSync(join(t.bin, 'ctr'), ['--address', l.containerdSock, '--namespace', 'k8s.io', ...a], {
+        encoding: 'utf8',
+      });
+    await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
+    for (const archive of [images.pause, images.test]) {
+      const r = ctr(['images', 'import', '--local', archive]);
+      if (r.status !== 0)
+        throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
+    }
+    const kubelet = start('kubelet');
+    await waitFor(
+      `node ${o.nodeName} Ready`,
+      kubelet,
+      () => {
+        const r = kubectl(l, t.bin, [
+          'get',
+          'node',
+          o.nodeName,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+        ]);
+        return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
+      },
+      180_000,
+    );
+    await waitFor(
+      'the default service account',
+      kubelet,
+      () =>
+        Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
+      60_000,
+    );
+    if (profile !== null) await startPlugin(l, t, s, o.log);
+    if ((s.kwokNodes ?? 0) > 0) {
+      const kwok = start('kwok');
+      if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
+      else installDeviceClasses(l, t);
+      await createKwokNodes(l, t, s, o.log, kwok);
+    }
+  } catch (e) {
+    o.log('start failed; stopping what was started');
+    // The start's error is the one to report; what down could not stop goes to the log.
+    await clusterDown({ dir: o.dir, purge: false, log: o.log }).catch((d: unknown) => {
+      o.log(d instanceof Error ? d.message : String(d));
+    });
+    throw e;
+  }
+  o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
+  return exportsOf(l, s);
+}
