@@ -40,10 +40,11 @@ function leftovers(dir) {
 }
 
 /**
- * `fakegpu cluster up <upArgs>` in `dir`, the test files (one at a time: they share the cluster), then
- * `cluster down`, which must leave no process behind. Returns whether everything passed.
+ * `fakegpu cluster up <upArgs>` in `dir`, the test files (one at a time: they share the cluster) or a
+ * program (`run`: node's arguments), then `cluster down`, which must leave no process behind. Returns
+ * whether everything passed.
  */
-export function withCluster({ what, dir, dirEnv, upArgs, files }) {
+export function withCluster({ what, dir, dirEnv, upArgs, files = [], run }) {
   const env = { ...process.env, [dirEnv]: dir };
   const fakegpu = join(root, 'bin', 'fakegpu.js');
   let ok = false;
@@ -55,12 +56,14 @@ export function withCluster({ what, dir, dirEnv, upArgs, files }) {
         [fakegpu, 'cluster', 'up', '--dir', dir, ...upArgs],
         env,
       ) &&
-      step(
-        `${what}: ${files.length} test files`,
-        process.execPath,
-        ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-        env,
-      );
+      (run
+        ? step(what, process.execPath, run, env)
+        : step(
+            `${what}: ${files.length} test files`,
+            process.execPath,
+            ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
+            env,
+          ));
   } finally {
     ok =
       step(

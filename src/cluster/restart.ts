@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import type { Toolchain } from './build.js';
 import { layout, PORTS } from './config.js';
@@ -10,6 +12,7 @@ import { stopComponent } from './stop.js';
 
 /** Components `restart` knows how to bring back on their own, leaving everything else running. */
 export const RESTARTABLE = [
+  'kube-apiserver',
   'kubelet',
   'fakegpu-plugin',
   'fakegpu-fleet',
@@ -53,6 +56,20 @@ export async function clusterRestart(
   const started = startComponent(l, t, s, name, log);
   // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
   if (name === 'kwok') return;
+  if (name === 'kube-apiserver') {
+    const tls = {
+      ca: readFileSync(join(l.pki, 'ca.crt')),
+      cert: readFileSync(join(l.pki, 'admin.crt')),
+      key: readFileSync(join(l.pki, 'admin.key')),
+    };
+    await waitFor(
+      '/readyz',
+      started,
+      () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls),
+      120_000,
+    );
+    return;
+  }
   const port =
     name === 'kubelet'
       ? PORTS.kubeletHealthz

@@ -15,6 +15,7 @@ import {
   podManifest,
   running,
   seen,
+  seesNow,
 } from '../support/e2e.js';
 
 /** Restarts of the plugin and of the kubelet while pods with GPUs run: nothing may be lost. */
@@ -97,6 +98,8 @@ describe('restarts with running pods', () => {
       assert.deepEqual(now, was, 'same claim, same CDI spec, no container restart');
       assert.ok(existsSync(now.spec), 'the CDI spec is still there');
       assert.deepEqual(await seen(e, pod, 'main'), saw);
+      // The running container, asked now: its views and device nodes survived the restart.
+      assert.deepEqual(seesNow(e, pod, 'main'), { listed: saw.listed, devNodes: saw.devNodes });
       const after = `after-${component}`;
       apply(
         e,

@@ -135,6 +135,33 @@ export async function seen(e: Exports, pod: string, container: string): Promise<
   return { visible, listed, devNodes };
 }
 
+/**
+ * What a running container sees now, asked through `kubectl exec`: the UUIDs `nvidia-smi -L` lists
+ * and its /dev/nvidia* nodes. Unlike `seen`, which reads what it printed at start, this proves the
+ * container's mounted views and device nodes are still there after restarts.
+ */
+export function seesNow(
+  e: Exports,
+  pod: string,
+  container: string,
+): { listed: string[]; devNodes: string[] } {
+  const r = kubectl(e, [
+    'exec',
+    pod,
+    '-c',
+    container,
+    '--',
+    'sh',
+    '-c',
+    'nvidia-smi -L; echo "--"; ls /dev | grep nvidia',
+  ]);
+  const [smi = '', dev = ''] = r.out.split('--\n');
+  return {
+    listed: [...smi.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? ''),
+    devNodes: dev.split(/\s+/).filter(Boolean),
+  };
+}
+
 export type Attr = { string?: string; int?: number; bool?: boolean };
 
 /** Each device allocated to a claim, with the attributes its slice publishes. */

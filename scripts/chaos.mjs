@@ -1,0 +1,97 @@
+// `npm run chaos`: the chaos suite. Two clusters in turn, each with a node that runs fakegpu's plugin:
+// a DGX H100 with dynamic MIG (whole GPUs, MIG partitions made at prepare, NICs), then a DGX A100
+// with four GPUs statically split (whole GPUs, static MIG devices, NICs). Each gets half the cycles
+// (`--cycles N`, default 100; `--short`: 8, as CI runs it; `--seed S` repeats a run). The last line
+// sums both: `chaos: cycles=<n> lost=<n> leaked=<n> stale_views=<n>`, and any non-zero fails the run.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { bootstrap, root } from './bootstrap.mjs';
+import { cacheDir, withCluster } from './suite.mjs';
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      cycles: { type: 'string' },
+      short: { type: 'boolean', default: false },
+      seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    },
+  }).values;
+} catch (e) {
+  process.stderr.write(`chaos: ${e.message}\n`);
+  process.exit(2);
+}
+const total = Number(args.cycles ?? (args.short ? 8 : 100));
+if (!Number.isInteger(total) || total < 2) {
+  process.stderr.write(`chaos: --cycles: ${JSON.stringify(args.cycles)} is not an integer >= 2\n`);
+  process.exit(2);
+}
+if (!/^\d+$/.test(args.seed)) {
+  process.stderr.write(`chaos: --seed: ${JSON.stringify(args.seed)} is not a non-negative integer\n`);
+  process.exit(2);
+}
+
+bootstrap();
+
+const out = mkdtempSync(join(tmpdir(), 'fakegpu-chaos-'));
+const phases = [
+  {
+    what: 'chaos, dynamic MIG',
+    dir: process.env.FAKEGPU_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'chaos-cluster'),
+    node: 'fakegpu-chaos-node',
+    profile: 'dgx-h100',
+    dynamicMig: true,
+    cycles: Math.ceil(total / 2),
+  },
+  {
+    what: 'chaos, static MIG',
+    dir: process.env.FAKEGPU_CHAOS_STATIC_CLUSTER_DIR ?? join(cacheDir(), 'chaos-static-cluster'),
+    node: 'fakegpu-chaos-a100',
+    profile: join(root, 'test', 'fixtures', 'profiles', 'chaos-a100-mig.yaml'),
+    dynamicMig: false,
+    cycles: Math.floor(total / 2),
+  },
+];
+const sum = { cycles: 0, lost: 0, leaked: 0, staleViews: 0 };
+let ok = true;
+for (const [i, p] of phases.entries()) {
+  const result = join(out, `phase-${i}.json`);
+  const flags = ['--node', p.node, '--profile', p.profile, ...(p.dynamicMig ? ['--dynamic-mig'] : [])];
+  ok =
+    withCluster({
+      what: p.what,
+      dir: p.dir,
+      dirEnv: 'FAKEGPU_CHAOS_DIR',
+      upArgs: flags,
+      run: [
+        join(root, 'dist', 'test', 'chaos', 'chaos.js'),
+        '--dir',
+        p.dir,
+        ...flags,
+        '--cycles',
+        String(p.cycles),
+        '--seed',
+        String(Number(args.seed) + i),
+        '--result',
+        result,
+      ],
+    }) && ok;
+  let r = null;
+  try {
+    r = JSON.parse(readFileSync(result, 'utf8'));
+  } catch {
+    // The phase never got to its first cycle; its own output says why.
+  }
+  if (r) for (const k of Object.keys(sum)) sum[k] += r[k];
+  if (!r || r.aborted !== null || r.cycles < p.cycles) {
+    process.stderr.write(`chaos: ${p.what} did not finish its ${p.cycles} cycles\n`);
+    ok = false;
+  }
+}
+const clean = sum.lost === 0 && sum.leaked === 0 && sum.staleViews === 0;
+process.stdout.write(
+  `chaos: cycles=${sum.cycles} lost=${sum.lost} leaked=${sum.leaked} stale_views=${sum.staleViews}\n`,
+);
+process.exit(ok && clean ? 0 : 1);

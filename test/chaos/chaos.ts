@@ -1,0 +1,358 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { clusterRestart, type Exports, type Restartable } from '../../src/cluster/cluster.js';
+import { layout } from '../../src/cluster/config.js';
+import { isAlive, readPid } from '../../src/cluster/process.js';
+import { listSpecs } from '../../src/cdi/write.js';
+import { parseChecked } from '../../src/durable/file.js';
+import { CRASH_ENV, CRASH_POINTS } from '../../src/prepare/crash.js';
+import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
+import { allocatedUuids, apply, podClaim, podManifest, seesNow, seen, type Seen } from '../support/e2e.js';
+
+/**
+ * One phase of the chaos suite against a running local cluster whose node runs the plugin. Each cycle
+ * churns pods with GPU, MIG and NIC claims and hits the node with one disruption: a kill -9 of the
+ * plugin at a random moment, a kill inside a prepare or unprepare (a crash point), a graceful plugin
+ * restart, a kubelet restart or an API server restart. After each, every running pod must still see
+ * exactly its devices, asked through `kubectl exec`. At the end every pod goes, and nothing may be
+ * left: CDI specs, views, checkpoint entries or MIG instances. `scripts/chaos.mjs` runs the phases
+ * and prints the suite's last line.
+ */
+
+const { values: a } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    node: { type: 'string' },
+    profile: { type: 'string' },
+    'dynamic-mig': { type: 'boolean', default: false },
+    cycles: { type: 'string', default: '10' },
+    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    result: { type: 'string' },
+  },
+});
+if (!a.dir || !a.node || !a.profile || !a.result) {
+  process.stderr.write('chaos: --dir, --node, --profile and --result are needed\n');
+  process.exit(2);
+}
+const dir = a.dir;
+const node = a.node;
+const cycles = Number(a.cycles);
+const seed = Number(a.seed);
+const resultFile = a.result;
+
+/** mulberry32: a seeded generator, so a failing run can be repeated with its --seed. */
+let s = seed >>> 0;
+function random(): number {
+  s = (s + 0x6d2b79f5) >>> 0;
+  let t = s;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+
+const log = (line: string): void => {
+  process.stderr.write(`chaos: ${line}\n`);
+};
+
+type Kind = 'gpu' | 'mig' | 'nic';
+/** At most this many pods of each kind at once, so the node always has room for all of them. */
+const LIMIT: Record<Kind, number> = { gpu: 2, mig: 3, nic: 2 };
+
+interface Live {
+  name: string;
+  kind: Kind;
+  /** What it printed when it first ran. */
+  saw: Seen | null;
+}
+
+const e: Exports = await sharedCluster({
+  dir,
+  nodeName: node,
+  profile: a.profile,
+  dynamicMig: a['dynamic-mig'],
+});
+
+const migRequest = a['dynamic-mig']
+  ? {
+      deviceClassName: 'mig.nvidia.com',
+      selectors: [{ cel: { expression: "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'" } }],
+    }
+  : { deviceClassName: 'mig.nvidia.com' };
+const templates: Record<Kind, unknown> = {
+  gpu: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.nvidia.com' } }] },
+  mig: { requests: [{ name: 'gpu', exactly: migRequest }] },
+  nic: {
+    requests: [
+      { name: 'gpu', exactly: { deviceClassName: 'gpu.nvidia.com' } },
+      { name: 'nic', exactly: { deviceClassName: e.FAKEGPU_NIC_CLASS } },
+    ],
+  },
+};
+apply(
+  e,
+  ...Object.entries(templates).map(([kind, devices]) => ({
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaimTemplate',
+    metadata: { name: `chaos-${kind}`, namespace: 'default' },
+    spec: { spec: { devices } },
+  })),
+);
+
+const live = new Map<string, Live>();
+/** Pods on their way out still hold their devices until they are gone. */
+const deleting = new Map<string, Kind>();
+let made = 0;
+let lost = 0;
+let staleViews = 0;
+const problems: string[] = [];
+
+function createPod(kind: Kind): void {
+  const name = `chaos-${kind}-${made++}`;
+  apply(
+    e,
+    podManifest(e, {
+      name,
+      claims: [{ name: 'c', template: `chaos-${kind}` }],
+      containers: [
+        {
+          name: 'main',
+          claims: [{ name: 'c', request: 'gpu' }, ...(kind === 'nic' ? [{ name: 'c', request: 'nic' }] : [])],
+        },
+      ],
+    }),
+  );
+  live.set(name, { name, kind, saw: null });
+}
+
+function deletePod(name: string): void {
+  kubectl(e, ['delete', 'pod', name, '--wait=false']);
+  const p = live.get(name);
+  live.delete(name);
+  if (p) deleting.set(name, p.kind);
+}
+
+function churn(): string {
+  let gone = 0;
+  let added = 0;
+  for (let n = Math.floor(random() * 3); n > 0 && live.size > 0; n--) {
+    deletePod(pick([...live.keys()]));
+    gone++;
+  }
+  for (let n = 1 + Math.floor(random() * 2); n > 0; n--) {
+    const held = [...[...live.values()].map((p) => p.kind), ...deleting.values()];
+    const kinds = (['gpu', 'mig', 'nic'] as const).filter(
+      (k) => held.filter((h) => h === k).length < LIMIT[k],
+    );
+    if (kinds.length === 0) break;
+    createPod(pick(kinds));
+    added++;
+  }
+  return `+${added} -${gone}`;
+}
+
+const l = layout(dir);
+const pluginPid = (): number | null => readPid(l.run, 'fakegpu-plugin');
+
+async function killPlugin(): Promise<void> {
+  const pid = pluginPid();
+  if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGKILL');
+  await eventually('the plugin gone', () => (pid === null || !isAlive(pid) ? true : undefined), 10_000);
+}
+
+/** As a DaemonSet would: the plugin comes back, after a moment, without any help but a restart. */
+async function restart(name: Restartable): Promise<void> {
+  await clusterRestart(dir, name, () => undefined);
+}
+
+const DISRUPTIONS = [
+  'kill-plugin',
+  'crash-point',
+  'restart-plugin',
+  'restart-kubelet',
+  'restart-apiserver',
+] as const;
+
+async function disrupt(kind: (typeof DISRUPTIONS)[number]): Promise<string> {
+  switch (kind) {
+    case 'kill-plugin': {
+      const what = churn();
+      await sleep(random() * 1500);
+      await killPlugin();
+      await sleep(random() * 2000);
+      await restart('fakegpu-plugin');
+      return what;
+    }
+    case 'crash-point': {
+      const point = pick(CRASH_POINTS);
+      process.env[CRASH_ENV] = point;
+      try {
+        await restart('fakegpu-plugin');
+      } finally {
+        // An empty value names no point; the plugin started next runs without one.
+        process.env[CRASH_ENV] = '';
+      }
+      const what = churn();
+      // The point may not be reached (a whole-GPU claim makes no MIG instance); either way the plugin
+      // is started again without it, as a supervisor would after the crash.
+      const pid = pluginPid();
+      await eventually(
+        'the crash point',
+        () => (pid === null || !isAlive(pid) ? true : undefined),
+        15_000,
+      ).catch(() => undefined);
+      const crashed = pid === null || !isAlive(pid);
+      await restart('fakegpu-plugin');
+      return `${what} ${point}${crashed ? ' (crashed)' : ''}`;
+    }
+    case 'restart-plugin': {
+      const what = churn();
+      await sleep(random() * 1000);
+      await restart('fakegpu-plugin');
+      return what;
+    }
+    case 'restart-kubelet': {
+      const what = churn();
+      await sleep(random() * 1000);
+      await restart('kubelet');
+      return what;
+    }
+    case 'restart-apiserver': {
+      const what = churn();
+      await sleep(random() * 1000);
+      await restart('kube-apiserver');
+      return what;
+    }
+  }
+}
+
+function phase(pod: string): string {
+  return kubectl(e, ['get', 'pod', pod, '-o', 'jsonpath={.status.phase}']).out;
+}
+
+/** Every pod Running and every deleted one gone; a pod that does not get there is lost. */
+async function settle(): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  for (const p of [...live.values()]) {
+    const ok = await eventually(
+      `pod ${p.name} Running`,
+      () => {
+        const ph = phase(p.name);
+        return ph === 'Running' ? true : ph === 'Failed' || ph === 'Succeeded' ? false : undefined;
+      },
+      Math.max(1000, deadline - Date.now()),
+    ).catch(() => false);
+    if (!ok) {
+      lost++;
+      problems.push(
+        `${p.name} (${p.kind}) not Running: ${kubectl(e, ['describe', 'pod', p.name]).out.split('\n').slice(-8).join(' | ')}`,
+      );
+      deletePod(p.name);
+      continue;
+    }
+    p.saw ??= await seen(e, p.name, 'main');
+  }
+  for (const d of [...deleting.keys()]) {
+    await eventually(
+      `pod ${d} gone`,
+      () => (kubectl(e, ['get', 'pod', d]).code !== 0 ? true : undefined),
+      120_000,
+    );
+    deleting.delete(d);
+  }
+}
+
+/** Each running pod, asked now, sees what it saw at start: exactly its one GPU or MIG device. */
+function check(): void {
+  for (const p of live.values()) {
+    if (!p.saw) continue;
+    const now = seesNow(e, p.name, 'main');
+    const uuids = allocatedUuids(e, podClaim(e, p.name, 'c')).filter((u) => u.startsWith('GPU-'));
+    const exact =
+      p.saw.listed.length === 1 &&
+      (p.kind === 'mig' ? p.saw.listed[0]?.startsWith('MIG-') === true : p.saw.listed[0] === uuids[0]);
+    if (
+      !exact ||
+      JSON.stringify(now) !== JSON.stringify({ listed: p.saw.listed, devNodes: p.saw.devNodes })
+    ) {
+      staleViews++;
+      problems.push(
+        `${p.name}: saw ${JSON.stringify(p.saw)} at start, now ${JSON.stringify(now)}, allocated ${uuids.join(',')}`,
+      );
+    }
+  }
+}
+
+/** What is on the node for claims: CDI specs, view folders, checkpoint entries, MIG GPU instances. */
+function onNode(): { cdi: number; views: number; checkpoint: number; mig: number } {
+  const state = join(dir, 'plugin');
+  const cdi =
+    listSpecs(l.cdiDir, 'k8s.gpu.nvidia.com/claim').uids.size +
+    listSpecs(l.cdiDir, 'k8s.dra.net/claim').uids.size;
+  const views = existsSync(join(state, 'claims')) ? readdirSync(join(state, 'claims')).length : 0;
+  const entries = (path: string): number => {
+    if (!existsSync(path)) return 0;
+    const c = parseChecked(readFileSync(path, 'utf8'));
+    return c.ok ? Object.keys(c.data['preparedClaims'] ?? {}).length : 1;
+  };
+  const checkpoint =
+    entries(join(state, 'checkpoint.json')) + entries(join(state, 'dra.net', 'checkpoint.json'));
+  let mig = 0;
+  for (const f of readdirSync(state).filter((n) => n.startsWith('nvml-state-'))) {
+    const c = parseChecked(readFileSync(join(state, f), 'utf8'));
+    const gpus = (c.ok ? c.data['gpus'] : {}) as Record<string, { gpuInstances: unknown[] }>;
+    for (const g of Object.values(gpus)) mig += g.gpuInstances.length;
+  }
+  return { cdi, views, checkpoint, mig };
+}
+
+const counts: Record<string, number> = {};
+let done = 0;
+let leaked = 0;
+/** Written after every cycle, so a phase that dies midway still tells how far it got. */
+const report = (aborted: string | null): void => {
+  writeFileSync(resultFile, JSON.stringify({ cycles: done, lost, leaked, staleViews, seed, aborted }));
+};
+
+log(`${a.profile}${a['dynamic-mig'] ? ' with dynamic MIG' : ''}: ${cycles} cycles, seed ${seed}`);
+try {
+  for (let i = 1; i <= cycles; i++) {
+    const kind = pick(DISRUPTIONS);
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    const t0 = Date.now();
+    const what = await disrupt(kind);
+    await settle();
+    const before = staleViews;
+    check();
+    done = i;
+    report(null);
+    log(
+      `cycle ${i}/${cycles} ${kind} ${what}: ${live.size} pods running${staleViews > before ? `, ${staleViews - before} stale` : ''} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+    );
+  }
+
+  // The end: every pod goes, gracefully, and the kubelet unprepares every claim.
+  for (const name of [...live.keys()]) deletePod(name);
+  await settle();
+  mustKubectl(e, ['delete', 'resourceclaimtemplates', '--all']);
+  const left = await eventually(
+    'nothing left on the node',
+    () => {
+      const n = onNode();
+      return n.cdi + n.views + n.checkpoint + n.mig === 0 ? n : undefined;
+    },
+    60_000,
+  ).catch(() => onNode());
+  leaked = left.cdi + left.views + left.checkpoint + left.mig;
+  if (leaked > 0) problems.push(`left on the node: ${JSON.stringify(left)}`);
+  report(null);
+} catch (err) {
+  const why = err instanceof Error ? err.message : String(err);
+  problems.push(`aborted after ${done} cycles: ${why}`);
+  report(why);
+}
+for (const p of problems) log(`problem: ${p}`);
+log(`disruptions: ${JSON.stringify(counts)}`);
+process.exit(0);
