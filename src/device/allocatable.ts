@@ -10,7 +10,7 @@ import {
   toCapacities,
   type MigCapacityKey,
 } from './attributes.js';
-import type { GpuInfo, MigProfile } from './discover.js';
+import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
 
@@ -20,10 +20,21 @@ export interface DeviceModelOptions {
   release: DriverRelease;
 }
 
+/**
+ * What a published device is on the GPU, for the node's prepare: carried beside the device, so nothing
+ * downstream re-parses names or attributes to find out.
+ */
+export type DeviceHandle =
+  | { type: 'gpu' }
+  | { type: 'mig'; mig: StaticMigDevice }
+  | { type: 'partition'; profile: MigProfile; start: number; size: number };
+
 /** What one physical GPU contributes to its node's pool. */
 export interface GpuDevices {
   gpu: GpuInfo;
   devices: Device[];
+  /** `handles[i]` says what `devices[i]` is. */
+  handles: DeviceHandle[];
   /** The GPU's shared counters under dynamic MIG; null otherwise. */
   counterSet: CounterSet | null;
 }
@@ -54,13 +65,25 @@ function fullGpu(gpu: GpuInfo, release: DriverRelease): Device {
   });
 }
 
-function staticMig(gpu: GpuInfo, release: DriverRelease): Device[] {
-  return gpu.migDevices.map((m) =>
-    device(migDeviceName(gpu.minor, m.profile.name, m.profile.info.id, m.placement.start), {
+function staticMig(gpu: GpuInfo, release: DriverRelease): Handled[] {
+  return gpu.migDevices.map((m) => ({
+    device: device(migDeviceName(gpu.minor, m.profile.name, m.profile.info.id, m.placement.start), {
       attributes: migAttributes(gpu, m.profile, release, m.uuid),
       capacity: staticMigCapacity(m.profile, m.placement.start, m.placement.size),
     }),
-  );
+    handle: { type: 'mig', mig: m },
+  }));
+}
+
+interface Handled {
+  device: Device;
+  handle: DeviceHandle;
+}
+
+/** Devices in name order, as the driver lists them, each with its handle. */
+function inOrder(gpu: GpuInfo, all: Handled[], counterSet: CounterSet | null): GpuDevices {
+  all.sort((a, b) => byName(a.device, b.device));
+  return { gpu, devices: all.map((h) => h.device), handles: all.map((h) => h.handle), counterSet };
 }
 
 function counters(values: Record<string, bigint>): Record<string, { value: string }> {
@@ -98,16 +121,17 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
   const memSlices = Math.max(...gpu.migProfiles.flatMap((p) => p.placements.map((pl) => pl.size)));
   const setName = counterSetName(gpu.minor);
   const all = { ...capacityCounters(max), ...sliceCounters(0, memSlices) };
-  const devices: Device[] = [];
+  const devices: Handled[] = [];
   // Ampere cannot leave MIG mode without a reset, so once MIG is on the whole GPU is not offered.
   if (!gpu.migEnabled || gpu.migToggleWithoutReset) {
-    devices.push(
-      device(gpuDeviceName(gpu.minor), {
+    devices.push({
+      device: device(gpuDeviceName(gpu.minor), {
         attributes: gpuAttributes(gpu, release),
         capacity: toCapacities(max),
         consumesCounters: [{ counterSet: setName, counters: counters(all) }],
       }),
-    );
+      handle: { type: 'gpu' },
+    });
   }
   for (const p of gpu.migProfiles) {
     const own = capacityCounters(migCapacityValues(p));
@@ -116,17 +140,17 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
         counterSet: setName,
         counters: counters({ ...own, ...sliceCounters(pl.start, pl.size) }),
       };
-      devices.push(
-        device(migDeviceName(gpu.minor, p.name, p.info.id, pl.start), {
+      devices.push({
+        device: device(migDeviceName(gpu.minor, p.name, p.info.id, pl.start), {
           attributes: migAttributes(gpu, p, release, null),
           capacity: toCapacities(migCapacityValues(p)),
           consumesCounters: [consumes],
         }),
-      );
+        handle: { type: 'partition', profile: p, start: pl.start, size: pl.size },
+      });
     }
   }
-  devices.sort(byName);
-  return { gpu, devices, counterSet: { name: setName, counters: counters(all) } };
+  return inOrder(gpu, devices, { name: setName, counters: counters(all) });
 }
 
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
@@ -134,8 +158,9 @@ export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions)
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
   return ordered.map((gpu): GpuDevices => {
     if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release);
-    const devices = gpu.migEnabled ? staticMig(gpu, opts.release) : [fullGpu(gpu, opts.release)];
-    devices.sort(byName);
-    return { gpu, devices, counterSet: null };
+    const devices: Handled[] = gpu.migEnabled
+      ? staticMig(gpu, opts.release)
+      : [{ device: fullGpu(gpu, opts.release), handle: { type: 'gpu' } }];
+    return inOrder(gpu, devices, null);
   });
 }

@@ -35,27 +35,19 @@ export interface PrepareOptions {
   gates: FeatureGates;
 }
 
-const PARTITION = /^gpu-\d+-mig-.+-(\d+)-(\d+)$/;
-
 function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatable> {
   const out = new Map<string, GpuAllocatable>();
   for (const g of devices) {
-    for (const d of g.devices) {
-      const type = d.attributes?.['type'];
-      const isMig = type !== undefined && 'string' in type && type.string === 'mig';
-      const uuid = d.attributes?.['uuid'];
-      const mig = isMig
-        ? (g.gpu.migDevices.find((m) => uuid && 'string' in uuid && uuid.string === m.uuid) ?? null)
-        : null;
-      let partition: GpuAllocatable['partition'] = null;
-      const m = isMig && !mig ? PARTITION.exec(d.name) : null;
-      if (m) {
-        const profile = g.gpu.migProfiles.find((p) => p.info.id === Number(m[1]));
-        const placement = profile?.placements.find((pl) => pl.start === Number(m[2]));
-        if (profile && placement) partition = { profile, start: placement.start, size: placement.size };
-      }
-      out.set(d.name, { type: isMig ? 'mig' : 'gpu', gpu: g.gpu, mig, partition });
-    }
+    g.devices.forEach((d, i) => {
+      const h = g.handles[i];
+      if (!h) return;
+      out.set(d.name, {
+        type: h.type === 'gpu' ? 'gpu' : 'mig',
+        gpu: g.gpu,
+        mig: h.type === 'mig' ? h.mig : null,
+        partition: h.type === 'partition' ? { profile: h.profile, start: h.start, size: h.size } : null,
+      });
+    });
   }
   return out;
 }
