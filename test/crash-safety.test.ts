@@ -187,6 +187,7 @@ describe('durable files', () => {
     const path = join(root, 'checkpoint.json');
     const cp = new CheckpointStore(path);
     cp.put('u1', { namespace: 'ns', name: 'n', state: 'PrepareCompleted', devices: [], configState: {} });
+    cp.flush();
     const text = readFileSync(path, 'utf8');
     assert.match(text, /"checksum": "sha256:[0-9a-f]{64}"/);
     writeFileSync(path, text.replace('"ns"', '"nt"'));

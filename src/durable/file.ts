@@ -1,6 +1,17 @@
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 
 /**
@@ -22,14 +33,21 @@ function fsyncDir(dir: string): void {
 
 export interface WriteOptions {
   mode?: number;
+  /**
+   * false: atomic but not fsynced, for files made again from the checkpoint at every start (the
+   * nvidia-smi views): a crash can lose such a write, never tear it, and the next start redoes it.
+   * Fsyncing them made a prepare six times slower (bench/prepare).
+   */
+  durable?: boolean;
 }
 
 /** Replaces `path` with `data` atomically and durably: its directory is created and fsynced too. */
 export function writeDurably(path: string, data: string, o: WriteOptions = {}): void {
   const dir = dirname(path);
+  const durable = o.durable ?? true;
   mkdirSync(dir, { recursive: true });
-  writeFileAtomic.sync(path, data, { mode: o.mode ?? 0o644, fsync: true });
-  fsyncDir(dir);
+  writeFileAtomic.sync(path, data, { mode: o.mode ?? 0o644, fsync: durable });
+  if (durable) fsyncDir(dir);
 }
 
 /** Writes only when the content differs: a file a container bind-mounts keeps its inode when unchanged. */
@@ -43,6 +61,22 @@ export function writeIfChanged(path: string, data: string, o: WriteOptions = {})
   if (now === data) return false;
   writeDurably(path, data, o);
   return true;
+}
+
+/**
+ * A folder of small files, made again from the checkpoint at every start (not fsynced). A new folder
+ * appears whole, by one rename of a folder filled beside it; an existing one, which a container may
+ * have bind-mounted, keeps its inode and has each changed file replaced in place.
+ */
+export function writeFolder(dir: string, files: Readonly<Record<string, string>>): void {
+  if (!existsSync(dir)) {
+    mkdirSync(dirname(dir), { recursive: true });
+    const tmp = mkdtempSync(`${dir}.tmp-`);
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(tmp, name), text);
+    renameSync(tmp, dir);
+    return;
+  }
+  for (const [name, text] of Object.entries(files)) writeIfChanged(join(dir, name), text, { durable: false });
 }
 
 /** Removes a file or a tree, and makes the removal durable; one already gone is not an error. */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { cdiDeviceName, READ_ONLY_BIND, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
 import type { PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { GpuInfo, MigProfile, StaticMigDevice } from '../device/discover.js';
-import { writeIfChanged } from '../durable/file.js';
+import { writeFolder } from '../durable/file.js';
 import type { Machine } from '../hardware/machine.js';
 import { DEVICES_DIR } from '../nvidia-smi/script.js';
 import { deviceView, type SmiGpu } from '../nvidia-smi/views.js';
@@ -15,7 +15,8 @@ import { mkdirSync } from 'node:fs';
  *
  * Views are bind-mounted folders, so they are updated in place, a file at a time (write and rename),
  * and only files whose text changed: a running container keeps seeing its folder across restarts of
- * the plugin. The folder itself goes only when the claim is unprepared.
+ * the plugin. The folder itself goes only when the claim is unprepared. They are made again from the
+ * checkpoint at every start, so they need no fsync; the CDI spec, which the runtime reads, has one.
  */
 
 export const CTL_MINORS = {
@@ -91,7 +92,7 @@ export class GpuFiles {
     const smi = this.smiGpu(a.gpu, c.configState[d.deviceName]?.timeSlice);
     if (mig) smi.migMode = 'Enabled';
     const view = deviceView(d.deviceName, smi, mig);
-    for (const [f, text] of Object.entries(view.files)) writeIfChanged(join(dir, view.dir, f), text);
+    writeFolder(join(dir, view.dir), view.files);
     const edits: ContainerEdits = {
       env: [`NVIDIA_VISIBLE_DEVICES=${visible.join(',')}`],
       deviceNodes: [

@@ -14,10 +14,11 @@ import { ClaimError, PrepareError, Serial } from './node.js';
  * restore and sweep at start, forget at unprepare. A driver says only what is its own through hooks.
  *
  * The order of steps is what makes a kill -9 at any line harmless. Prepare records the claim's intent
- * (PrepareStarted, with any MIG placement it will make) before making anything, makes it, writes the
- * CDI spec and views, and only then records PrepareCompleted. Undoing runs the other way: instances,
- * then files, then the record last. A restart rolls back every PrepareStarted record, rewrites the
- * files of completed ones in place, and sweeps what no record holds.
+ * (PrepareStarted, with the MIG placements it will make) on disk before making anything, makes it,
+ * writes the CDI spec and views, and records PrepareCompleted; the kubelet hears of it only once that
+ * record is on disk. Undoing runs the other way: instances, then files, then the record last. A
+ * restart rolls back every PrepareStarted record, rewrites the files of completed ones in place, and
+ * sweeps what no record holds.
  */
 
 export interface ClaimHooks {
@@ -66,6 +67,12 @@ export class ClaimLifecycle {
 
   /** Finishes or undoes what a crash left, then sweeps; call once at start, before serving. */
   restore(): Restored {
+    const out = this.restoreNow();
+    this.checkpoint.flush();
+    return out;
+  }
+
+  private restoreNow(): Restored {
     const out: Restored = { stale: [], rolledBack: [], swept: { cdiSpecs: 0, views: 0, instances: 0 } };
     for (const [uid, c] of this.checkpoint.all()) {
       if (checkClaimUid(uid) !== null) {
@@ -86,16 +93,21 @@ export class ClaimLifecycle {
     return out;
   }
 
-  prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
-    return this.serial.run(() => this.prepareNow(claim));
+  /** Answers only once the checkpoint that records the claim is on disk. */
+  async prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
+    const devices = await this.serial.run(() => this.prepareNow(claim));
+    await this.checkpoint.durable();
+    crashPoint('prepare-completed');
+    return devices;
   }
 
-  unprepare(uid: string): Promise<void> {
-    return this.serial.run(() => {
+  async unprepare(uid: string): Promise<void> {
+    await this.serial.run(() => {
       const bad = checkClaimUid(uid);
       if (bad) throw new PrepareError(bad);
       this.forget(uid);
     });
+    await this.checkpoint.durable();
   }
 
   /** The UIDs of prepared claims, for metrics and tests. */
@@ -127,8 +139,13 @@ export class ClaimLifecycle {
       if (e instanceof ClaimError) throw this.fail(claim, e.message);
       throw e;
     }
-    this.checkpoint.put(uid, planned);
-    crashPoint('prepare-started');
+    // What will be made on the node is on disk before any of it exists, so a restart can undo it. A
+    // claim that makes nothing needs no such record: its files, if a crash left them, are swept.
+    if (planned.devices.some((d) => d.migInstance)) {
+      this.checkpoint.put(uid, planned);
+      this.checkpoint.flush();
+      crashPoint('prepare-started');
+    }
     let devices: PreparedDevice[];
     try {
       devices = this.hooks.apply(planned.devices, (now) => {
@@ -144,7 +161,6 @@ export class ClaimLifecycle {
     this.writeFiles(uid, completed);
     crashPoint('files-written');
     this.checkpoint.put(uid, completed);
-    crashPoint('prepare-completed');
     return devices;
   }
 
