@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { binaryQuantity, mibQuantity } from '../src/k8s/quantity.js';
 import { formatSemver, parseLenientVersion } from '../src/k8s/version.js';
+import { fullJitter } from '../src/k8s/backoff.js';
 import { writtenRef } from '../src/k8s/client.js';
 
 describe('quantities', () => {
@@ -50,5 +51,28 @@ describe('what a write answered', () => {
   it('parses the whole answer when its fields come in another order', () => {
     const reordered = JSON.stringify({ metadata: { uid: 'u', resourceVersion: '7', name: 'x' }, kind: 'K' });
     assert.deepEqual(writtenRef(reordered), { name: 'x', resourceVersion: '7' });
+  });
+});
+
+describe('backoff', () => {
+  const p = { baseMs: 100, capMs: 1000 };
+  it('draws between 0 and min(cap, base·2^attempt): full jitter', () => {
+    const cases: [attempt: number, draw: number, ms: number][] = [
+      [1, 0, 0],
+      [1, 0.5, 100],
+      [2, 0.5, 200],
+      [3, 0.999, 799],
+      [4, 0.5, 500], // capped
+      [5000, 0.5, 500], // no overflow to Infinity or NaN
+    ];
+    for (const [attempt, draw, ms] of cases)
+      assert.equal(
+        fullJitter(attempt, p, () => draw),
+        ms,
+      );
+  });
+  it('spreads retries that failed together', () => {
+    const draws = new Set(Array.from({ length: 100 }, () => fullJitter(3, p)));
+    assert.ok(draws.size > 50, `100 nodes retrying drew only ${draws.size} distinct delays`);
   });
 });
