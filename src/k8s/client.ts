@@ -337,14 +337,6 @@ export class ApiError extends Error {
   }
 }
 
-/** The HTTP status of a failed request, from our client or client-node's; undefined: none. */
-export function statusOf(e: unknown): number | undefined {
-  if (e instanceof ApiError) return e.code;
-  const o = e as { code?: unknown; statusCode?: unknown } | null;
-  const c = typeof o?.code === 'number' ? o.code : o?.statusCode;
-  return typeof c === 'number' ? c : undefined;
-}
-
 /**
  * The name and resourceVersion of the object the API server answered a write with. They are read from
  * the head of the text, where the server's encoder puts them (ObjectMeta in Go field order: name, …,
