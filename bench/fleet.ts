@@ -19,6 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
@@ -89,7 +90,6 @@ const SETTLE_MS = 20_000;
 const log = (l: string): void => {
   process.stderr.write(`bench/fleet: ${l}\n`);
 };
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 const f = (n: number, d = 2): string => n.toFixed(d);
 

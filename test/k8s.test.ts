@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { binaryQuantity, mibQuantity } from '../src/k8s/quantity.js';
 import { formatSemver, parseLenientVersion } from '../src/k8s/version.js';
-import { writtenRef } from '../src/k8s/client.js';
+import { fullJitter } from '../src/k8s/backoff.js';
+import { ApiClient, ApiError, WATCH_TIMEOUT_S, writtenRef } from '../src/k8s/client.js';
+import { ResumableWatch, type WatchHandlers } from '../src/k8s/watch.js';
+import { loopback, until } from './support/http.js';
 
 describe('quantities', () => {
   it('print as the API server canonicalises BinarySI integers', () => {
@@ -50,5 +54,178 @@ describe('what a write answered', () => {
   it('parses the whole answer when its fields come in another order', () => {
     const reordered = JSON.stringify({ metadata: { uid: 'u', resourceVersion: '7', name: 'x' }, kind: 'K' });
     assert.deepEqual(writtenRef(reordered), { name: 'x', resourceVersion: '7' });
+  });
+});
+
+describe('backoff', () => {
+  const p = { baseMs: 100, capMs: 1000 };
+  it('draws between 0 and min(cap, base·2^attempt): full jitter', () => {
+    const cases: [attempt: number, draw: number, ms: number][] = [
+      [1, 0, 0],
+      [1, 0.5, 100],
+      [2, 0.5, 200],
+      [3, 0.999, 799],
+      [4, 0.5, 500], // capped
+      [5000, 0.5, 500], // no overflow to Infinity or NaN
+    ];
+    for (const [attempt, draw, ms] of cases)
+      assert.equal(
+        fullJitter(attempt, p, () => draw),
+        ms,
+      );
+  });
+  it('spreads retries that failed together', () => {
+    const draws = new Set(Array.from({ length: 100 }, () => fullJitter(3, p)));
+    assert.ok(draws.size > 50, `100 nodes retrying drew only ${draws.size} distinct delays`);
+  });
+});
+
+describe('the API client', () => {
+  it('fails a request the server never answers, after its deadline', async () => {
+    const s = await loopback(() => undefined);
+    try {
+      const t0 = Date.now();
+      await assert.rejects(new ApiClient(s.kc, { timeoutMs: 150 }).send('GET', '/version'), (e: unknown) => {
+        assert.ok(e instanceof ApiError);
+        assert.equal(e.code, 0);
+        assert.match(e.message, /^GET \/version: no answer within 150 ms$/);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 2000);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('fails a request whose answer stalls half-way, after its deadline', async () => {
+    const s = await loopback((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"kind":');
+    });
+    try {
+      await assert.rejects(new ApiClient(s.kc, { timeoutMs: 150 }).send('GET', '/version'), {
+        message: 'GET /version: no answer within 150 ms',
+      });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('rejects any answer but 2xx with its status', async () => {
+    const s = await loopback((req, res) => {
+      const code = Number(/\/(\d+)$/.exec(req.url ?? '')?.[1]);
+      res.writeHead(code).end(`{"code":${code}}`);
+    });
+    try {
+      const c = new ApiClient(s.kc);
+      for (const code of [409, 410, 500])
+        await assert.rejects(
+          c.send('PUT', `/x/${code}`, '{}'),
+          (e: unknown) => e instanceof ApiError && e.code === code,
+        );
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('gives up a watch on which nothing comes', async () => {
+    const s = await loopback((_req, res) => {
+      res.writeHead(200).flushHeaders();
+    });
+    try {
+      const err = await new Promise((resolve) => {
+        new ApiClient(s.kc, { watchIdleMs: 150 }).watch('/api/v1/nodes', {}, 'application/json', {
+          event: () => undefined,
+          done: resolve,
+        });
+      });
+      assert.ok(err instanceof ApiError);
+      assert.match(err.message, /nothing received for 150 ms/);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('the resumable watch', () => {
+  const line = (type: string, obj: object): string => `${JSON.stringify({ type, object: obj })}\n`;
+  const handlers = (): WatchHandlers & { log: string[] } => {
+    const log: string[] = [];
+    return {
+      log,
+      event: (type, obj) => log.push(`${type} ${(obj as { metadata: { name: string } }).metadata.name}`),
+      expired: () => log.push('expired'),
+      failed: (e) => log.push(`failed ${(e as ApiError).code}`),
+    };
+  };
+
+  it('resumes from the last resourceVersion after the server ends it, asking for a bounded watch', async () => {
+    let n = 0;
+    const s = await loopback((_req, res) => {
+      res.writeHead(200);
+      if (n++ === 0)
+        res.end(
+          line('ADDED', { metadata: { name: 'a', resourceVersion: '5' } }) +
+            line('BOOKMARK', { metadata: { resourceVersion: '9' } }),
+        );
+    });
+    const h = handlers();
+    const w = new ResumableWatch(s.kc, '/api/v1/nodes', { labelSelector: 'x=y' }, '3', h);
+    try {
+      await until('the second request', () => s.requests.length === 2);
+      const q = (i: number): URLSearchParams =>
+        new URL(`http://x${s.requests[i]?.split(' ')[1] ?? ''}`).searchParams;
+      assert.equal(q(0).get('resourceVersion'), '3');
+      assert.equal(q(1).get('resourceVersion'), '9', 'from the bookmark');
+      assert.equal(q(1).get('labelSelector'), 'x=y');
+      assert.equal(q(1).get('allowWatchBookmarks'), 'true');
+      assert.equal(q(1).get('timeoutSeconds'), String(WATCH_TIMEOUT_S));
+      assert.deepEqual(h.log, ['ADDED a']);
+    } finally {
+      w.stop();
+      await s.close();
+    }
+  });
+
+  it('reports 410 Gone, as a status or as an ERROR event, as expired and does not retry on its own', async () => {
+    for (const gone of ['status', 'event']) {
+      const s = await loopback((_req, res) => {
+        if (gone === 'status') res.writeHead(410).end('{}');
+        else res.writeHead(200).end(line('ERROR', { code: 410, metadata: {} }));
+      });
+      const h = handlers();
+      const w = new ResumableWatch(s.kc, '/api/v1/nodes', {}, '3', h, 'application/json', () => 0);
+      try {
+        await until('expired', () => h.log.includes('expired'));
+        await sleep(50);
+        assert.deepEqual(h.log, ['expired']);
+        assert.equal(s.requests.length, 1);
+      } finally {
+        w.stop();
+        await s.close();
+      }
+    }
+  });
+
+  it('retries after a server error, and after a silent server, from the same resourceVersion', async () => {
+    let n = 0;
+    const s = await loopback((_req, res) => {
+      n++;
+      if (n === 1) res.writeHead(500).end('{}');
+      else if (n === 2)
+        res.writeHead(200).flushHeaders(); // and nothing more
+      else res.writeHead(200).write(line('ADDED', { metadata: { name: 'b', resourceVersion: '8' } }));
+    });
+    const h = handlers();
+    const source = new ApiClient(s.kc, { watchIdleMs: 150 });
+    const w = new ResumableWatch(source, '/api/v1/nodes', {}, '3', h, 'application/json', () => 0);
+    try {
+      await until('the event after two failures', () => h.log.includes('ADDED b'));
+      assert.deepEqual(h.log, ['failed 500', 'failed 0', 'ADDED b']);
+      assert.ok(s.requests.every((r) => r.includes('resourceVersion=3')));
+    } finally {
+      w.stop();
+      await s.close();
+    }
   });
 });

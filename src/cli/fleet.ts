@@ -25,6 +25,7 @@ interface Flags {
   concurrency: string;
   qps: string;
   burst: string;
+  requestTimeout: string;
   kubeconfig?: string;
   httpEndpoint: string;
 }
@@ -77,6 +78,14 @@ export function fleetCommand(): Command {
     )
     .addOption(envOption('--burst <n>', 'write burst above --qps', 'FAKEGPU_FLEET_BURST', '400'))
     .addOption(
+      envOption(
+        '--request-timeout <seconds>',
+        'deadline of each API request (watches excepted), after which it is retried',
+        'FAKEGPU_FLEET_REQUEST_TIMEOUT',
+        '30',
+      ),
+    )
+    .addOption(
       envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
     )
     .addOption(
@@ -94,9 +103,10 @@ export function fleetCommand(): Command {
       const concurrency = intFlag(f.concurrency, '--concurrency', 1);
       const qps = intFlag(f.qps, '--qps', 0);
       const burst = intFlag(f.burst, '--burst', 1);
+      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1) * 1000;
       const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
       // One keep-alive connection per worker, instead of a TLS handshake per write.
-      const kc = new PooledKubeConfig(concurrency);
+      const kc = new PooledKubeConfig(concurrency, { timeoutMs });
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
       else kc.loadFromDefault();
       const fleet = new Fleet(kc, {

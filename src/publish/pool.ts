@@ -1,19 +1,15 @@
 import { createHash } from 'node:crypto';
-import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { ClusterApi, StoredSlice } from '../k8s/api.js';
+import type { WrittenRef } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
+
+export type { StoredSlice } from '../k8s/api.js';
 
 /**
  * How a node's pool on the API server is brought to the desired slices, shared by the node plugin's
  * publisher and the fleet: which existing slice each desired one replaces, what is extra, and whether
  * anything needs writing at all. Pure; the callers do the I/O.
  */
-
-export const SLICES = { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices' } as const;
-
-/** A slice as the API server returns it: ours plus server-set metadata. */
-export type StoredSlice = ResourceSlice & {
-  metadata: ResourceSlice['metadata'] & { name?: string; resourceVersion?: string };
-};
 
 /** What planning needs of a published slice. */
 export interface PublishedSlice {
@@ -148,35 +144,19 @@ export interface NodeOwner {
   controller: true;
 }
 
-/** Creates or replaces one slice of a plan; returns what the API server stored. */
+/** Creates or replaces one slice of a plan. */
 export async function writeSlice(
-  api: CustomObjectsApi,
+  api: ClusterApi,
   w: PoolPlan<DesiredSlice>['writes'][number],
   generation: number,
   owner: NodeOwner,
-): Promise<StoredSlice> {
+): Promise<WrittenRef> {
   const { existing } = w;
   const d = w.desired.slice;
   const spec = { ...d.spec, pool: { ...d.spec.pool, generation } };
-  if (existing) {
-    return (await api.replaceClusterCustomObject({
-      ...SLICES,
-      name: existing.name,
-      body: {
-        apiVersion: d.apiVersion,
-        kind: d.kind,
-        metadata: existing.metadata ?? { name: existing.name, ownerReferences: [owner] },
-        spec,
-      },
-    })) as StoredSlice;
-  }
-  return (await api.createClusterCustomObject({
-    ...SLICES,
-    body: {
-      apiVersion: d.apiVersion,
-      kind: d.kind,
-      metadata: { generateName: d.metadata.generateName, ownerReferences: [owner] },
-      spec,
-    },
-  })) as StoredSlice;
+  const metadata = existing
+    ? (existing.metadata ?? { name: existing.name, ownerReferences: [owner] })
+    : { generateName: d.metadata.generateName, ownerReferences: [owner] };
+  const body = JSON.stringify({ apiVersion: d.apiVersion, kind: d.kind, metadata, spec });
+  return existing ? api.replaceSlice(existing.name, body) : api.createSlice(body);
 }

@@ -1,13 +1,18 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { KubeApi, SLICES_PATH, type ClusterApi } from '../k8s/api.js';
+import { fullJitter, PUBLISH_BACKOFF } from '../k8s/backoff.js';
+import { ApiError } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { keyed, planPool, published, SLICES, writeSlice, type NodeOwner, type StoredSlice } from './pool.js';
+import { ResumableWatch } from '../k8s/watch.js';
+import { keyed, planPool, published, writeSlice, type NodeOwner } from './pool.js';
 
 /**
  * Keeps this node's pool on the API server equal to the desired slices: creates what is missing,
  * updates in place what differs, deletes extras, and does nothing when nothing changed. A watch on the
  * pool brings slices back when someone deletes or edits them (the kubelet deletes a node's slices when
- * it restarts); API errors back off exponentially.
+ * it restarts); API errors, timeouts and conflicts (someone wrote a slice between our list and our
+ * update) back off exponentially with jitter, and the next pass lists again.
  */
 
 export interface PublisherOptions {
@@ -16,41 +21,60 @@ export interface PublisherOptions {
   log: Logger;
   /** Called after every sync with how many writes it made. */
   onSync?: (writes: number, devices: number) => void;
+  /** The API server; default: the kubeconfig's, with `REQUEST_TIMEOUT_MS` per request. */
+  api?: ClusterApi;
+  /** The backoff's random source, for tests. */
+  random?: () => number;
 }
 
 export class Publisher {
-  private readonly api: CustomObjectsApi;
-  private readonly core: CoreV1Api;
+  private readonly api: ClusterApi;
   private desired: ResourceSlice[] = [];
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private again = false;
   private failures = 0;
   private stopped = false;
-  private abortWatch: (() => void) | null = null;
+  private watch: ResumableWatch | null = null;
 
   constructor(
-    private readonly kc: KubeConfig,
+    kc: KubeConfig,
     private readonly o: PublisherOptions,
   ) {
-    this.api = kc.makeApiClient(CustomObjectsApi);
-    this.core = kc.makeApiClient(CoreV1Api);
+    this.api = o.api ?? new KubeApi(kc);
   }
 
   start(desired: ResourceSlice[]): void {
     this.desired = desired;
     this.schedule(0);
-    void this.watch();
-  }
-
-  private isStopped(): boolean {
-    return this.stopped;
+    const { nodeName, driverName, log } = this.o;
+    const w = new ResumableWatch(this.api, SLICES_PATH, { fieldSelector: this.selector() }, '', {
+      event: () => {
+        this.schedule(200);
+      },
+      // The pool is a handful of slices: a fresh watch replays them, and the sync that follows lists.
+      expired: () => {
+        w.restart('');
+        this.schedule(200);
+      },
+      failed: (err) => {
+        log.warn(
+          { node: nodeName, driver: driverName, err: err instanceof Error ? err.message : String(err) },
+          'watching ResourceSlices failed; retrying',
+        );
+      },
+    });
+    this.watch = w;
   }
 
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    this.abortWatch?.();
+    this.watch?.stop();
+  }
+
+  private selector(): string {
+    return `spec.nodeName=${this.o.nodeName},spec.driver=${this.o.driverName}`;
   }
 
   private schedule(ms: number): void {
@@ -59,33 +83,6 @@ export class Publisher {
     this.timer = setTimeout(() => {
       void this.sync();
     }, ms);
-  }
-
-  private async watch(): Promise<void> {
-    if (this.stopped) return;
-    const w = new Watch(this.kc);
-    try {
-      const req = await w.watch(
-        '/apis/resource.k8s.io/v1/resourceslices',
-        { fieldSelector: `spec.nodeName=${this.o.nodeName},spec.driver=${this.o.driverName}` },
-        () => {
-          this.schedule(200);
-        },
-        () => {
-          // The watch ended (timeout, API restart): resync and watch again.
-          if (!this.stopped) setTimeout(() => void this.watch(), 1000);
-          this.schedule(200);
-        },
-      );
-      this.abortWatch = () => {
-        req.abort();
-      };
-      // stop() may have come while the watch was connecting (a read TypeScript cannot see change).
-      if (this.isStopped()) req.abort();
-    } catch (e) {
-      this.o.log.warn({ err: e }, 'watching ResourceSlices failed; retrying');
-      setTimeout(() => void this.watch(), 2000);
-    }
   }
 
   /** One reconcile pass; re-runs if something asked for a sync while it ran. */
@@ -106,7 +103,7 @@ export class Publisher {
       this.schedule(60_000);
     } catch (e) {
       this.failures++;
-      const delay = Math.min(30_000, 500 * 2 ** Math.min(this.failures, 6));
+      const delay = fullJitter(this.failures, PUBLISH_BACKOFF, this.o.random);
       this.o.log.warn(
         { err: e instanceof Error ? e.message : String(e), retryInMs: delay },
         'publishing ResourceSlices failed',
@@ -123,7 +120,7 @@ export class Publisher {
 
   private async reconcile(): Promise<number> {
     const { nodeName, driverName } = this.o;
-    const node = await this.core.readNode({ name: nodeName });
+    const node = await this.api.readNode(nodeName);
     const owner: NodeOwner = {
       apiVersion: 'v1',
       kind: 'Node',
@@ -131,10 +128,7 @@ export class Publisher {
       uid: node.metadata?.uid ?? '',
       controller: true,
     };
-    const list = (await this.api.listClusterCustomObject({
-      ...SLICES,
-      fieldSelector: `spec.nodeName=${nodeName},spec.driver=${driverName}`,
-    })) as { items: StoredSlice[] };
+    const list = await this.api.listSlices({ fieldSelector: this.selector() });
     const plan = planPool(
       list.items.map((x) => published(x, true)),
       keyed(this.desired),
@@ -148,7 +142,12 @@ export class Publisher {
       writes++;
     }
     for (const name of plan.deletes) {
-      await this.api.deleteClusterCustomObject({ ...SLICES, name });
+      try {
+        await this.api.deleteSlice(name);
+      } catch (e) {
+        // Gone already is what was wanted.
+        if (!(e instanceof ApiError && e.code === 404)) throw e;
+      }
       writes++;
     }
     const next = plan.generation;

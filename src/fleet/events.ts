@@ -1,0 +1,41 @@
+import type { Logger } from 'pino';
+import type { FakegpuError } from '../errors.js';
+import type { ClusterApi } from '../k8s/api.js';
+
+/**
+ * A node whose machine cannot be rendered (unknown preset, bad file, unknown pool): a Warning event on
+ * the node, where `kubectl describe node` shows it, and a log line; other nodes go on. The event is
+ * best effort: failing to record it is logged, not retried.
+ */
+export async function reportBadProfile(
+  api: ClusterApi,
+  log: Logger,
+  node: { name: string; uid: string; profile: string | null; pool: string | null },
+  err: FakegpuError,
+): Promise<void> {
+  log.error(
+    { node: node.name, profile: node.profile, pool: node.pool, err: err.message },
+    'cannot render the node’s profile',
+  );
+  try {
+    await api.createEvent('default', {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      // events.k8s.io names need no generateName suffix rules; a timestamp keeps them unique per node.
+      metadata: { name: `${node.name}.${Date.now().toString(16)}` },
+      regarding: { kind: 'Node', name: node.name, uid: node.uid, apiVersion: 'v1' },
+      reason: 'FakegpuProfileInvalid',
+      action: 'PublishResourceSlices',
+      note: err.message,
+      type: 'Warning',
+      reportingController: 'fakegpu.dev/fleet',
+      reportingInstance: 'fakegpu-fleet',
+      eventTime: new Date().toISOString().replace('Z', '000Z'),
+    });
+  } catch (e) {
+    log.warn(
+      { node: node.name, err: e instanceof Error ? e.message : String(e) },
+      'could not record the event',
+    );
+  }
+}

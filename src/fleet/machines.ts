@@ -1,0 +1,102 @@
+import type { Logger } from 'pino';
+import type { DriverRelease } from '../device/release.js';
+import { FakegpuError, oneOf, show } from '../errors.js';
+import type { Semver } from '../k8s/version.js';
+import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { renderSlices, type NicRenderOptions } from '../render.js';
+import type { Pools } from './pools.js';
+import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';
+
+/** Where a node's machine comes from: its profile label, else its pool, else the default profile. */
+export interface NodeMachine {
+  /** From the profile label, else (with no pool) the default profile. */
+  profile: string | null;
+  /** From the pools' label, when the profile label is absent. */
+  pool: string | null;
+}
+
+export interface MachineOptions {
+  profileLabel: string;
+  pools?: Pools | undefined;
+  dynamicMig: boolean;
+  driverName: string;
+  release: DriverRelease;
+  nics?: NicRenderOptions | undefined;
+  log: Logger;
+}
+
+/**
+ * The slices each node should have. Each profile is resolved once and rendered once as a template
+ * (`template.ts`) that is stamped per node; a profile without one is rendered node by node.
+ */
+export class Machines {
+  private readonly profiles = new Map<string, ResolvedProfile | FakegpuError>();
+  /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
+  private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
+  /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
+  kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
+
+  constructor(private readonly o: MachineOptions) {}
+
+  /** The node's slices, of every driver; an error: the node's machine cannot be rendered. */
+  desired(node: string, st: NodeMachine): NodeSlice[] | FakegpuError {
+    const m = this.machineOf(st);
+    if (m === null) return [];
+    if (m instanceof FakegpuError) return m;
+    const opts = {
+      dynamicMig: m.dynamicMig,
+      driverName: this.o.driverName,
+      kubernetesVersion: this.kubernetesVersion,
+      release: this.o.release,
+      nics: this.o.nics,
+    };
+    try {
+      let byMode = this.templates.get(m.profile);
+      if (!byMode) this.templates.set(m.profile, (byMode = new Map<boolean, SliceTemplate | null>()));
+      let t = byMode.get(m.dynamicMig);
+      if (t === undefined) {
+        t = SliceTemplate.make(m.profile, opts);
+        byMode.set(m.dynamicMig, t);
+        if (!t)
+          this.o.log.info(
+            { profile: m.profile.name },
+            'no slice template for the profile; rendering each node',
+          );
+      }
+      return t ? t.node(node) : nodeSlices(renderSlices(m.profile, { ...opts, nodeName: node }).items);
+    } catch (e) {
+      return e instanceof FakegpuError ? e : new FakegpuError(node, String(e));
+    }
+  }
+
+  private profileOf(ref: string): ResolvedProfile | FakegpuError {
+    let p = this.profiles.get(ref);
+    if (!p) {
+      try {
+        p = resolveProfile(ref, `node label ${this.o.profileLabel}`);
+      } catch (e) {
+        p = e instanceof FakegpuError ? e : new FakegpuError(ref, String(e));
+      }
+      this.profiles.set(ref, p);
+    }
+    return p;
+  }
+
+  /** The node's machine and whether it runs dynamic MIG; null: the node has none. */
+  private machineOf(
+    st: NodeMachine,
+  ): { profile: ResolvedProfile; dynamicMig: boolean } | FakegpuError | null {
+    if (st.pool !== null && this.o.pools) {
+      const m = this.o.pools.byName.get(st.pool);
+      if (!m)
+        return new FakegpuError(
+          `node label ${this.o.pools.label}`,
+          `unknown pool ${show(st.pool)}; pools: ${oneOf([...this.o.pools.byName.keys()])}`,
+        );
+      return { profile: m.profile, dynamicMig: m.dynamicMig ?? this.o.dynamicMig };
+    }
+    if (st.profile === null) return null;
+    const profile = this.profileOf(st.profile);
+    return profile instanceof FakegpuError ? profile : { profile, dynamicMig: this.o.dynamicMig };
+  }
+}

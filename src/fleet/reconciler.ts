@@ -1,0 +1,180 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClusterApi } from '../k8s/api.js';
+import { fullJitter, NODE_BACKOFF } from '../k8s/backoff.js';
+import { ApiError, type WrittenRef } from '../k8s/client.js';
+import { planPool, type NodeOwner, type PoolPlan } from '../publish/pool.js';
+import type { SliceIndex } from './index.js';
+import type { NodeSlice } from './template.js';
+
+/** Token bucket: `take()` resolves when a request may go out. */
+export class RateLimiter {
+  private tokens: number;
+  private last = Date.now();
+  constructor(
+    private readonly qps: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+  async take(): Promise<void> {
+    if (this.qps <= 0) return;
+    for (;;) {
+      const now = Date.now();
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+      this.last = now;
+      if (this.tokens >= 1) {
+        this.tokens -= 1;
+        return;
+      }
+      await sleep(Math.ceil(((1 - this.tokens) / this.qps) * 1000));
+    }
+  }
+}
+
+export interface WorkQueueOptions {
+  /** Nodes worked on at once. */
+  concurrency: number;
+  /** The work of one node; a rejection retries it after a backoff. */
+  work(node: string): Promise<void>;
+  /** Whether work may start (the fleet holds it back until its lists are in). */
+  ready(): boolean;
+  failed(node: string, err: unknown, retryInMs: number): void;
+  /** After each pass. */
+  settled(): void;
+  random?: (() => number) | undefined;
+}
+
+/**
+ * Nodes waiting for a reconcile, and the bounded pool of passes in flight. A node is in the queue at
+ * most once, and never worked on twice at the same time: an event for a node being reconciled queues
+ * it again, for a pass after the one in flight.
+ */
+export class WorkQueue {
+  private readonly queue = new Set<string>();
+  private readonly active = new Set<string>();
+  /** Failures in a row, by node, for backoff. */
+  private readonly failures = new Map<string, number>();
+  private stopped = false;
+
+  constructor(private readonly o: WorkQueueOptions) {}
+
+  get pending(): number {
+    return this.queue.size + this.active.size;
+  }
+
+  idle(): boolean {
+    return this.queue.size === 0 && this.active.size === 0;
+  }
+
+  add(node: string): void {
+    if (this.stopped) return;
+    this.queue.add(node);
+    this.pump();
+  }
+
+  /** Drops a queued pass (one in flight goes on). */
+  remove(node: string): void {
+    this.queue.delete(node);
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  pump(): void {
+    if (!this.o.ready()) return;
+    for (const next of this.queue) {
+      if (this.active.size >= this.o.concurrency) return;
+      if (this.active.has(next)) continue;
+      this.queue.delete(next);
+      this.active.add(next);
+      void this.run(next).finally(() => {
+        this.active.delete(next);
+        this.pump();
+        this.o.settled();
+      });
+    }
+  }
+
+  private async run(node: string): Promise<void> {
+    try {
+      await this.o.work(node);
+      this.failures.delete(node);
+    } catch (e) {
+      const n = (this.failures.get(node) ?? 0) + 1;
+      this.failures.set(node, n);
+      // Drawn, not fixed: nodes that failed together (an API server restart) retry spread out.
+      const delay = fullJitter(n, NODE_BACKOFF, this.o.random);
+      this.o.failed(node, e, delay);
+      setTimeout(() => {
+        this.add(node);
+      }, delay);
+    }
+  }
+}
+
+export interface WriteCounters {
+  writes: number;
+  requests: number;
+}
+
+/** Brings one node's pool of one driver to the desired slices, keeping the index in step. */
+export class SliceWriter {
+  constructor(
+    private readonly api: ClusterApi,
+    private readonly index: SliceIndex,
+    private readonly limiter: RateLimiter,
+    private readonly stats: WriteCounters,
+  ) {}
+
+  async reconcile(node: string, uid: string, driver: string, want: NodeSlice[]): Promise<void> {
+    const plan = planPool(this.index.of(node, driver), want, driver, node);
+    if (!plan) return;
+    const owner: NodeOwner = { apiVersion: 'v1', kind: 'Node', name: node, uid, controller: true };
+    for (const w of plan.writes) {
+      await this.limiter.take();
+      this.stats.requests++;
+      const ref = await this.write(w, plan.generation, owner);
+      // The API server stores the spec as sent (the restart test holds it to that), so its key is known.
+      this.index.record(ref.name, {
+        node,
+        driver,
+        key: w.desired.key,
+        generation: plan.generation,
+        rv: ref.resourceVersion,
+      });
+      this.stats.writes++;
+    }
+    for (const name of plan.deletes) await this.delete(name);
+  }
+
+  /** Creates or replaces one slice from the template's text; an update replaces it whatever its version. */
+  private write(
+    w: PoolPlan<NodeSlice>['writes'][number],
+    generation: number,
+    owner: NodeOwner,
+  ): Promise<WrittenRef> {
+    const { desired: d, existing } = w;
+    const metadata = existing
+      ? { name: existing.name, ownerReferences: [owner] }
+      : { generateName: d.generateName, ownerReferences: [owner] };
+    const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
+    return existing ? this.api.replaceSlice(existing.name, body) : this.api.createSlice(body);
+  }
+
+  /**
+   * The slice stays in the index until the API server confirms it gone, so that a failed delete is
+   * planned again by the node's next pass.
+   */
+  private async delete(name: string): Promise<void> {
+    await this.limiter.take();
+    this.stats.requests++;
+    try {
+      await this.api.deleteSlice(name);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 404)) throw e;
+    }
+    this.index.forget(name);
+    this.stats.writes++;
+  }
+}

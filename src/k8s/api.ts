@@ -1,0 +1,131 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiClient, clientOf, serverVersion, type WatchSource, type WrittenRef } from './client.js';
+import type { ResourceSlice } from './resource.js';
+import type { Semver } from './version.js';
+
+/**
+ * What the publisher and the fleet ask of the API server, as one interface: the real one over
+ * `ApiClient`, and in tests a fake that fails, conflicts and expires on demand. Watches go by path
+ * (`NODES_PATH`, `SLICES_PATH`) so that `ResumableWatch` drives either.
+ */
+
+export const NODES_PATH = '/api/v1/nodes';
+export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
+/** Objects as metadata only: what the fleet reads of nodes, and of slices it watches. */
+export const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+export const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+/** A slice as the API server returns it: ours plus server-set metadata. */
+export type StoredSlice = ResourceSlice & {
+  metadata: ResourceSlice['metadata'] & { name?: string; resourceVersion?: string };
+};
+
+/** What the fleet and the publisher read of an object's metadata. */
+export interface ObjectMeta {
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: { apiVersion: string; kind: string; name: string; uid?: string }[];
+}
+
+/** Any object read as metadata. */
+export interface Meta {
+  metadata?: ObjectMeta;
+}
+
+export interface ListQuery {
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  limit?: number | undefined;
+  continue?: string | undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  resourceVersion: string;
+  /** The token of the next page; undefined: this was the last. */
+  continue: string | undefined;
+}
+
+export interface ClusterApi extends WatchSource {
+  version(): Promise<Semver>;
+  readNode(name: string): Promise<Meta>;
+  /** Nodes as metadata: a KWOK node's status would be four fifths of the list. */
+  listNodes(q: ListQuery): Promise<Page<Meta>>;
+  listSlices(q: ListQuery): Promise<Page<StoredSlice>>;
+  /** Creates a slice from its JSON text; the API server names it after its generateName. */
+  createSlice(body: string): Promise<WrittenRef>;
+  /** Replaces a slice; with a resourceVersion in the body, only that version of it (else 409). */
+  replaceSlice(name: string, body: string): Promise<WrittenRef>;
+  /** Rejects with `ApiError` 404 when the slice is already gone. */
+  deleteSlice(name: string): Promise<void>;
+  createEvent(namespace: string, event: object): Promise<void>;
+}
+
+export class KubeApi implements ClusterApi {
+  private readonly http: ApiClient;
+
+  constructor(kc: KubeConfig | ApiClient) {
+    this.http = kc instanceof ApiClient ? kc : clientOf(kc);
+  }
+
+  version(): Promise<Semver> {
+    return serverVersion(this.http);
+  }
+
+  async readNode(name: string): Promise<Meta> {
+    return JSON.parse(await this.http.send('GET', `${NODES_PATH}/${name}`, undefined, METADATA)) as Meta;
+  }
+
+  listNodes(q: ListQuery): Promise<Page<Meta>> {
+    return this.list<Meta>(NODES_PATH, q, METADATA_LIST);
+  }
+
+  listSlices(q: ListQuery): Promise<Page<StoredSlice>> {
+    return this.list<StoredSlice>(SLICES_PATH, q, 'application/json');
+  }
+
+  createSlice(body: string): Promise<WrittenRef> {
+    return this.http.write('POST', SLICES_PATH, body);
+  }
+
+  replaceSlice(name: string, body: string): Promise<WrittenRef> {
+    return this.http.write('PUT', `${SLICES_PATH}/${name}`, body);
+  }
+
+  async deleteSlice(name: string): Promise<void> {
+    await this.http.send('DELETE', `${SLICES_PATH}/${name}`);
+  }
+
+  async createEvent(namespace: string, event: object): Promise<void> {
+    await this.http.send(
+      'POST',
+      `/apis/events.k8s.io/v1/namespaces/${namespace}/events`,
+      JSON.stringify(event),
+    );
+  }
+
+  watch(...a: Parameters<WatchSource['watch']>): ReturnType<WatchSource['watch']> {
+    return this.http.watch(...a);
+  }
+
+  private async list<T>(path: string, q: ListQuery, accept: string): Promise<Page<T>> {
+    const s = new URLSearchParams();
+    if (q.labelSelector) s.set('labelSelector', q.labelSelector);
+    if (q.fieldSelector) s.set('fieldSelector', q.fieldSelector);
+    if (q.limit) s.set('limit', String(q.limit));
+    if (q.continue) s.set('continue', q.continue);
+    const page = JSON.parse(await this.http.send('GET', `${path}?${s.toString()}`, undefined, accept)) as {
+      items: T[] | null;
+      metadata?: { continue?: string; resourceVersion?: string };
+    };
+    return {
+      // An empty PartialObjectMetadataList has `items: null`.
+      items: page.items ?? [],
+      resourceVersion: page.metadata?.resourceVersion ?? '',
+      continue: page.metadata?.continue || undefined,
+    };
+  }
+}

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { DEFAULT_RELEASE } from '../src/device/release.js';
+import { Fleet } from '../src/fleet/fleet.js';
+import { PooledKubeConfig } from '../src/k8s/client.js';
+import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
+import type { StoredSlice } from '../src/k8s/api.js';
+import { DRIVER_NAME } from '../src/slice/build.js';
+import { FakeApi } from './support/fake-api.js';
+import { until } from './support/http.js';
+
+/** The fleet against an in-memory API server: failures, expiry and deselection, without a cluster. */
+const KWOK = { [KWOK_ANNOTATION]: 'fake' };
+let fleets: Fleet[] = [];
+
+function fleetOn(api: FakeApi): Fleet {
+  const f = new Fleet(new PooledKubeConfig(1), {
+    profileLabel: 'fakegpu.dev/profile',
+    defaultProfile: 'dgx-h100',
+    dynamicMig: false,
+    driverName: DRIVER_NAME,
+    release: DEFAULT_RELEASE,
+    concurrency: 2,
+    qps: 0,
+    burst: 1,
+    log: pino({ level: 'silent' }),
+    api,
+    // Every backoff draws 0: retries come at once, so the tests wait on behaviour, not on timers.
+    random: () => 0,
+  });
+  fleets.push(f);
+  return f;
+}
+
+function withNodes(n: number): FakeApi {
+  const api = new FakeApi();
+  for (let i = 0; i < n; i++) api.putNode(`node-${i}`, {}, KWOK);
+  return api;
+}
+
+const slicesOf = (api: FakeApi, node: string): StoredSlice[] =>
+  [...api.slices.values()].filter((s) => s.spec.nodeName === node);
+
+/** A slice of the node at an index no profile has: the node's next pass must delete it. */
+function stray(api: FakeApi, node: string): string {
+  const name = `0ffff-${DRIVER_NAME}-${node}-zzzzz`;
+  api.slices.set(name, {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceSlice',
+    metadata: {
+      name,
+      resourceVersion: '1',
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: node, uid: `uid-${node}`, controller: true }],
+    },
+    spec: { driver: DRIVER_NAME, nodeName: node, pool: { name: node, generation: 1, resourceSliceCount: 1 } },
+  } as StoredSlice);
+  return name;
+}
+
+afterEach(() => {
+  for (const f of fleets) f.stop();
+  fleets = [];
+});
+
+describe('the fleet against an API server that fails', () => {
+  it('publishes every node once; its own writes coming back cost nothing', async () => {
+    const api = withNodes(3);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.slices.size === 3);
+    await sleep(50);
+    assert.equal(api.count('createSlice'), 3);
+    assert.equal(api.count('replaceSlice'), 0);
+    assert.equal(f.snapshot().slices, 3);
+  });
+
+  it('retries a failed delete until the slice is gone, keeping it in the index until then', async () => {
+    const api = withNodes(2);
+    const name = stray(api, 'node-0');
+    api.fail('deleteSlice', 3);
+    const f = fleetOn(api);
+    await f.start();
+    await until('the stray slice deleted', () => !api.slices.has(name));
+    await until('converged', () => f.converged());
+    assert.equal(api.count('deleteSlice'), 4, 'three failures, then the delete that worked');
+    assert.equal(f.snapshot().errors, 3);
+    assert.deepEqual(
+      slicesOf(api, 'node-0').map((s) => s.metadata.name?.startsWith(`00000-${DRIVER_NAME}-node-0-`)),
+      [true],
+    );
+    assert.equal(f.snapshot().slices, api.slices.size);
+  });
+
+  it('deletes the slices of a node no longer selected, retrying failed deletes', async () => {
+    const api = withNodes(3);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.slices.size === 3);
+    api.fail('deleteSlice', 2);
+    api.putNode('node-1', {}, {}); // neither KWOK's annotation nor the profile label
+    await until('node-1 slices deleted', () => slicesOf(api, 'node-1').length === 0);
+    assert.equal(api.count('deleteSlice'), 3);
+    await until('converged', () => f.converged());
+    assert.equal(f.snapshot().nodes, 2);
+    assert.equal(f.snapshot().slices, 2);
+  });
+
+  it('relists when its watches expire (410) and publishes what changed in between', async () => {
+    const api = withNodes(2);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.slices.size === 2);
+    assert.equal(api.count('listNodes'), 1);
+    api.expire();
+    api.putNode('node-2', {}, KWOK);
+    await until('node-2 published after a relist', () => slicesOf(api, 'node-2').length === 1);
+    assert.equal(api.count('listNodes'), 2);
+    assert.equal(api.count('createSlice'), 3, 'nothing published twice');
+    await sleep(50);
+    assert.equal(api.openWatches, 2, 'each watch resumed once, none left behind');
+  });
+
+  it('backs off a node whose writes fail, and publishes it once the API server recovers', async () => {
+    const api = withNodes(2);
+    api.fail('createSlice', 5, 503);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.slices.size === 2);
+    assert.equal(f.snapshot().errors, 5);
+    assert.equal(api.count('createSlice'), 7);
+  });
+
+  it('reports a node with an unknown profile once, in an event, and publishes the rest', async () => {
+    const api = withNodes(2);
+    api.putNode('node-1', { 'fakegpu.dev/profile': 'no-such-preset' }, KWOK);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.events.length === 1);
+    api.putNode('node-1', { 'fakegpu.dev/profile': 'no-such-preset', other: 'x' }, KWOK);
+    await sleep(50);
+    assert.equal(api.events.length, 1);
+    assert.match(JSON.stringify(api.events[0]), /"reason":"FakegpuProfileInvalid"/);
+    assert.equal(slicesOf(api, 'node-0').length, 1);
+    assert.equal(slicesOf(api, 'node-1').length, 0);
+  });
+});
