@@ -1,6 +1,6 @@
-import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { PreparedDevice } from '../checkpoint/checkpoint.js';
+import type { ApiClient } from '../k8s/client.js';
 import type { ClaimRef, DraHandlers, PrepareResponse, UnprepareResponse } from '../kubelet/grpc.js';
 import { checkClaimUid, type ResourceClaim } from '../prepare/claim.js';
 import { PrepareError } from '../prepare/node.js';
@@ -19,21 +19,17 @@ export interface ClaimState {
 
 export interface HandlerContext {
   driver: string;
-  claims: CustomObjectsApi;
+  /** Reads claims, each request with its deadline. */
+  claims: ApiClient;
   metrics: PluginMetrics;
   log: Logger;
   /** Claims prepared by every driver of the node, for the gauge. */
   preparedCount(): number;
 }
 
-async function readClaim(api: CustomObjectsApi, ref: ClaimRef): Promise<ResourceClaim> {
-  const c = (await api.getNamespacedCustomObject({
-    group: 'resource.k8s.io',
-    version: 'v1',
-    namespace: ref.namespace,
-    plural: 'resourceclaims',
-    name: ref.name,
-  })) as ResourceClaim;
+async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> {
+  const path = `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(ref.namespace)}/resourceclaims/${encodeURIComponent(ref.name)}`;
+  const c = JSON.parse(await api.send('GET', path)) as ResourceClaim;
   if (c.metadata.uid !== ref.uid) {
     throw new PrepareError(
       `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,

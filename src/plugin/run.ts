@@ -3,12 +3,14 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
 import { writeIfChanged } from '../durable/file.js';
-import { serverVersion } from '../k8s/client.js';
+import { KubeApi } from '../k8s/api.js';
+import { fullJitter, PUBLISH_BACKOFF } from '../k8s/backoff.js';
+import { ApiClient, clientOf, serverVersion } from '../k8s/client.js';
 import { splitEndpoint } from '../net/endpoint.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../config/nvidia.js';
@@ -97,17 +99,9 @@ async function chooseProfile(o: PluginOptions, kc: KubeConfig, log: Logger): Pro
   const remembered = join(o.stateDir, 'profile-choice.json');
   let value: string | null;
   try {
-    const node = await new Promise<V1Node>((resolve, reject) => {
-      const t = setTimeout(() => {
-        reject(new Error(`no answer in ${PROFILE_LABEL_WAIT_MS / 1000} s`));
-      }, PROFILE_LABEL_WAIT_MS);
-      kc.makeApiClient(CoreV1Api)
-        .readNode({ name: o.nodeName })
-        .then(resolve, reject)
-        .finally(() => {
-          clearTimeout(t);
-        });
-    });
+    const node = await new KubeApi(new ApiClient(kc, { timeoutMs: PROFILE_LABEL_WAIT_MS })).readNode(
+      o.nodeName,
+    );
     value = node.metadata?.labels?.[o.profileLabel] ?? null;
     writeIfChanged(remembered, `${JSON.stringify({ label: o.profileLabel, value })}\n`, { mode: 0o600 });
   } catch (e) {
@@ -143,7 +137,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const kc = new KubeConfig();
   if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
   else kc.loadFromDefault();
-  const claims = kc.makeApiClient(CustomObjectsApi);
+  const claims = clientOf(kc);
 
   const profile = await chooseProfile(o, kc, log);
   const model = modelNode(profile, {
@@ -253,7 +247,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       try {
         version = await serverVersion(kc);
       } catch (e) {
-        const ms = Math.random() * Math.min(30_000, 1000 * 2 ** attempt);
+        const ms = fullJitter(attempt + 1, PUBLISH_BACKOFF);
         log.warn(
           { err: e instanceof Error ? e.message : String(e), retryInMs: Math.round(ms) },
           'the API server is not answering; slices wait',

@@ -13,6 +13,7 @@ import { parsePools } from '../../src/fleet/pools.js';
 import type { ResourceSlice } from '../../src/k8s/resource.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * fakegpu fleet on KWOK's simulated nodes: `cluster up --kwok-nodes 50` creates 50 DGX H100 nodes; the
@@ -71,7 +72,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
 }
 

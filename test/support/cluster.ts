@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { clusterUp, type ClusterOptions, type Exports } from '../../src/cluster/cluster.js';
 import { cacheRoot } from '../../src/cluster/build.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The cluster integration tests share: the one `fakegpu cluster up` gives users. `npm test` starts it
@@ -73,6 +74,6 @@ export async function eventually<T>(what: string, fn: () => T | undefined, timeo
     const v = fn();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
 }
