@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
 import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
-import { DRA_V1, loadProto, startServers, type ClaimRef, type DraHandlers } from '../src/kubelet/grpc.js';
+import { dial, invoke } from '../src/kubelet/client.js';
+import { DRA_V1, startServers, type ClaimRef, type DraHandlers } from '../src/kubelet/grpc.js';
 import type { ResourceClaim } from '../src/prepare/claim.js';
 import { DeviceState } from '../src/prepare/state.js';
 import { resolveProfile } from '../src/profile/load.js';
@@ -20,25 +20,6 @@ import { modelNode } from '../src/render.js';
 
 const NODE = 'bench-node';
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 20);
-
-type Client = grpc.Client &
-  Record<string, (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void>;
-
-function client(socket: string): Client {
-  let cur: unknown = loadProto('dra-v1.proto');
-  for (const p of DRA_V1) cur = (cur as Record<string, unknown>)[p];
-  const Ctor = cur as new (addr: string, creds: grpc.ChannelCredentials) => Client;
-  return new Ctor(`unix://${socket}`, grpc.credentials.createInsecure());
-}
-
-function call(c: Client, method: string, req: unknown): Promise<void> {
-  return new Promise((resolve, reject) => {
-    c[method]?.call(c, req, (err) => {
-      if (err) reject(err);
-      else resolve();
-    });
-  });
-}
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -64,7 +45,7 @@ async function measure(variant: string, handlers: DraHandlers, inflight: number)
     },
     handlers,
   );
-  const c = client(servers.draSocket);
+  const c = dial('dra-v1.proto', DRA_V1, servers.draSocket);
   const lat: Record<'prepare' | 'unprepare', number[]> = { prepare: [], unprepare: [] };
   const busy: Record<'prepare' | 'unprepare', number> = { prepare: 0, unprepare: 0 };
   for (let round = 0; round < ROUNDS; round++) {
@@ -81,7 +62,7 @@ async function measure(variant: string, handlers: DraHandlers, inflight: number)
       await Promise.all(
         refs.map(async (ref) => {
           const s = performance.now();
-          await call(c, method, { claims: [ref] });
+          await invoke(c, method, { claims: [ref] });
           lat[kind].push(performance.now() - s);
         }),
       );

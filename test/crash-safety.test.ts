@@ -193,7 +193,7 @@ describe('durable files', () => {
     writeFileSync(path, text.replace('"ns"', '"nt"'));
     assert.throws(() => new CheckpointStore(path), {
       message: new RegExp(
-        `^${path}: the checkpoint is its checksum does not match its content .*; restart with --reset-checkpoint \\(env FAKEGPU_RESET_CHECKPOINT=true`,
+        `^${path}: the checkpoint is damaged: its checksum "sha256:[0-9a-f]{64}" does not match its content; restart with --reset-checkpoint \\(env FAKEGPU_RESET_CHECKPOINT=true`,
       ),
     });
     assert.deepEqual(new CheckpointStore(path, true).all(), []);

@@ -7,41 +7,17 @@ import * as grpc from '@grpc/grpc-js';
 import {
   DRA_V1,
   DRA_V1BETA1,
-  loadProto,
   REGISTRATION,
   startServers,
   type ClaimRef,
   type RunningServers,
 } from '../src/kubelet/grpc.js';
+import { dial, invoke } from '../src/kubelet/client.js';
 
 /**
  * Our gRPC servers against the field tables: a client built from the same .proto files speaks to them
  * over the real Unix sockets, as the kubelet does; malformed bytes are refused, not crashed on.
  */
-type Client = grpc.Client &
-  Record<string, (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void>;
-
-function client(file: string, path: string[], socket: string): Client {
-  let cur: unknown = loadProto(file);
-  for (const p of path) cur = (cur as Record<string, unknown>)[p];
-  const Ctor = cur as new (addr: string, creds: grpc.ChannelCredentials) => Client;
-  return new Ctor(`unix://${socket}`, grpc.credentials.createInsecure());
-}
-
-function call(c: Client, method: string, req: unknown): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const fn = c[method];
-    if (!fn) {
-      reject(new Error(`no method ${method}`));
-      return;
-    }
-    fn.call(c, req, (err, res) => {
-      if (err) reject(err);
-      else resolve(res);
-    });
-  });
-}
-
 describe('kubelet-facing gRPC servers', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fakegpu-grpc-'));
   let servers: RunningServers;
@@ -89,15 +65,15 @@ describe('kubelet-facing gRPC servers', () => {
   });
 
   it('answers GetInfo as a DRA plugin advertising v1 then v1beta1, and takes the registration status', async () => {
-    const reg = client('pluginregistration.proto', REGISTRATION, servers.registrationSocket);
-    assert.deepEqual(await call(reg, 'GetInfo', {}), {
+    const reg = dial('pluginregistration.proto', REGISTRATION, servers.registrationSocket);
+    assert.deepEqual(await invoke(reg, 'GetInfo', {}), {
       type: 'DRAPlugin',
       name: 'gpu.nvidia.com',
       endpoint: servers.draSocket,
       supportedVersions: ['v1.DRAPlugin', 'v1beta1.DRAPlugin'],
     });
     assert.deepEqual(
-      await call(reg, 'NotifyRegistrationStatus', { pluginRegistered: false, error: 'nope' }),
+      await invoke(reg, 'NotifyRegistrationStatus', { pluginRegistered: false, error: 'nope' }),
       {},
     );
     assert.deepEqual(registrations, [[false, 'nope']]);
@@ -109,8 +85,8 @@ describe('kubelet-facing gRPC servers', () => {
     ['v1beta1', 'dra-v1beta1.proto', DRA_V1BETA1],
   ] as const) {
     it(`serves NodePrepareResources and NodeUnprepareResources (${version})`, async () => {
-      const dra = client(file, path, servers.draSocket);
-      const res = (await call(dra, 'NodePrepareResources', {
+      const dra = dial(file, path, servers.draSocket);
+      const res = (await invoke(dra, 'NodePrepareResources', {
         claims: [
           { namespace: 'ns', uid: 'u1', name: 'good' },
           { namespace: 'ns', uid: 'u2', name: 'bad' },
@@ -131,7 +107,9 @@ describe('kubelet-facing gRPC servers', () => {
         { namespace: 'ns', uid: 'u2', name: 'bad' },
       ]);
       assert.deepEqual(
-        await call(dra, 'NodeUnprepareResources', { claims: [{ namespace: 'ns', uid: 'u1', name: 'good' }] }),
+        await invoke(dra, 'NodeUnprepareResources', {
+          claims: [{ namespace: 'ns', uid: 'u1', name: 'good' }],
+        }),
         { claims: { u1: { error: '' } } },
       );
       dra.close();
@@ -154,8 +132,8 @@ describe('kubelet-facing gRPC servers', () => {
     assert.ok(err, 'an error');
     assert.equal(err.code, grpc.status.INTERNAL);
     raw.close();
-    const dra = client('dra-v1.proto', DRA_V1, servers.draSocket);
-    assert.deepEqual(await call(dra, 'NodeUnprepareResources', { claims: [] }), { claims: {} });
+    const dra = dial('dra-v1.proto', DRA_V1, servers.draSocket);
+    assert.deepEqual(await invoke(dra, 'NodeUnprepareResources', { claims: [] }), { claims: {} });
     dra.close();
   });
 });

@@ -97,12 +97,17 @@ describe('mock NVML', () => {
     writeFileSync(path, '{');
     assert.throws(
       () => new MockNvml(machine, new FileMigStateStore(path)),
-      /not JSON; delete it to start from the profile$/,
+      /the NVML state file is not valid JSON \(.*\); delete it to start from the profile$/,
     );
     writeFileSync(path, '{"version": 2, "gpus": {}}');
     assert.throws(
       () => new MockNvml(machine, new FileMigStateStore(path)),
       /the NVML state file is malformed \(.*\); delete it/,
+    );
+    writeFileSync(path, '{"checksum": "sha256:00", "version": 1, "gpus": {}}');
+    assert.throws(
+      () => new MockNvml(machine, new FileMigStateStore(path)),
+      /the NVML state file is damaged: its checksum "sha256:00" does not match its content; delete it/,
     );
   });
 

@@ -5,9 +5,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
-import { DRA_V1, loadProto, startServers } from '../src/kubelet/grpc.js';
+import { dial, invoke, type KubeletClient } from '../src/kubelet/client.js';
+import { DRA_V1, startServers } from '../src/kubelet/grpc.js';
 import { refuseRealDriver } from '../src/plugin/preflight.js';
 import { runPlugin } from '../src/plugin/run.js';
 import { resolveProfile } from '../src/profile/load.js';
@@ -15,26 +15,9 @@ import { gpuClaim, NODE, nodeState } from './support/node-state.js';
 
 /** The node plugin where the world around it misbehaves: no API server, NVIDIA's driver, a busy socket. */
 
-type Client = grpc.Client &
-  Record<string, (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void>;
-
-function draClient(socket: string): Client {
-  let cur: unknown = loadProto('dra-v1.proto');
-  for (const p of DRA_V1) cur = (cur as Record<string, unknown>)[p];
-  const Ctor = cur as new (addr: string, creds: grpc.ChannelCredentials) => Client;
-  return new Ctor(`unix://${socket}`, grpc.credentials.createInsecure());
-}
-
-function unprepare(c: Client, uid: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    c['NodeUnprepareResources']?.call(
-      c,
-      { claims: [{ namespace: 'default', uid, name: `claim-${uid}` }] },
-      (err, res) => {
-        if (err) reject(err);
-        else resolve(res);
-      },
-    );
+function unprepare(c: KubeletClient, uid: string): Promise<unknown> {
+  return invoke(c, 'NodeUnprepareResources', {
+    claims: [{ namespace: 'default', uid, name: `claim-${uid}` }],
   });
 }
 
@@ -90,7 +73,7 @@ describe('the node plugin', () => {
       log: pino({ level: 'silent' }),
     });
     try {
-      const c = draClient(join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
+      const c = dial('dra-v1.proto', DRA_V1, join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
       assert.deepEqual(await unprepare(c, 'held'), { claims: { held: { error: '' } } });
       assert.deepEqual(readdirSync(join(root, 'cdi')), []);
       assert.deepEqual(readdirSync(join(root, 'state', 'claims')), []);

@@ -120,7 +120,7 @@ export function parseChecked(text: string): Checked {
   if (checksum !== checksumOf(data))
     return {
       ok: false,
-      why: `its checksum does not match its content (${JSON.stringify(checksum).slice(0, 80)})`,
+      why: `damaged: its checksum ${JSON.stringify(checksum).slice(0, 80)} does not match its content`,
     };
   return { ok: true, data, checksummed: true };
 }
