@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/cluster/cluster.js';
 import { parsePools } from '../../src/fleet/pools.js';
-import { kubectl, testCluster } from '../support/cluster.js';
+import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster, type Result } from '../support/cluster.js';
 
 /** The Helm chart, linted and rendered by helm (built from source like the rest) and checked by the real API server. */
 const chart = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'helm', 'fakegpu');
@@ -23,6 +25,39 @@ function helm(e: Exports, args: string[]): { code: number | null; out: string; e
   });
   if (r.error) throw r.error;
   return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+interface Container {
+  name: string;
+  env?: { name: string; value?: string }[];
+  securityContext?: unknown;
+}
+
+interface Doc {
+  kind: string;
+  metadata: { name: string };
+  spec?: {
+    template?: { spec: { containers: Container[] } };
+    matchConditions?: { name: string; expression: string }[];
+    policyName?: string;
+    validationActions?: string[];
+  };
+}
+
+function objects(yaml: string): Doc[] {
+  return parseAllDocuments(yaml).map((d) => d.toJS() as Doc);
+}
+
+function mustResult(r: Result): string {
+  assert.equal(r.code, 0, r.err);
+  return r.out;
+}
+
+/** The one container of the workload of this kind. */
+function container(all: Doc[], kind: string): Container {
+  const c = all.find((d) => d.kind === kind)?.spec?.template?.spec.containers[0];
+  assert.ok(c, `a ${kind} with a container`);
+  return c;
 }
 
 describe('Helm chart deploy/helm/fakegpu', () => {
@@ -62,6 +97,8 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'DeviceClass',
       'DeviceClass',
       'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
     ]);
     kubectl(e, ['create', 'namespace', 'fakegpu-system']);
     const applied = kubectl(e, ['apply', '--dry-run=server', '-f', '-'], r.out);
@@ -69,6 +106,209 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.match(r.out, /name: FAKEGPU_DYNAMIC_MIG\n\s+value: "true"/);
     assert.match(r.out, /name: NIC_DRIVER_NAME\n\s+value: "dra.net"/);
     assert.match(r.out, /expression: "device.driver == 'dra.net'"/);
+  });
+
+  it('runs the plugin as root with MKNOD and nothing else, read-only, under RuntimeDefault seccomp', () => {
+    const r = helm(e, ['template', 'fakegpu', chart, '--kube-version', 'v1.37.2']);
+    assert.equal(r.code, 0, r.err);
+    const plugin = container(objects(r.out), 'DaemonSet');
+    assert.deepEqual(plugin.securityContext, {
+      runAsUser: 0,
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'], add: ['MKNOD'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    // A reset on every restart would forget running pods' claims, so it is opt-in.
+    assert.equal(
+      plugin.env?.find((v) => v.name === 'FAKEGPU_RESET_CHECKPOINT'),
+      undefined,
+      'no reset by default',
+    );
+  });
+
+  it('renders plugin.resetCheckpoint=true as FAKEGPU_RESET_CHECKPOINT=true', () => {
+    const r = helm(e, [
+      'template',
+      'fakegpu',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--set',
+      'plugin.resetCheckpoint=true',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const env = container(objects(r.out), 'DaemonSet').env ?? [];
+    assert.deepEqual(
+      env.filter((v) => v.name === 'FAKEGPU_RESET_CHECKPOINT'),
+      [{ name: 'FAKEGPU_RESET_CHECKPOINT', value: 'true' }],
+    );
+  });
+
+  it("binds the admission policy to the plugin's service account only, and leaves it out when disabled", () => {
+    const r = helm(e, [
+      'template',
+      'rel',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--namespace',
+      'ns1',
+      '--set',
+      'fleet.enabled=true',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const all = objects(r.out);
+    const policy = all.find((d) => d.kind === 'ValidatingAdmissionPolicy');
+    assert.equal(policy?.metadata.name, 'rel-plugin-own-node');
+    // The fleet (rel-fleet) writes many nodes' slices from a node of its own: it must not match.
+    assert.deepEqual(policy.spec?.matchConditions, [
+      {
+        name: 'is-plugin',
+        expression: 'request.userInfo.username == "system:serviceaccount:ns1:rel-plugin"',
+      },
+    ]);
+    const binding = all.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
+    assert.equal(binding?.spec?.policyName, 'rel-plugin-own-node');
+    assert.deepEqual(binding.spec.validationActions, ['Deny']);
+    const off = helm(e, [
+      'template',
+      'rel',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--set',
+      'plugin.admissionPolicy.enabled=false',
+    ]);
+    assert.equal(off.code, 0, off.err);
+    assert.deepEqual(
+      objects(off.out).filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy')),
+      [],
+    );
+  });
+
+  it("lets the plugin's account write its own node's slices and refuses every other node's (real API server)", async () => {
+    const ns = 'fakegpu-vap';
+    const sa = 'vap-plugin';
+    const other = 'fakegpu-vap-elsewhere';
+    const r = helm(e, [
+      'template',
+      'vap',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--namespace',
+      ns,
+      '--show-only',
+      'templates/rbac.yaml',
+      '--show-only',
+      'templates/admission-policy.yaml',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    // A driver no DeviceClass selects: these slices must not feed the scheduler tests.
+    const slice = (name: string, node: string): string =>
+      JSON.stringify({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: { name },
+        spec: {
+          driver: 'vap.fakegpu.dev',
+          nodeName: node,
+          pool: { name: node, generation: 1, resourceSliceCount: 1 },
+          devices: [{ name: 'gpu-0' }],
+        },
+      });
+    const names = ['vap-own', 'vap-other', 'vap-unbound'];
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-vap-'));
+    kubectl(e, ['create', 'namespace', ns]);
+    try {
+      mustKubectl(e, ['apply', '-f', '-'], r.out);
+      // The API server puts the node's name in the user's extra only for tokens bound to a Node (or
+      // to a Pod on one, as the DaemonSet's pods get): the policy reads it from there.
+      const uid = mustKubectl(e, ['get', 'node', TEST_NODE, '-o', 'jsonpath={.metadata.uid}']);
+      const nodeToken = mustKubectl(e, [
+        'create',
+        'token',
+        sa,
+        '-n',
+        ns,
+        '--duration',
+        '10m',
+        '--bound-object-kind',
+        'Node',
+        '--bound-object-name',
+        TEST_NODE,
+        '--bound-object-uid',
+        uid,
+      ]).trim();
+      const plainToken = mustKubectl(e, ['create', 'token', sa, '-n', ns, '--duration', '10m']).trim();
+      // The admin kubeconfig without its client certificate, which the API server would prefer.
+      const as = (token: string, file: string): ((args: string[], input?: string) => Result) => {
+        const config = JSON.parse(
+          mustKubectl(e, ['config', 'view', '--raw', '--minify', '--flatten', '-o', 'json']),
+        ) as {
+          users: { name: string; user: Record<string, unknown> }[];
+        };
+        for (const u of config.users) u.user = { token };
+        const path = join(dir, file);
+        writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+        return (args, input) => kubectl({ ...e, KUBECONFIG: path }, args, input);
+      };
+      const plugin = as(nodeToken, 'node.json');
+      const unbound = as(plainToken, 'plain.json');
+      const who = JSON.parse(mustResult(plugin(['auth', 'whoami', '-o', 'json']))) as {
+        status: { userInfo: { username: string; extra?: Record<string, string[]> } };
+      };
+      assert.equal(who.status.userInfo.username, `system:serviceaccount:${ns}:${sa}`);
+      assert.deepEqual(who.status.userInfo.extra?.['authentication.kubernetes.io/node-name'], [TEST_NODE]);
+
+      // Admission (and RBAC) pick new objects up from their informers a moment later.
+      const denial = new RegExp(
+        `ValidatingAdmissionPolicy 'vap-plugin-own-node' with binding 'vap-plugin-own-node' denied request: ` +
+          `the fakegpu plugin on node ${TEST_NODE} may not write ResourceSlices of node ${other}`,
+      );
+      let last = '';
+      try {
+        await eventually('the policy to refuse another node', () => {
+          const w = plugin(['create', '-f', '-'], slice('vap-other', other));
+          last = w.code === 0 ? 'created' : w.err;
+          if (w.code === 0) kubectl(e, ['delete', 'resourceslice', 'vap-other']);
+          return denial.test(w.err) ? true : undefined;
+        });
+      } catch (err) {
+        throw new Error(`${String(err)}; last attempt: ${last}`, { cause: err });
+      }
+
+      // Its own node: create, update and delete all pass.
+      const own = plugin(['create', '-f', '-'], slice('vap-own', TEST_NODE));
+      assert.equal(own.code, 0, own.err);
+      const label = plugin(['label', 'resourceslice', 'vap-own', 'fakegpu.dev/touched=yes']);
+      assert.equal(label.code, 0, label.err);
+      const del = plugin(['delete', 'resourceslice', 'vap-own']);
+      assert.equal(del.code, 0, del.err);
+
+      // Another node's slice, written by someone the policy does not bind: the plugin may neither
+      // change nor delete it.
+      mustKubectl(e, ['create', '-f', '-'], slice('vap-other', other));
+      const relabel = plugin(['label', 'resourceslice', 'vap-other', 'fakegpu.dev/touched=yes']);
+      assert.notEqual(relabel.code, 0, "update of another node's slice");
+      assert.match(relabel.err, new RegExp(`may not write ResourceSlices of node ${other}`));
+      const steal = plugin(['delete', 'resourceslice', 'vap-other']);
+      assert.notEqual(steal.code, 0, "delete of another node's slice");
+      assert.match(steal.err, new RegExp(`may not write ResourceSlices of node ${other}`));
+      assert.equal(kubectl(e, ['get', 'resourceslice', 'vap-other']).code, 0, 'still there');
+
+      // A token that names no node writes nothing, not even for the node it claims.
+      const orphan = unbound(['create', '-f', '-'], slice('vap-unbound', TEST_NODE));
+      assert.notEqual(orphan.code, 0, 'write with a token bound to no node');
+      assert.match(orphan.err, /this service account's token names no node/);
+    } finally {
+      kubectl(e, ['delete', 'resourceslice', ...names, '--ignore-not-found']);
+      kubectl(e, ['delete', '--ignore-not-found', '-f', '-'], r.out);
+      kubectl(e, ['delete', 'namespace', ns, '--wait=false']);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('leaves the NIC driver and its class out when nics.enabled is false', () => {
@@ -136,6 +376,15 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
     assert.equal(env.get('NODE_OPTIONS'), FLEET_NODE_FLAGS.join(' '));
     for (const [k, v] of Object.entries(FLEET_MALLOC_ENV)) assert.equal(env.get(k), v, k);
+    assert.deepEqual(container(objects(r.out), 'Deployment').securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65534,
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     // Applied for real (the Deployment's image cannot be built here, so its pod is not started):
     // the service account may do what the fleet does and no more.
     kubectl(e, ['create', 'namespace', 'fakegpu-fleet']);
@@ -165,6 +414,12 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const qps = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.qps=-1']);
     assert.notEqual(qps.code, 0);
     assert.match(qps.err, /\/fleet\/qps/);
+    const reset = helm(e, ['template', 'fakegpu', chart, '--set', 'plugin.resetCheckpoint=yes']);
+    assert.notEqual(reset.code, 0);
+    assert.match(reset.err, /\/plugin\/resetCheckpoint/);
+    const policy = helm(e, ['template', 'fakegpu', chart, '--set', 'plugin.admissionPolicy.on=true']);
+    assert.notEqual(policy.code, 0);
+    assert.match(policy.err, /\/plugin\/admissionPolicy/);
     const pool = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.pools.a.dynamicMig=true']);
     assert.notEqual(pool.code, 0);
     assert.match(pool.err, /\/fleet\/pools\/a': missing property 'profile'/);
