@@ -223,15 +223,20 @@ describe('durable files', () => {
     });
   });
 
-  it('a reset checkpoint is followed by a sweep of CDI specs, views, MIG instances and temporary files', async () => {
+  it('a damaged checkpoint reset is followed by a sweep of CDI specs, views, MIG instances and temporary files', async () => {
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-sweep-'));
     const first = nodeState(root);
     await first.state.prepare(gpuClaim('s1', ['gpu-3-mig-7g80gb-0-0']));
     await first.state.prepare(gpuClaim('s2', ['gpu-4']));
     writeFileSync(join(root, 'cdi', `${CDI_FILE('s3')}.1a2b3c4d`), 'half');
     writeFileSync(join(root, 'cdi', 'other-vendor.yaml'), 'not ours');
-    const cp = new CheckpointStore(join(root, 'state', 'checkpoint.json'), true);
+    const path = join(root, 'state', 'checkpoint.json');
+    // A good checkpoint survives a reset left switched on; a damaged one is set aside.
+    assert.equal(new CheckpointStore(path, true).all().length, 2);
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"s2"', '"s9"'));
+    const cp = new CheckpointStore(path, true);
     assert.deepEqual(cp.all(), []);
+    assert.match(cp.resetFrom ?? '', /^the checkpoint is damaged: its checksum/);
     const { state } = nodeState(root);
     const r = state.restore();
     assert.deepEqual(r.swept, { cdiSpecs: 3, views: 2, instances: 1 });

@@ -55,7 +55,7 @@ export type Checkpoint = z.infer<typeof CheckpointFile>;
 
 /** How to start over, said wherever a checkpoint is refused. */
 export const RESET_HINT =
-  'restart with --reset-checkpoint (env FAKEGPU_RESET_CHECKPOINT=true, chart value plugin.resetCheckpoint) to start empty; prepared claims are forgotten and their files swept';
+  'restart with --reset-checkpoint (env FAKEGPU_RESET_CHECKPOINT=true, chart value plugin.resetCheckpoint) to start empty; prepared claims are forgotten and what they held is swept';
 
 function bootId(): string {
   try {
@@ -72,16 +72,34 @@ export class CheckpointStore {
   /** The write that will cover every change made before it runs. */
   private pending: Promise<void> | null = null;
 
-  /** Loads the file; a damaged one stops the plugin with one line unless `reset` says to start empty. */
+  /** Why the file on disk was set aside for an empty checkpoint (`reset`), if it was. */
+  readonly resetFrom: string | null = null;
+
+  /**
+   * Loads the file. A damaged one stops the plugin with one line, unless `reset` says to start empty
+   * instead; a good one is kept even then, so a reset left switched on in a DaemonSet costs nothing.
+   */
   constructor(
     readonly path: string,
     reset = false,
   ) {
     this.data = { version: 2, nodeBootId: bootId(), preparedClaims: {} };
-    if (reset || !existsSync(path)) {
+    if (!existsSync(path)) {
       this.save();
       return;
     }
+    try {
+      this.load();
+    } catch (e) {
+      if (!reset || !(e instanceof FakegpuError)) throw e;
+      this.resetFrom = e.detail;
+      this.data = { version: 2, nodeBootId: bootId(), preparedClaims: {} };
+      this.save();
+    }
+  }
+
+  private load(): void {
+    const path = this.path;
     const checked = parseChecked(readFileSync(path, 'utf8'));
     if (!checked.ok) throw new FakegpuError(path, `the checkpoint is ${checked.why}; ${RESET_HINT}`);
     const parsed = CheckpointFile.safeParse(checked.data);

@@ -195,6 +195,11 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   }
   // Before serving: finish or undo what a crash left, and sweep what no claim holds.
   for (const d of drivers) {
+    if (d.checkpoint.resetFrom !== null)
+      log.warn(
+        { driver: d.name, checkpoint: d.checkpoint.path, why: d.checkpoint.resetFrom },
+        'started with an empty checkpoint (--reset-checkpoint)',
+      );
     const r = d.state.restore();
     if (r.stale.length > 0)
       log.warn(

@@ -201,7 +201,7 @@ async function disrupt(kind: (typeof DISRUPTIONS)[number]): Promise<string> {
       await eventually(
         'the crash point',
         () => (pid === null || !isAlive(pid) ? true : undefined),
-        15_000,
+        8_000,
       ).catch(() => undefined);
       const crashed = pid === null || !isAlive(pid);
       await restart('fakegpu-plugin');
@@ -270,9 +270,12 @@ function check(): void {
     if (!p.saw) continue;
     const now = seesNow(e, p.name, 'main');
     const uuids = allocatedUuids(e, podClaim(e, p.name, 'c')).filter((u) => u.startsWith('GPU-'));
+    // A whole GPU lists itself; a MIG device is listed under its parent GPU.
+    const [first = '', second = ''] = p.saw.listed;
     const exact =
-      p.saw.listed.length === 1 &&
-      (p.kind === 'mig' ? p.saw.listed[0]?.startsWith('MIG-') === true : p.saw.listed[0] === uuids[0]);
+      p.kind === 'mig'
+        ? p.saw.listed.length === 2 && first.startsWith('GPU-') && second.startsWith('MIG-')
+        : p.saw.listed.length === 1 && first === uuids[0];
     if (
       !exact ||
       JSON.stringify(now) !== JSON.stringify({ listed: p.saw.listed, devNodes: p.saw.devNodes })
@@ -308,6 +311,8 @@ function onNode(): { cdi: number; views: number; checkpoint: number; mig: number
   return { cdi, views, checkpoint, mig };
 }
 
+/** GPU instances the machine boots with (static MIG): not claims', so not leaks. */
+const bootInstances = onNode().mig;
 const counts: Record<string, number> = {};
 let done = 0;
 let leaked = 0;
@@ -341,10 +346,14 @@ try {
     'nothing left on the node',
     () => {
       const n = onNode();
+      n.mig -= bootInstances;
       return n.cdi + n.views + n.checkpoint + n.mig === 0 ? n : undefined;
     },
     60_000,
-  ).catch(() => onNode());
+  ).catch(() => {
+    const n = onNode();
+    return { ...n, mig: n.mig - bootInstances };
+  });
   leaked = left.cdi + left.views + left.checkpoint + left.mig;
   if (leaked > 0) problems.push(`left on the node: ${JSON.stringify(left)}`);
   report(null);
