@@ -7,7 +7,7 @@ import {
   resolveProfile,
   type ResolvedProfile,
 } from '../src/profile/load.js';
-import type { ProfileSpec } from '../src/profile/schema.js';
+import type { ProfileSpec } from '../src/preset/spec.js';
 
 function machineOf(spec: ProfileSpec, dynamicMig = false) {
   const profile: ResolvedProfile = { name: 't', preset: spec.preset ?? null, spec: mergeOverPreset(spec) };

@@ -6,7 +6,7 @@ import { buildMachine } from '../hardware/build.js';
 import { parseLenientVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
 import { resolveProfile } from '../profile/load.js';
-import type { ProfileSpec } from '../profile/schema.js';
+import type { ProfileSpec } from '../preset/spec.js';
 import { checkNodeName, renderSlices } from '../render.js';
 import { renderTopology, topology } from '../topology/topology.js';
 import { DRIVER_NAME } from '../slice/build.js';

@@ -4,7 +4,7 @@ import { FakegpuError, show } from '../errors.js';
 import { placeLayout } from '../mig/layout.js';
 import type { Placed } from '../mig/placement.js';
 import type { ResolvedProfile } from '../profile/load.js';
-import type { GpuEntry, MigSpec, NicEntry, ProfileSpec } from '../profile/schema.js';
+import type { GpuEntry, MigSpec, NicEntry, ProfileSpec } from '../preset/spec.js';
 import {
   cudaVersionForDriver,
   cudaVersionToNvml,

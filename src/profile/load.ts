@@ -3,7 +3,8 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { findPreset, PRESET_NAMES } from '../preset/index.js';
-import { MachineProfile, ProfileSpec } from './schema.js';
+import { ProfileSpec } from '../preset/spec.js';
+import { MachineProfile } from './schema.js';
 
 /** A profile with its preset folded in: what the hardware model is built from. */
 export interface ResolvedProfile {
