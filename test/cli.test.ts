@@ -10,7 +10,15 @@ import type { List, ResourceSlice } from '../src/k8s/resource.js';
 const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'fakegpu.js');
 
 function fakegpu(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+  return fakegpuIn({}, ...args);
+}
+
+/** The binary with standard input, a working directory or environment of its own. */
+function fakegpuIn(
+  o: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+  ...args: string[]
+): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', ...o });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -317,4 +325,58 @@ describe('bench:fleet flags', () => {
       assert.match(r.stderr, message);
     });
   }
+});
+
+describe('profile files by any name, and standard input', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+  const json = JSON.stringify({
+    apiVersion: 'fakegpu.dev/v1alpha1',
+    kind: 'MachineProfile',
+    metadata: { name: 'j' },
+    spec: { gpus: [{ model: 'T4' }] },
+  });
+  writeFileSync(join(dir, 'my.json'), json);
+
+  it('validate my.json (no slash) reads the file, not a preset', () => {
+    const r = fakegpuIn({ cwd: dir }, 'validate', 'my.json');
+    assert.equal(r.stderr, '');
+    assert.equal(
+      r.stdout,
+      'my.json: valid MachineProfile "j": 1x T4; 0 NIC(s); driver 580.126.20; MIG on 0 GPU(s) with 0 instance(s)\n',
+    );
+    assert.equal(r.code, 0);
+  });
+
+  it('validate - reads standard input', () => {
+    const r = fakegpuIn({ input: json }, 'validate', '-');
+    assert.equal(r.stderr, '');
+    assert.equal(
+      r.stdout,
+      'stdin: valid MachineProfile "j": 1x T4; 0 NIC(s); driver 580.126.20; MIG on 0 GPU(s) with 0 instance(s)\n',
+    );
+  });
+
+  it('render -p - reads standard input; its YAML errors name stdin', () => {
+    const r = fakegpuIn({ input: json }, 'render', '-p', '-', '-n', 'n1', '-o', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as List<ResourceSlice>).items.length, 1);
+    const bomb = `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: b}\nspec:\n  description: &a x\n  gpus: [${Array(101).fill('{model: *a}').join(', ')}]\n`;
+    const bad = fakegpuIn({ input: bomb }, 'validate', '-');
+    assert.deepEqual(bad, {
+      code: 1,
+      stdout: '',
+      stderr:
+        'fakegpu: stdin: not valid YAML: more than 100 alias expansions (*name); at most 100 are allowed, as a guard against alias bombs; write the values out\n',
+    });
+  });
+
+  it('a missing my.json is a missing file, not an unknown preset', () => {
+    const r = fakegpuIn({ cwd: dir }, 'validate', 'nope.json');
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(
+      r.stderr,
+      /^fakegpu: nope\.json: cannot read profile file "nope\.json" \(ENOENT\); give a preset name/,
+    );
+  });
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FakegpuError } from '../src/errors.js';
 import { buildMachine } from '../src/hardware/build.js';
+import { PRESET_NAMES } from '../src/preset/index.js';
 import {
   mergeOverPreset,
   parseProfileText,
@@ -299,4 +301,49 @@ describe('bad profiles', () => {
       });
     });
   }
+});
+
+/** Input that used to get a stack trace, or to pass here and be refused by the API server later. */
+describe('input at the limits: one line naming the field, the value and what is allowed', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+
+  it('YAML whose aliases expand more than 100 times', () => {
+    const bomb = `  description: &a x\n  gpus: [${Array(101).fill('{model: *a}').join(', ')}]\n`;
+    exact(
+      () => parseProfileText(doc(bomb), 'f.yaml'),
+      'f.yaml: not valid YAML: more than 100 alias expansions (*name); at most 100 are allowed, as a guard against alias bombs; write the values out',
+    );
+  });
+
+  it('YAML alias without an anchor', () => {
+    exact(
+      () => parseProfileText(doc('  preset: *nope\n'), 'f.yaml'),
+      'f.yaml: not valid YAML: Unresolved alias (the anchor must be set before the alias): nope',
+    );
+  });
+
+  it('metadata.name of a megabyte: refused at 253 characters, quoted cut', () => {
+    const name = 'n'.repeat(1_000_000);
+    exact(
+      () => parseProfileText(doc('  preset: dgx-h100\n').replace('name: mine', `name: ${name}`), 'f.yaml'),
+      `metadata.name: Too big: expected string to have <=253 characters (got "${'n'.repeat(80)}"… (1000000 characters))`,
+    );
+  });
+
+  it('a long value in any message is cut at 80 characters with its length', () => {
+    exact(
+      () => resolveProfile('x'.repeat(5000)),
+      `--profile: unknown preset "${'x'.repeat(80)}"… (5000 characters); known presets: ${PRESET_NAMES.join(', ')}`,
+    );
+    exact(
+      () => parseProfileText(doc(`  gpus: [{model: T4, ${'k'.repeat(300)}: 1}]\n`), 'f.yaml'),
+      `spec.gpus[0]: unknown field "${'k'.repeat(80)}"… (300 characters); allowed fields: model, count, busId, pcieRoot, numaNode, minor, uuid, mig`,
+    );
+  });
 });

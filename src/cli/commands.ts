@@ -5,7 +5,7 @@ import { FakegpuError } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
 import { parseLenientVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
-import { resolveProfile } from '../profile/load.js';
+import { profileSource, resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../preset/spec.js';
 import { checkNodeName, renderSlices } from '../render.js';
 import { renderTopology, topology } from '../topology/topology.js';
@@ -160,16 +160,17 @@ export function checkDriverName(name: string, flag: string): string {
 export function validateCommand(write: (s: string) => void): Command {
   return new Command('validate')
     .description('check a MachineProfile file and summarise the machine it describes')
-    .argument('<file>', 'MachineProfile YAML')
+    .argument('<file>', 'MachineProfile YAML or JSON file, "-" for standard input, or a preset name')
     .option('--dynamic-mig', 'validate for a node running with dynamic MIG')
     .action((file: string, opts: { dynamicMig?: boolean }) => {
-      const profile = resolveProfile(file, file);
+      const source = profileSource(file);
+      const profile = resolveProfile(file, source);
       const machine = buildMachine(profile, { nodeName: 'validate', dynamicMig: opts.dynamicMig === true });
       const models = gpuSummary({ gpus: machine.gpus.map((g) => ({ model: g.model.key })) });
       const mig = machine.gpus.filter((g) => g.migEnabled);
       const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
       write(
-        `${file}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
+        `${source}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
           `${machine.nics.length} NIC(s); driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
       );
     });

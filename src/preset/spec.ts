@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { show } from '../errors.js';
 
 /**
  * The spec a machine is written in: presets are written in it, and a user's MachineProfile carries one
@@ -10,7 +11,7 @@ export function strict<T extends z.ZodRawShape>(shape: T) {
   return z.strictObject(shape, {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
-        ? `unknown field ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}; allowed fields: ${Object.keys(shape).join(', ')}`
+        ? `unknown field ${iss.keys.map((k) => show(k)).join(', ')}; allowed fields: ${Object.keys(shape).join(', ')}`
         : undefined,
   });
 }
