@@ -189,7 +189,7 @@ describe('bad input on the command line', () => {
     [
       'kubernetes version',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--kubernetes-version', 'next'],
-      /^fakegpu: --kubernetes-version: "next" is not a version/,
+      /^fakegpu: --kubernetes-version: "next" is not a Kubernetes version; expected <major>\.<minor>\[\.<patch>\] as the API server reports it, e\.g\. "1\.35\.0" or "v1\.34\.2-eks-113cf36"\n$/,
     ],
     [
       'NIC NUMA attribute',
@@ -378,5 +378,46 @@ describe('profile files by any name, and standard input', () => {
       r.stderr,
       /^fakegpu: nope\.json: cannot read profile file "nope\.json" \(ENOENT\); give a preset name/,
     );
+  });
+});
+
+describe('validate and render agree', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+
+  it('a driver version too large to publish is refused by both, in the same line', () => {
+    const p = join(dir, 'huge.yaml');
+    writeFileSync(
+      p,
+      'apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: h}\nspec:\n  gpus: [{model: T4}]\n  driver: {version: "99999999999999999999999.1.1"}\n',
+    );
+    const line =
+      'fakegpu: spec.driver.version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"\n';
+    assert.deepEqual(fakegpu('validate', p), { code: 1, stdout: '', stderr: line });
+    assert.deepEqual(fakegpu('render', '-p', p, '-n', 'n1'), { code: 1, stdout: '', stderr: line });
+  });
+
+  it('--kubernetes-version takes what real API servers report, suffixes ignored', () => {
+    for (const [real, plain] of [
+      ['v1.34.2-eks-113cf36', '1.34.2'],
+      ['v1.33.1+k3s1', '1.33.1'],
+      ['1.35.0-rc.1', '1.35.0'],
+    ] as const) {
+      const r = fakegpu(
+        'render',
+        '-p',
+        'dgx-h100',
+        '-n',
+        'n1',
+        '--dynamic-mig',
+        '--kubernetes-version',
+        real,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(
+        r.stdout,
+        fakegpu('render', '-p', 'dgx-h100', '-n', 'n1', '--dynamic-mig', '--kubernetes-version', plain)
+          .stdout,
+      );
+    }
   });
 });

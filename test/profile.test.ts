@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakegpuError } from '../src/errors.js';
 import { buildMachine } from '../src/hardware/build.js';
+import { parseKubernetesVersion } from '../src/k8s/version.js';
 import { PRESET_NAMES } from '../src/preset/index.js';
 import {
   mergeOverPreset,
@@ -344,6 +345,41 @@ describe('input at the limits: one line naming the field, the value and what is 
     exact(
       () => parseProfileText(doc(`  gpus: [{model: T4, ${'k'.repeat(300)}: 1}]\n`), 'f.yaml'),
       `spec.gpus[0]: unknown field "${'k'.repeat(80)}"… (300 characters); allowed fields: model, count, busId, pcieRoot, numaNode, minor, uuid, mig`,
+    );
+  });
+});
+
+describe('versions validate exactly when they render', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => e instanceof FakegpuError && e.message === message);
+  };
+
+  it('driver.version with a part too large to print as digits', () => {
+    exact(
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { version: '99999999999999999999999.1.1' } }),
+      'spec.driver.version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"',
+    );
+  });
+
+  it('cudaVersion beyond what NVML returns as an int', () => {
+    exact(
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { cudaVersion: '99999999999999999999999.0' } }),
+      'spec.driver.cudaVersion: "99999999999999999999999.0" is not a CUDA version NVML can report; the major must be at most 2147483 (NVML returns major*1000 + minor*10 as a 32-bit int), e.g. "13.0"',
+    );
+    assert.equal(
+      machineOf({ gpus: [{ model: 'T4' }], driver: { cudaVersion: '2147483.9' } }).cudaDriverVersion,
+      2147483090,
+    );
+  });
+
+  it('API server versions as real servers report them', () => {
+    assert.deepEqual(parseKubernetesVersion('v1.34.2-eks-113cf36', 'f'), { major: 1, minor: 34, patch: 2 });
+    assert.deepEqual(parseKubernetesVersion('v1.33.1+k3s1', 'f'), { major: 1, minor: 33, patch: 1 });
+    assert.deepEqual(parseKubernetesVersion('1.35.0-rc.1', 'f'), { major: 1, minor: 35, patch: 0 });
+    assert.deepEqual(parseKubernetesVersion('1.36', 'f'), { major: 1, minor: 36, patch: 0 });
+    exact(
+      () => parseKubernetesVersion('580.126.20.1', '--kubernetes-version'),
+      '--kubernetes-version: "580.126.20.1" is not a Kubernetes version; expected <major>.<minor>[.<patch>] as the API server reports it, e.g. "1.35.0" or "v1.34.2-eks-113cf36"',
     );
   });
 });

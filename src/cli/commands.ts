@@ -3,11 +3,11 @@ import { findModel } from '../catalog/index.js';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
-import { parseLenientVersion } from '../k8s/version.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
 import { profileSource, resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../preset/spec.js';
-import { checkNodeName, renderSlices } from '../render.js';
+import { checkNodeName, renderNode, renderSlices } from '../render.js';
 import { renderTopology, topology } from '../topology/topology.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { DRANET, nicDeviceName } from '../nic/attributes.js';
@@ -125,7 +125,7 @@ export function renderCommand(write: (s: string) => void): Command {
         dynamicMig: opts.dynamicMig === true,
         driverVersion: opts.driverVersion,
         driverName: checkDriverName(opts.driverName, '--driver-name'),
-        kubernetesVersion: parseLenientVersion(opts.kubernetesVersion, '--kubernetes-version'),
+        kubernetesVersion: parseKubernetesVersion(opts.kubernetesVersion, '--kubernetes-version'),
         release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
       });
       write(serialize(list, opts.output));
@@ -165,7 +165,15 @@ export function validateCommand(write: (s: string) => void): Command {
     .action((file: string, opts: { dynamicMig?: boolean }) => {
       const source = profileSource(file);
       const profile = resolveProfile(file, source);
-      const machine = buildMachine(profile, { nodeName: 'validate', dynamicMig: opts.dynamicMig === true });
+      // The whole of render with its defaults, so that what validates also renders.
+      const { machine } = renderNode(profile, {
+        nodeName: 'validate',
+        dynamicMig: opts.dynamicMig === true,
+        driverName: DRIVER_NAME,
+        kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+        release: DEFAULT_RELEASE,
+        nics: { driverName: DRANET, standardNumaNode: false },
+      }).model;
       const models = gpuSummary({ gpus: machine.gpus.map((g) => ({ model: g.model.key })) });
       const mig = machine.gpus.filter((g) => g.migEnabled);
       const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
