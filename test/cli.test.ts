@@ -421,3 +421,38 @@ describe('validate and render agree', () => {
     }
   });
 });
+
+describe('names and sizes the API server would refuse', () => {
+  it("--node so long that the slices' generateName passes 253 characters", () => {
+    const node = 'a'.repeat(232);
+    const r = fakegpu('render', '-p', 'dgx-h100', '-n', node);
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: `fakegpu: --node: "${'a'.repeat(80)}"… (232 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 254 characters and the API server allows 253; the node name can have at most 231 characters\n`,
+    });
+    const fits = fakegpu('render', '-p', 'dgx-h100', '-n', 'a'.repeat(231), '-o', 'json');
+    assert.equal(fits.code, 0, fits.stderr);
+    const names = (JSON.parse(fits.stdout) as List<ResourceSlice>).items.map(
+      (s) => s.metadata.generateName ?? '',
+    );
+    assert.ok(names.every((n) => n.length <= 253));
+  });
+
+  it('render --dynamic-mig of more GPUs than a node has: one line, not a RangeError', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+    const p = join(dir, 'big.yaml');
+    writeFileSync(
+      p,
+      `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: big}\nspec:\n  gpus: [${Array(157).fill('{model: H100-SXM5-80GB, count: 64}').join(', ')}]\n`,
+    );
+    const line =
+      "fakegpu: spec.gpus: 10048 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)\n";
+    assert.deepEqual(fakegpu('validate', p), { code: 1, stdout: '', stderr: line });
+    assert.deepEqual(fakegpu('render', '-p', p, '-n', 'n1', '--dynamic-mig', '-o', 'json'), {
+      code: 1,
+      stdout: '',
+      stderr: line,
+    });
+  });
+});

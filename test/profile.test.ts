@@ -383,3 +383,80 @@ describe('versions validate exactly when they render', () => {
     );
   });
 });
+
+describe('machines the real driver can describe', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+  const nic = (extra: string): string =>
+    doc(
+      `  gpus: [{model: T4}]\n  nics: [{model: ConnectX-7, busId: "0000:20:00.0", ifName: eth1${extra}}]\n`,
+    );
+
+  it('10,048 GPUs: refused before anything is built', () => {
+    exact(
+      () => machineOf({ gpus: Array.from({ length: 157 }, () => ({ model: 'T4', count: 64 })) }),
+      "spec.gpus: 10048 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)",
+    );
+  });
+
+  it('255 GPUs placed automatically end at bus ff and minor 254, around given bus IDs', () => {
+    const m = machineOf({
+      gpus: [
+        { model: 'T4', busId: '0000:02:00.0' },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 62 },
+      ],
+    });
+    assert.equal(m.gpus.length, 255);
+    assert.equal(new Set(m.gpus.map((g) => g.busId)).size, 255);
+    assert.deepEqual([m.gpus[254]?.busId, m.gpus[254]?.minor], ['0000:ff:00.0', 254]);
+    assert.ok(m.gpus.every((g) => /^0000:[0-9a-f]{2}:00\.0$/.test(g.busId)));
+  });
+
+  it('minor 255 is /dev/nvidiactl', () => {
+    exact(
+      () => parseProfileText(doc('  gpus: [{model: T4, minor: 255}]\n'), 'f.yaml'),
+      'spec.gpus[0].minor: Too big: expected number to be <=254 (got 255)',
+    );
+  });
+
+  it('NIC interface names as Linux allows them', () => {
+    exact(
+      () => parseProfileText(nic('x'.repeat(61)), 'f.yaml'),
+      `spec.nics[0].ifName: must be a Linux interface name: 1 to 15 bytes, not "." or "..", without "/", ":" or whitespace (got "eth1${'x'.repeat(61)}")`,
+    );
+    exact(
+      () => parseProfileText(nic(':0'), 'f.yaml'),
+      'spec.nics[0].ifName: must be a Linux interface name: 1 to 15 bytes, not "." or "..", without "/", ":" or whitespace (got "eth1:0")',
+    );
+    assert.equal(
+      parseProfileText(nic('x'.repeat(11)), 'f.yaml').spec.nics?.[0]?.ifName,
+      `eth1${'x'.repeat(11)}`,
+    );
+  });
+
+  it('RDMA device names within the kernel limit', () => {
+    exact(
+      () => parseProfileText(nic(`, rdmaDevice: ${'m'.repeat(64)}`), 'f.yaml'),
+      `spec.nics[0].rdmaDevice: must be an RDMA device name: 1 to 63 bytes, without "/" or whitespace (got "${'m'.repeat(64)}")`,
+    );
+  });
+
+  it('IPv4 addresses with their prefix', () => {
+    exact(
+      () => parseProfileText(nic(', ipv4: 999.999.999.999/99'), 'f.yaml'),
+      'spec.nics[0].ipv4: must be an IPv4 address with prefix: four numbers from 0 to 255 and a prefix length from 0 to 32, e.g. "10.0.0.5/24" (got "999.999.999.999/99")',
+    );
+    assert.equal(
+      parseProfileText(nic(', ipv4: 255.0.10.1/32'), 'f.yaml').spec.nics?.[0]?.ipv4,
+      '255.0.10.1/32',
+    );
+  });
+});

@@ -34,7 +34,8 @@ const gpuPlacement = {
   /** `null` where sysfs shows no root complex; the driver then omits the attribute. */
   pcieRoot: nonEmpty.nullable().optional(),
   numaNode: z.number().int().min(-1).optional(),
-  minor: z.number().int().min(0).max(255).optional(),
+  /** `/dev/nvidia<minor>`: 255 is `/dev/nvidiactl`, never a GPU. */
+  minor: z.number().int().min(0).max(254).optional(),
   uuid: nonEmpty.optional(),
   mig: MigSpec.optional(),
 };
@@ -53,9 +54,26 @@ export const GpuOverride = strict({
 });
 export type GpuOverride = z.infer<typeof GpuOverride>;
 
+/** Linux's `dev_valid_name`: IFNAMSIZ is 16 bytes with the NUL; "/" and ":" would break sysfs and aliases. */
+const IFNAME_BYTES = 15;
+const ifName = nonEmpty.refine(
+  (s) => Buffer.byteLength(s) <= IFNAME_BYTES && s !== '.' && s !== '..' && !/[/:\s]/.test(s),
+  `must be a Linux interface name: 1 to ${IFNAME_BYTES} bytes, not "." or "..", without "/", ":" or whitespace`,
+);
+
+/** The kernel's IB_DEVICE_NAME_MAX is 64 bytes with the NUL; the name is a sysfs directory. */
+const RDMA_NAME_BYTES = 63;
+const rdmaDevice = nonEmpty.refine(
+  (s) => Buffer.byteLength(s) <= RDMA_NAME_BYTES && !/[/\s]/.test(s),
+  `must be an RDMA device name: 1 to ${RDMA_NAME_BYTES} bytes, without "/" or whitespace`,
+);
+
+const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const IPV4_CIDR = new RegExp(`^${OCTET}(\\.${OCTET}){3}/(3[0-2]|[12]?[0-9])$`);
+
 export const NicEntry = strict({
   /** Kernel interface name; absent for RDMA-only functions (EFA, InfiniBand VFs) that have no netdev. */
-  ifName: nonEmpty.optional(),
+  ifName: ifName.optional(),
   busId: nonEmpty,
   /** `null` where sysfs shows no root complex (Hyper-V vPCI). */
   pcieRoot: nonEmpty.nullable().optional(),
@@ -63,7 +81,7 @@ export const NicEntry = strict({
   /** A key of the NIC catalog, e.g. `ConnectX-7`, `EFA`, `ENA`. */
   model: nonEmpty,
   /** The RDMA device's name (`mlx5_0`, `rdmap16s27`); defaults to `mlx5_<n>` or EFA's `rdmap<bus>s<slot>`. */
-  rdmaDevice: nonEmpty.optional(),
+  rdmaDevice: rdmaDevice.optional(),
   /** Defaults to a locally administered address derived from node and bus ID. */
   mac: z
     .string()
@@ -73,7 +91,10 @@ export const NicEntry = strict({
   /** Address with prefix length, e.g. `192.168.155.224/19`, published as DRANET does. */
   ipv4: z
     .string()
-    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, 'must be an IPv4 address with prefix, e.g. "10.0.0.5/24"')
+    .regex(
+      IPV4_CIDR,
+      'must be an IPv4 address with prefix: four numbers from 0 to 255 and a prefix length from 0 to 32, e.g. "10.0.0.5/24"',
+    )
     .optional(),
   /** Carries the node's default route: DRANET leaves it out of its slices. */
   primary: z.boolean().optional(),
