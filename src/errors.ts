@@ -29,9 +29,13 @@ export function show(value: unknown): string {
   return text.length > SHOWN ? `${text.slice(0, SHOWN)}… (${text.length} characters of JSON)` : text;
 }
 
-/** Text from elsewhere (a library's message, a map key) cut like `show` cuts values, without quoting. */
+/**
+ * Text from elsewhere (a library's message, a map key) cut like `show` cuts values, without quoting; only
+ * its first line, as libraries append excerpts of the input below.
+ */
 export function clip(text: string): string {
-  return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > SHOWN || line.length < text.length ? `${line.slice(0, SHOWN)}…` : line;
 }
 
 export function oneOf(values: readonly string[]): string {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -18,7 +18,8 @@ function fakegpuIn(
   o: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv },
   ...args: string[]
 ): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', ...o });
+  // A time limit: a check that regressed would otherwise leave a plugin or fleet running.
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000, ...o });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -453,6 +454,168 @@ describe('names and sizes the API server would refuse', () => {
       code: 1,
       stdout: '',
       stderr: line,
+    });
+  });
+});
+
+describe('usage errors exit 2, bad input exits 1, each in one line', () => {
+  const usage: [string, string[], string][] = [
+    [
+      'unknown option of a subcommand',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--bogus'],
+      "fakegpu: unknown option '--bogus'\n",
+    ],
+    ['missing argument', ['validate'], "fakegpu: missing required argument 'file'\n"],
+    [
+      'unknown command, with the suggestion on the same line',
+      ['nope'],
+      "fakegpu: unknown command 'nope' (Did you mean topo?)\n",
+    ],
+    [
+      'help for an unknown command',
+      ['help', 'nope'],
+      'fakegpu: help: unknown command "nope"; commands: profiles, render, validate, topo, fleet, cluster, plugin, demo\n',
+    ],
+    [
+      'help for an unknown subcommand',
+      ['cluster', 'help', 'nope'],
+      'fakegpu: cluster help: unknown command "nope"; commands: up, down, restart, status\n',
+    ],
+    [
+      'a missing required option of the plugin',
+      ['plugin', '-p', 'dgx-h100'],
+      "fakegpu: required option '--node-name <name>' not specified\n",
+    ],
+  ];
+  for (const [what, args, stderr] of usage) {
+    it(`${what}: exit 2`, () => {
+      assert.deepEqual(fakegpu(...args), { code: 2, stdout: '', stderr });
+    });
+  }
+
+  it('bad input: exit 1', () => {
+    assert.deepEqual(fakegpu('render', '-p', 'dgx-h100', '-n', 'Node_1').code, 1);
+    assert.deepEqual(fakegpu('cluster', 'up', '--kwok-nodes', 'x').code, 1);
+  });
+
+  it('--version prints the package version', () => {
+    const pkg = JSON.parse(
+      readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8'),
+    ) as { version: string };
+    assert.deepEqual(fakegpu('--version'), { code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it('help for a known command still shows it', () => {
+    const r = fakegpu('help', 'render');
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^Usage: fakegpu render \[options\]/);
+  });
+
+  it('--no-nics on every command that publishes, the fleet included; --http-endpoint help lists /readyz', () => {
+    const fleet = fakegpu('fleet', '--no-nics', '--kubeconfig', '/nope');
+    assert.deepEqual(fleet, {
+      code: 1,
+      stdout: '',
+      stderr: 'fakegpu: --kubeconfig: cannot read kubeconfig "/nope" (ENOENT)\n',
+    });
+    for (const cmd of ['plugin', 'fleet']) {
+      assert.match(fakegpu(cmd, '--help').stdout, /--no-nics/);
+      assert.match(fakegpu(cmd, '--help').stdout, /--http-endpoint <host:port>\s+\/healthz, \/readyz /);
+    }
+  });
+});
+
+describe('plugin and fleet: every input checked before anything starts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+  const profile = (name: string, gpus: string): string => {
+    const p = join(dir, `${name}.yaml`);
+    writeFileSync(
+      p,
+      `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: ${name}}\nspec:\n  gpus: [${gpus}]\n`,
+    );
+    return p;
+  };
+  const misfit = profile('misfit', '{model: A100-SXM4-40GB, mig: {layout: "7g.40gb, 1g.5gb"}}');
+  const staticMig = profile('static', '{model: A100-SXM4-40GB, mig: {layout: "1g.5gb x7"}}');
+  const kc = ['--kubeconfig', '/nope'];
+  const plugin = ['plugin', '--node-name', 'n1', '--kubelet-plugins-dir', join(dir, 'plugins')];
+  const misfitLine =
+    'spec.gpus[0].mig.layout: A100-SXM4-40GB: no free placement for 1g.5gb (instance 1 of 1); already placed: 7g.40gb@0; valid starts: 0, 1, 2, 3, 4, 5, 6';
+  const staticLine =
+    'spec.gpus[0].mig.layout: a static MIG layout cannot be combined with dynamic MIG: the driver destroys MIG devices no claim holds at start';
+  const cases: [string, string[], string][] = [
+    [
+      'plugin --driver-name',
+      [...plugin, '-p', 'dgx-h100', '--driver-name', 'GPU'],
+      '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',
+    ],
+    [
+      'fleet --driver-name',
+      ['fleet', ...kc, '--driver-name', 'GPU'],
+      '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',
+    ],
+    [
+      'plugin --http-endpoint port',
+      [...plugin, '-p', 'dgx-h100', '--http-endpoint', ':1e3'],
+      '--http-endpoint: ":1e3" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the port must be a number from 0 to 65535',
+    ],
+    [
+      'fleet --http-endpoint host',
+      ['fleet', '--http-endpoint', 'bad host:80'],
+      '--http-endpoint: "bad host:80" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the host must be empty, an IP address (IPv6 without brackets) or a host name',
+    ],
+    [
+      'plugin --driver-version',
+      [...plugin, '-p', 'dgx-h100', '--driver-version', '99999999999999999999999.1.1'],
+      '--driver-version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"',
+    ],
+    ['plugin, a MIG layout that does not fit', [...plugin, '-p', misfit], misfitLine],
+    ['fleet, a MIG layout that does not fit', ['fleet', '-p', misfit], misfitLine],
+    [
+      'plugin, a static layout under --dynamic-mig',
+      [...plugin, '-p', staticMig, '--dynamic-mig'],
+      staticLine,
+    ],
+    ['fleet, a static layout under --dynamic-mig', ['fleet', '-p', staticMig, '--dynamic-mig'], staticLine],
+    [
+      'plugin --node-name too long for the slices',
+      ['plugin', '--node-name', 'a'.repeat(240), '-p', 'dgx-h100'],
+      `--node-name: "${'a'.repeat(80)}"… (240 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 262 characters and the API server allows 253; the node name can have at most 231 characters`,
+    ],
+    [
+      'plugin --kubeconfig missing',
+      [...plugin, '-p', 'dgx-h100', ...kc],
+      '--kubeconfig: cannot read kubeconfig "/nope" (ENOENT)',
+    ],
+    ['fleet --kubeconfig missing', ['fleet', ...kc], '--kubeconfig: cannot read kubeconfig "/nope" (ENOENT)'],
+  ];
+  for (const [what, args, line] of cases) {
+    it(what, () => {
+      assert.deepEqual(fakegpu(...args), { code: 1, stdout: '', stderr: `fakegpu: ${line}\n` });
+    });
+  }
+
+  it('KUBECONFIG naming a missing file is named as KUBECONFIG', () => {
+    const r = fakegpuIn({ env: { ...process.env, KUBECONFIG: '/nope' } }, ...plugin, '-p', 'dgx-h100');
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: 'fakegpu: KUBECONFIG: cannot read kubeconfig "/nope" (ENOENT)\n',
+    });
+  });
+
+  it('no kubeconfig anywhere, outside a cluster', (t) => {
+    if (existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) {
+      t.skip('this machine has in-cluster credentials');
+      return;
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir };
+    delete env['KUBECONFIG'];
+    assert.deepEqual(fakegpuIn({ env }, ...plugin, '-p', 'dgx-h100'), {
+      code: 1,
+      stdout: '',
+      stderr:
+        'fakegpu: --kubeconfig: no kubeconfig: not given, KUBECONFIG is unset, there is no ~/.kube/config and no in-cluster service account; give --kubeconfig <file>\n',
     });
   });
 });
