@@ -493,6 +493,15 @@ describe('usage errors exit 2, bad input exits 1, each in one line', () => {
     });
   }
 
+  it('a megabyte of --driver-name is quoted cut', () => {
+    const r = fakegpu('render', '-p', 'dgx-h100', '-n', 'n1', '--driver-name', 'x'.repeat(100_000));
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: `fakegpu: --driver-name: "${'x'.repeat(80)}"… (100000 characters) is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"\n`,
+    });
+  });
+
   it('bad input: exit 1', () => {
     assert.deepEqual(fakegpu('render', '-p', 'dgx-h100', '-n', 'Node_1').code, 1);
     assert.deepEqual(fakegpu('cluster', 'up', '--kwok-nodes', 'x').code, 1);

@@ -420,6 +420,13 @@ describe('machines the real driver can describe', () => {
     assert.ok(m.gpus.every((g) => /^0000:[0-9a-f]{2}:00\.0$/.test(g.busId)));
   });
 
+  it('256 GPUs: the 256th would need bus 0x100 and minor 255', () => {
+    exact(
+      () => machineOf({ gpus: [1, 2, 3, 4].map(() => ({ model: 'T4', count: 64 })) }),
+      "spec.gpus: 256 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)",
+    );
+  });
+
   it('minor 255 is /dev/nvidiactl', () => {
     exact(
       () => parseProfileText(doc('  gpus: [{model: T4, minor: 255}]\n'), 'f.yaml'),

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { findModel } from '../catalog/index.js';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
-import { FakegpuError } from '../errors.js';
+import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
@@ -151,7 +151,7 @@ export function checkDriverName(name: string, flag: string): string {
   if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
     throw new FakegpuError(
       flag,
-      `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
+      `${show(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
     );
   }
   return name;
