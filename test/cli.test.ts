@@ -578,11 +578,12 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       [...plugin, '-p', 'dgx-h100', '--driver-version', '99999999999999999999999.1.1'],
       '--driver-version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"',
     ],
-    ['plugin, a MIG layout that does not fit', [...plugin, '-p', misfit], misfitLine],
+    // Given a kubeconfig that does not exist: the profile is checked before the kubeconfig is even read.
+    ['plugin, a MIG layout that does not fit', [...plugin, '-p', misfit, ...kc], misfitLine],
     ['fleet, a MIG layout that does not fit', ['fleet', '-p', misfit], misfitLine],
     [
       'plugin, a static layout under --dynamic-mig',
-      [...plugin, '-p', staticMig, '--dynamic-mig'],
+      [...plugin, '-p', staticMig, '--dynamic-mig', ...kc],
       staticLine,
     ],
     ['fleet, a static layout under --dynamic-mig', ['fleet', '-p', staticMig, '--dynamic-mig'], staticLine],
