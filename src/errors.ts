@@ -13,9 +13,29 @@ export class FakegpuError extends Error {
   }
 }
 
-/** Quote a user value for an error message; JSON keeps strings, numbers and objects unambiguous. */
+/** How much of a value an error line quotes: enough to recognise it, never megabytes of input. */
+const SHOWN = 80;
+
+/**
+ * Quote a user value for an error message; JSON keeps strings, numbers and objects unambiguous. A long
+ * value is cut, with an ellipsis and its full length, so the message stays one readable line.
+ */
 export function show(value: unknown): string {
-  return value === undefined ? 'nothing' : JSON.stringify(value);
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string' && value.length > SHOWN) {
+    return `${JSON.stringify(value.slice(0, SHOWN))}… (${value.length} characters)`;
+  }
+  const text = JSON.stringify(value);
+  return text.length > SHOWN ? `${text.slice(0, SHOWN)}… (${text.length} characters of JSON)` : text;
+}
+
+/**
+ * Text from elsewhere (a library's message, a map key) cut like `show` cuts values, without quoting; only
+ * its first line, as libraries append excerpts of the input below.
+ */
+export function clip(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > SHOWN || line.length < text.length ? `${line.slice(0, SHOWN)}…` : line;
 }
 
 export function oneOf(values: readonly string[]): string {

@@ -1,6 +1,6 @@
 import { buildDevices, type GpuDevices } from './device/allocatable.js';
 import { discoverGpus } from './device/discover.js';
-import type { DriverRelease } from './device/release.js';
+import { RELEASES, type DriverRelease } from './device/release.js';
 import { FakegpuError, show } from './errors.js';
 import { buildMachine } from './hardware/build.js';
 import type { Machine } from './hardware/machine.js';
@@ -10,7 +10,7 @@ import type { Semver } from './k8s/version.js';
 import { MockNvml } from './nvml/mock.js';
 import { MemoryMigStateStore, type MigStateStore } from './nvml/state.js';
 import type { ResolvedProfile } from './profile/load.js';
-import { buildNicSlices, buildSlices } from './slice/build.js';
+import { buildNicSlices, buildSlices, checkSliceNames } from './slice/build.js';
 import { nicDevices, type NicAttributeOptions } from './nic/attributes.js';
 
 export interface RenderOptions {
@@ -73,6 +73,13 @@ export function renderNode(
   profile: ResolvedProfile,
   opts: RenderOptions,
 ): { model: NodeModel; items: ResourceSlice[] } {
+  checkSliceNames(
+    opts.nodeName,
+    { driverName: opts.driverName, indexedNames: RELEASES[opts.release].indexedSliceNames },
+    '--node',
+  );
+  if (opts.nics)
+    checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node');
   const model = modelNode(profile, opts);
   const { machine, devices } = model;
   const items = buildSlices(devices, {

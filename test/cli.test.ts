@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,7 +10,16 @@ import type { List, ResourceSlice } from '../src/k8s/resource.js';
 const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'fakegpu.js');
 
 function fakegpu(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+  return fakegpuIn({}, ...args);
+}
+
+/** The binary with standard input, a working directory or environment of its own. */
+function fakegpuIn(
+  o: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+  ...args: string[]
+): { code: number | null; stdout: string; stderr: string } {
+  // A time limit: a check that regressed would otherwise leave a plugin or fleet running.
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000, ...o });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -181,7 +190,7 @@ describe('bad input on the command line', () => {
     [
       'kubernetes version',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--kubernetes-version', 'next'],
-      /^fakegpu: --kubernetes-version: "next" is not a version/,
+      /^fakegpu: --kubernetes-version: "next" is not a Kubernetes version; expected <major>\.<minor>\[\.<patch>\] as the API server reports it, e\.g\. "1\.35\.0" or "v1\.34\.2-eks-113cf36"\n$/,
     ],
     [
       'NIC NUMA attribute',
@@ -317,4 +326,306 @@ describe('bench:fleet flags', () => {
       assert.match(r.stderr, message);
     });
   }
+});
+
+describe('profile files by any name, and standard input', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+  const json = JSON.stringify({
+    apiVersion: 'fakegpu.dev/v1alpha1',
+    kind: 'MachineProfile',
+    metadata: { name: 'j' },
+    spec: { gpus: [{ model: 'T4' }] },
+  });
+  writeFileSync(join(dir, 'my.json'), json);
+
+  it('validate my.json (no slash) reads the file, not a preset', () => {
+    const r = fakegpuIn({ cwd: dir }, 'validate', 'my.json');
+    assert.equal(r.stderr, '');
+    assert.equal(
+      r.stdout,
+      'my.json: valid MachineProfile "j": 1x T4; 0 NIC(s); driver 580.126.20; MIG on 0 GPU(s) with 0 instance(s)\n',
+    );
+    assert.equal(r.code, 0);
+  });
+
+  it('validate - reads standard input', () => {
+    const r = fakegpuIn({ input: json }, 'validate', '-');
+    assert.equal(r.stderr, '');
+    assert.equal(
+      r.stdout,
+      'stdin: valid MachineProfile "j": 1x T4; 0 NIC(s); driver 580.126.20; MIG on 0 GPU(s) with 0 instance(s)\n',
+    );
+  });
+
+  it('render -p - reads standard input; its YAML errors name stdin', () => {
+    const r = fakegpuIn({ input: json }, 'render', '-p', '-', '-n', 'n1', '-o', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as List<ResourceSlice>).items.length, 1);
+    const bomb = `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: b}\nspec:\n  description: &a x\n  gpus: [${Array(101).fill('{model: *a}').join(', ')}]\n`;
+    const bad = fakegpuIn({ input: bomb }, 'validate', '-');
+    assert.deepEqual(bad, {
+      code: 1,
+      stdout: '',
+      stderr:
+        'fakegpu: stdin: not valid YAML: more than 100 alias expansions (*name); at most 100 are allowed, as a guard against alias bombs; write the values out\n',
+    });
+  });
+
+  it('a missing my.json is a missing file, not an unknown preset', () => {
+    const r = fakegpuIn({ cwd: dir }, 'validate', 'nope.json');
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(
+      r.stderr,
+      /^fakegpu: nope\.json: cannot read profile file "nope\.json" \(ENOENT\); give a preset name/,
+    );
+  });
+});
+
+describe('validate and render agree', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+
+  it('a driver version too large to publish is refused by both, in the same line', () => {
+    const p = join(dir, 'huge.yaml');
+    writeFileSync(
+      p,
+      'apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: h}\nspec:\n  gpus: [{model: T4}]\n  driver: {version: "99999999999999999999999.1.1"}\n',
+    );
+    const line =
+      'fakegpu: spec.driver.version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"\n';
+    assert.deepEqual(fakegpu('validate', p), { code: 1, stdout: '', stderr: line });
+    assert.deepEqual(fakegpu('render', '-p', p, '-n', 'n1'), { code: 1, stdout: '', stderr: line });
+  });
+
+  it('--kubernetes-version takes what real API servers report, suffixes ignored', () => {
+    for (const [real, plain] of [
+      ['v1.34.2-eks-113cf36', '1.34.2'],
+      ['v1.33.1+k3s1', '1.33.1'],
+      ['1.35.0-rc.1', '1.35.0'],
+    ] as const) {
+      const r = fakegpu(
+        'render',
+        '-p',
+        'dgx-h100',
+        '-n',
+        'n1',
+        '--dynamic-mig',
+        '--kubernetes-version',
+        real,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(
+        r.stdout,
+        fakegpu('render', '-p', 'dgx-h100', '-n', 'n1', '--dynamic-mig', '--kubernetes-version', plain)
+          .stdout,
+      );
+    }
+  });
+});
+
+describe('names and sizes the API server would refuse', () => {
+  it("--node so long that the slices' generateName passes 253 characters", () => {
+    const node = 'a'.repeat(232);
+    const r = fakegpu('render', '-p', 'dgx-h100', '-n', node);
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: `fakegpu: --node: "${'a'.repeat(80)}"… (232 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 254 characters and the API server allows 253; the node name can have at most 231 characters\n`,
+    });
+    const fits = fakegpu('render', '-p', 'dgx-h100', '-n', 'a'.repeat(231), '-o', 'json');
+    assert.equal(fits.code, 0, fits.stderr);
+    const names = (JSON.parse(fits.stdout) as List<ResourceSlice>).items.map(
+      (s) => s.metadata.generateName ?? '',
+    );
+    assert.ok(names.every((n) => n.length <= 253));
+  });
+
+  it('render --dynamic-mig of more GPUs than a node has: one line, not a RangeError', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+    const p = join(dir, 'big.yaml');
+    writeFileSync(
+      p,
+      `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: big}\nspec:\n  gpus: [${Array(157).fill('{model: H100-SXM5-80GB, count: 64}').join(', ')}]\n`,
+    );
+    const line =
+      "fakegpu: spec.gpus: 10048 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)\n";
+    assert.deepEqual(fakegpu('validate', p), { code: 1, stdout: '', stderr: line });
+    assert.deepEqual(fakegpu('render', '-p', p, '-n', 'n1', '--dynamic-mig', '-o', 'json'), {
+      code: 1,
+      stdout: '',
+      stderr: line,
+    });
+  });
+});
+
+describe('usage errors exit 2, bad input exits 1, each in one line', () => {
+  const usage: [string, string[], string][] = [
+    [
+      'unknown option of a subcommand',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--bogus'],
+      "fakegpu: unknown option '--bogus'\n",
+    ],
+    ['missing argument', ['validate'], "fakegpu: missing required argument 'file'\n"],
+    [
+      'unknown command, with the suggestion on the same line',
+      ['nope'],
+      "fakegpu: unknown command 'nope' (Did you mean topo?)\n",
+    ],
+    [
+      'help for an unknown command',
+      ['help', 'nope'],
+      'fakegpu: help: unknown command "nope"; commands: profiles, render, validate, topo, fleet, cluster, plugin, demo\n',
+    ],
+    [
+      'help for an unknown subcommand',
+      ['cluster', 'help', 'nope'],
+      'fakegpu: cluster help: unknown command "nope"; commands: up, down, restart, status\n',
+    ],
+    [
+      'a missing required option of the plugin',
+      ['plugin', '-p', 'dgx-h100'],
+      "fakegpu: required option '--node-name <name>' not specified\n",
+    ],
+  ];
+  for (const [what, args, stderr] of usage) {
+    it(`${what}: exit 2`, () => {
+      assert.deepEqual(fakegpu(...args), { code: 2, stdout: '', stderr });
+    });
+  }
+
+  it('a megabyte of --driver-name is quoted cut', () => {
+    const r = fakegpu('render', '-p', 'dgx-h100', '-n', 'n1', '--driver-name', 'x'.repeat(100_000));
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: `fakegpu: --driver-name: "${'x'.repeat(80)}"… (100000 characters) is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"\n`,
+    });
+  });
+
+  it('bad input: exit 1', () => {
+    assert.deepEqual(fakegpu('render', '-p', 'dgx-h100', '-n', 'Node_1').code, 1);
+    assert.deepEqual(fakegpu('cluster', 'up', '--kwok-nodes', 'x').code, 1);
+  });
+
+  it('--version prints the package version', () => {
+    const pkg = JSON.parse(
+      readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8'),
+    ) as { version: string };
+    assert.deepEqual(fakegpu('--version'), { code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it('help for a known command still shows it', () => {
+    const r = fakegpu('help', 'render');
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^Usage: fakegpu render \[options\]/);
+  });
+
+  it('--no-nics on every command that publishes, the fleet included; --http-endpoint help lists /readyz', () => {
+    const fleet = fakegpu('fleet', '--no-nics', '--kubeconfig', '/nope');
+    assert.deepEqual(fleet, {
+      code: 1,
+      stdout: '',
+      stderr: 'fakegpu: --kubeconfig: cannot read kubeconfig "/nope" (ENOENT)\n',
+    });
+    for (const cmd of ['plugin', 'fleet']) {
+      assert.match(fakegpu(cmd, '--help').stdout, /--no-nics/);
+      assert.match(fakegpu(cmd, '--help').stdout, /--http-endpoint <host:port>\s+\/healthz, \/readyz /);
+    }
+  });
+});
+
+describe('plugin and fleet: every input checked before anything starts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
+  const profile = (name: string, gpus: string): string => {
+    const p = join(dir, `${name}.yaml`);
+    writeFileSync(
+      p,
+      `apiVersion: fakegpu.dev/v1alpha1\nkind: MachineProfile\nmetadata: {name: ${name}}\nspec:\n  gpus: [${gpus}]\n`,
+    );
+    return p;
+  };
+  const misfit = profile('misfit', '{model: A100-SXM4-40GB, mig: {layout: "7g.40gb, 1g.5gb"}}');
+  const staticMig = profile('static', '{model: A100-SXM4-40GB, mig: {layout: "1g.5gb x7"}}');
+  const kc = ['--kubeconfig', '/nope'];
+  const plugin = ['plugin', '--node-name', 'n1', '--kubelet-plugins-dir', join(dir, 'plugins')];
+  const misfitLine =
+    'spec.gpus[0].mig.layout: A100-SXM4-40GB: no free placement for 1g.5gb (instance 1 of 1); already placed: 7g.40gb@0; valid starts: 0, 1, 2, 3, 4, 5, 6';
+  const staticLine =
+    'spec.gpus[0].mig.layout: a static MIG layout cannot be combined with dynamic MIG: the driver destroys MIG devices no claim holds at start';
+  const cases: [string, string[], string][] = [
+    [
+      'plugin --driver-name',
+      [...plugin, '-p', 'dgx-h100', '--driver-name', 'GPU'],
+      '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',
+    ],
+    [
+      'fleet --driver-name',
+      ['fleet', ...kc, '--driver-name', 'GPU'],
+      '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',
+    ],
+    [
+      'plugin --http-endpoint port',
+      [...plugin, '-p', 'dgx-h100', '--http-endpoint', ':1e3'],
+      '--http-endpoint: ":1e3" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the port must be a number from 0 to 65535',
+    ],
+    [
+      'fleet --http-endpoint host',
+      ['fleet', '--http-endpoint', 'bad host:80'],
+      '--http-endpoint: "bad host:80" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the host must be empty, an IP address (IPv6 without brackets) or a host name',
+    ],
+    [
+      'plugin --driver-version',
+      [...plugin, '-p', 'dgx-h100', '--driver-version', '99999999999999999999999.1.1'],
+      '--driver-version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"',
+    ],
+    // Given a kubeconfig that does not exist: the profile is checked before the kubeconfig is even read.
+    ['plugin, a MIG layout that does not fit', [...plugin, '-p', misfit, ...kc], misfitLine],
+    ['fleet, a MIG layout that does not fit', ['fleet', '-p', misfit], misfitLine],
+    [
+      'plugin, a static layout under --dynamic-mig',
+      [...plugin, '-p', staticMig, '--dynamic-mig', ...kc],
+      staticLine,
+    ],
+    ['fleet, a static layout under --dynamic-mig', ['fleet', '-p', staticMig, '--dynamic-mig'], staticLine],
+    [
+      'plugin --node-name too long for the slices',
+      ['plugin', '--node-name', 'a'.repeat(240), '-p', 'dgx-h100'],
+      `--node-name: "${'a'.repeat(80)}"… (240 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 262 characters and the API server allows 253; the node name can have at most 231 characters`,
+    ],
+    [
+      'plugin --kubeconfig missing',
+      [...plugin, '-p', 'dgx-h100', ...kc],
+      '--kubeconfig: cannot read kubeconfig "/nope" (ENOENT)',
+    ],
+    ['fleet --kubeconfig missing', ['fleet', ...kc], '--kubeconfig: cannot read kubeconfig "/nope" (ENOENT)'],
+  ];
+  for (const [what, args, line] of cases) {
+    it(what, () => {
+      assert.deepEqual(fakegpu(...args), { code: 1, stdout: '', stderr: `fakegpu: ${line}\n` });
+    });
+  }
+
+  it('KUBECONFIG naming a missing file is named as KUBECONFIG', () => {
+    const r = fakegpuIn({ env: { ...process.env, KUBECONFIG: '/nope' } }, ...plugin, '-p', 'dgx-h100');
+    assert.deepEqual(r, {
+      code: 1,
+      stdout: '',
+      stderr: 'fakegpu: KUBECONFIG: cannot read kubeconfig "/nope" (ENOENT)\n',
+    });
+  });
+
+  it('no kubeconfig anywhere, outside a cluster', (t) => {
+    if (existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) {
+      t.skip('this machine has in-cluster credentials');
+      return;
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir };
+    delete env['KUBECONFIG'];
+    assert.deepEqual(fakegpuIn({ env }, ...plugin, '-p', 'dgx-h100'), {
+      code: 1,
+      stdout: '',
+      stderr:
+        'fakegpu: --kubeconfig: no kubeconfig: not given, KUBECONFIG is unset, there is no ~/.kube/config and no in-cluster service account; give --kubeconfig <file>\n',
+    });
+  });
 });

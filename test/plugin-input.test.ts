@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { checkEndpoint, checkKubeconfig } from '../src/cli/options.js';
 import { parseGates } from '../src/cli/plugin.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
 import { splitEndpoint } from '../src/net/endpoint.js';
@@ -70,6 +71,49 @@ describe('plugin and cluster inputs', () => {
       {
         message: `cluster restart: no cluster in ${none}; run "fakegpu cluster up" first`,
       },
+    );
+  });
+
+  it('--http-endpoint checked before the server starts: digits for the port, a host that resolves', async () => {
+    for (const ok of [':51516', '127.0.0.1:0', 'localhost:80', '::1:8080'])
+      await checkEndpoint(ok, '--http-endpoint');
+    const usage = (ep: string) =>
+      `--http-endpoint: "${ep}" is not host:port, e.g. "127.0.0.1:51516" or ":51516"`;
+    await assert.rejects(checkEndpoint('1.2.3.4:', '--http-endpoint'), {
+      message: `${usage('1.2.3.4:')}: the port must be a number from 0 to 65535`,
+    });
+    await assert.rejects(checkEndpoint('[::1]:80', '--http-endpoint'), {
+      message: `${usage('[::1]:80')}: the host must be empty, an IP address (IPv6 without brackets) or a host name`,
+    });
+    // The resolver's code depends on the machine (ENOTFOUND, EAI_AGAIN offline).
+    await assert.rejects(checkEndpoint('nowhere.invalid:80', 'HTTP_ENDPOINT'), {
+      message:
+        /^HTTP_ENDPOINT: "nowhere\.invalid:80" is not host:port, e\.g\. "127\.0\.0\.1:51516" or ":51516": the host "nowhere\.invalid" does not resolve \(E[A-Z_]+\)$/,
+    });
+  });
+
+  it('--kubeconfig loaded before anything starts: readable, a kubeconfig, a cluster the client will talk to', async () => {
+    await assert.rejects(checkKubeconfig(join(dir, 'none'), '--kubeconfig'), {
+      message: `--kubeconfig: cannot read kubeconfig "${join(dir, 'none')}" (ENOENT)`,
+    });
+    const broken = file('broken.kc', 'clusters: [\n');
+    await assert.rejects(checkKubeconfig(broken, '--kubeconfig'), {
+      message: `--kubeconfig: "${broken}" is not a kubeconfig: unexpected end of the stream within a flow collection (2:1)…`,
+    });
+    const empty = file('empty.kc', 'apiVersion: v1\nkind: Config\n');
+    await assert.rejects(checkKubeconfig(empty, 'KUBECONFIG'), {
+      message: `KUBECONFIG: "${empty}" names no cluster to use: it sets no current-context`,
+    });
+    const http = file(
+      'http.kc',
+      'apiVersion: v1\nclusters: [{name: c, cluster: {server: "http://10.0.0.1:8080"}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: x\n',
+    );
+    await assert.rejects(checkKubeconfig(http, '--kubeconfig'), {
+      message: `--kubeconfig: "${http}": cluster "c" is served over plain HTTP ("http://10.0.0.1:8080"), which the Kubernetes client refuses unless insecure-skip-tls-verify is set`,
+    });
+    await checkKubeconfig(
+      file('https.kc', readFileSync(http, 'utf8').replace('http:', 'https:')),
+      '--kubeconfig',
     );
   });
 });

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FakegpuError } from '../src/errors.js';
 import { buildMachine } from '../src/hardware/build.js';
+import { parseKubernetesVersion } from '../src/k8s/version.js';
+import { PRESET_NAMES } from '../src/preset/index.js';
 import {
   mergeOverPreset,
   parseProfileText,
   resolveProfile,
   type ResolvedProfile,
 } from '../src/profile/load.js';
-import type { ProfileSpec } from '../src/profile/schema.js';
+import type { ProfileSpec } from '../src/preset/spec.js';
 
 function machineOf(spec: ProfileSpec, dynamicMig = false) {
   const profile: ResolvedProfile = { name: 't', preset: spec.preset ?? null, spec: mergeOverPreset(spec) };
@@ -299,4 +302,168 @@ describe('bad profiles', () => {
       });
     });
   }
+});
+
+/** Input that used to get a stack trace, or to pass here and be refused by the API server later. */
+describe('input at the limits: one line naming the field, the value and what is allowed', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+
+  it('YAML whose aliases expand more than 100 times', () => {
+    const bomb = `  description: &a x\n  gpus: [${Array(101).fill('{model: *a}').join(', ')}]\n`;
+    exact(
+      () => parseProfileText(doc(bomb), 'f.yaml'),
+      'f.yaml: not valid YAML: more than 100 alias expansions (*name); at most 100 are allowed, as a guard against alias bombs; write the values out',
+    );
+  });
+
+  it('YAML alias without an anchor', () => {
+    exact(
+      () => parseProfileText(doc('  preset: *nope\n'), 'f.yaml'),
+      'f.yaml: not valid YAML: Unresolved alias (the anchor must be set before the alias): nope',
+    );
+  });
+
+  it('metadata.name of a megabyte: refused at 253 characters, quoted cut', () => {
+    const name = 'n'.repeat(1_000_000);
+    exact(
+      () => parseProfileText(doc('  preset: dgx-h100\n').replace('name: mine', `name: ${name}`), 'f.yaml'),
+      `metadata.name: Too big: expected string to have <=253 characters (got "${'n'.repeat(80)}"… (1000000 characters))`,
+    );
+  });
+
+  it('a long value in any message is cut at 80 characters with its length', () => {
+    exact(
+      () => resolveProfile('x'.repeat(5000)),
+      `--profile: unknown preset "${'x'.repeat(80)}"… (5000 characters); known presets: ${PRESET_NAMES.join(', ')}`,
+    );
+    exact(
+      () => parseProfileText(doc(`  gpus: [{model: T4, ${'k'.repeat(300)}: 1}]\n`), 'f.yaml'),
+      `spec.gpus[0]: unknown field "${'k'.repeat(80)}"… (300 characters); allowed fields: model, count, busId, pcieRoot, numaNode, minor, uuid, mig`,
+    );
+  });
+});
+
+describe('versions validate exactly when they render', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => e instanceof FakegpuError && e.message === message);
+  };
+
+  it('driver.version with a part too large to print as digits', () => {
+    exact(
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { version: '99999999999999999999999.1.1' } }),
+      'spec.driver.version: "99999999999999999999999.1.1" has a number above 9007199254740991; each part of a version must be at most that, e.g. "580.126.20"',
+    );
+  });
+
+  it('cudaVersion beyond what NVML returns as an int', () => {
+    exact(
+      () => machineOf({ gpus: [{ model: 'T4' }], driver: { cudaVersion: '99999999999999999999999.0' } }),
+      'spec.driver.cudaVersion: "99999999999999999999999.0" is not a CUDA version NVML can report; the major must be at most 2147483 (NVML returns major*1000 + minor*10 as a 32-bit int), e.g. "13.0"',
+    );
+    assert.equal(
+      machineOf({ gpus: [{ model: 'T4' }], driver: { cudaVersion: '2147483.9' } }).cudaDriverVersion,
+      2147483090,
+    );
+  });
+
+  it('API server versions as real servers report them', () => {
+    assert.deepEqual(parseKubernetesVersion('v1.34.2-eks-113cf36', 'f'), { major: 1, minor: 34, patch: 2 });
+    assert.deepEqual(parseKubernetesVersion('v1.33.1+k3s1', 'f'), { major: 1, minor: 33, patch: 1 });
+    assert.deepEqual(parseKubernetesVersion('1.35.0-rc.1', 'f'), { major: 1, minor: 35, patch: 0 });
+    assert.deepEqual(parseKubernetesVersion('1.36', 'f'), { major: 1, minor: 36, patch: 0 });
+    exact(
+      () => parseKubernetesVersion('580.126.20.1', '--kubernetes-version'),
+      '--kubernetes-version: "580.126.20.1" is not a Kubernetes version; expected <major>.<minor>[.<patch>] as the API server reports it, e.g. "1.35.0" or "v1.34.2-eks-113cf36"',
+    );
+  });
+});
+
+describe('machines the real driver can describe', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+  const nic = (extra: string): string =>
+    doc(
+      `  gpus: [{model: T4}]\n  nics: [{model: ConnectX-7, busId: "0000:20:00.0", ifName: eth1${extra}}]\n`,
+    );
+
+  it('10,048 GPUs: refused before anything is built', () => {
+    exact(
+      () => machineOf({ gpus: Array.from({ length: 157 }, () => ({ model: 'T4', count: 64 })) }),
+      "spec.gpus: 10048 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)",
+    );
+  });
+
+  it('255 GPUs placed automatically end at bus ff and minor 254, around given bus IDs', () => {
+    const m = machineOf({
+      gpus: [
+        { model: 'T4', busId: '0000:02:00.0' },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 64 },
+        { model: 'T4', count: 62 },
+      ],
+    });
+    assert.equal(m.gpus.length, 255);
+    assert.equal(new Set(m.gpus.map((g) => g.busId)).size, 255);
+    assert.deepEqual([m.gpus[254]?.busId, m.gpus[254]?.minor], ['0000:ff:00.0', 254]);
+    assert.ok(m.gpus.every((g) => /^0000:[0-9a-f]{2}:00\.0$/.test(g.busId)));
+  });
+
+  it('256 GPUs: the 256th would need bus 0x100 and minor 255', () => {
+    exact(
+      () => machineOf({ gpus: [1, 2, 3, 4].map(() => ({ model: 'T4', count: 64 })) }),
+      "spec.gpus: 256 GPUs; a node has at most 255, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)",
+    );
+  });
+
+  it('minor 255 is /dev/nvidiactl', () => {
+    exact(
+      () => parseProfileText(doc('  gpus: [{model: T4, minor: 255}]\n'), 'f.yaml'),
+      'spec.gpus[0].minor: Too big: expected number to be <=254 (got 255)',
+    );
+  });
+
+  it('NIC interface names as Linux allows them', () => {
+    exact(
+      () => parseProfileText(nic('x'.repeat(61)), 'f.yaml'),
+      `spec.nics[0].ifName: must be a Linux interface name: 1 to 15 bytes, not "." or "..", without "/", ":" or whitespace (got "eth1${'x'.repeat(61)}")`,
+    );
+    exact(
+      () => parseProfileText(nic(':0'), 'f.yaml'),
+      'spec.nics[0].ifName: must be a Linux interface name: 1 to 15 bytes, not "." or "..", without "/", ":" or whitespace (got "eth1:0")',
+    );
+    assert.equal(
+      parseProfileText(nic('x'.repeat(11)), 'f.yaml').spec.nics?.[0]?.ifName,
+      `eth1${'x'.repeat(11)}`,
+    );
+  });
+
+  it('RDMA device names within the kernel limit', () => {
+    exact(
+      () => parseProfileText(nic(`, rdmaDevice: ${'m'.repeat(64)}`), 'f.yaml'),
+      `spec.nics[0].rdmaDevice: must be an RDMA device name: 1 to 63 bytes, without "/" or whitespace (got "${'m'.repeat(64)}")`,
+    );
+  });
+
+  it('IPv4 addresses with their prefix', () => {
+    exact(
+      () => parseProfileText(nic(', ipv4: 999.999.999.999/99'), 'f.yaml'),
+      'spec.nics[0].ipv4: must be an IPv4 address with prefix: four numbers from 0 to 255 and a prefix length from 0 to 32, e.g. "10.0.0.5/24" (got "999.999.999.999/99")',
+    );
+    assert.equal(
+      parseProfileText(nic(', ipv4: 255.0.10.1/32'), 'f.yaml').spec.nics?.[0]?.ipv4,
+      '255.0.10.1/32',
+    );
+  });
 });

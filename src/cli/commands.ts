@@ -1,13 +1,13 @@
 import { Command, Option } from 'commander';
 import { findModel } from '../catalog/index.js';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
-import { FakegpuError } from '../errors.js';
+import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
-import { parseLenientVersion } from '../k8s/version.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
-import { resolveProfile } from '../profile/load.js';
-import type { ProfileSpec } from '../profile/schema.js';
-import { checkNodeName, renderSlices } from '../render.js';
+import { profileSource, resolveProfile } from '../profile/load.js';
+import type { ProfileSpec } from '../preset/spec.js';
+import { checkNodeName, renderNode, renderSlices } from '../render.js';
 import { renderTopology, topology } from '../topology/topology.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { DRANET, nicDeviceName } from '../nic/attributes.js';
@@ -125,7 +125,7 @@ export function renderCommand(write: (s: string) => void): Command {
         dynamicMig: opts.dynamicMig === true,
         driverVersion: opts.driverVersion,
         driverName: checkDriverName(opts.driverName, '--driver-name'),
-        kubernetesVersion: parseLenientVersion(opts.kubernetesVersion, '--kubernetes-version'),
+        kubernetesVersion: parseKubernetesVersion(opts.kubernetesVersion, '--kubernetes-version'),
         release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
       });
       write(serialize(list, opts.output));
@@ -151,7 +151,7 @@ export function checkDriverName(name: string, flag: string): string {
   if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
     throw new FakegpuError(
       flag,
-      `${JSON.stringify(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
+      `${show(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,
     );
   }
   return name;
@@ -160,16 +160,25 @@ export function checkDriverName(name: string, flag: string): string {
 export function validateCommand(write: (s: string) => void): Command {
   return new Command('validate')
     .description('check a MachineProfile file and summarise the machine it describes')
-    .argument('<file>', 'MachineProfile YAML')
+    .argument('<file>', 'MachineProfile YAML or JSON file, "-" for standard input, or a preset name')
     .option('--dynamic-mig', 'validate for a node running with dynamic MIG')
     .action((file: string, opts: { dynamicMig?: boolean }) => {
-      const profile = resolveProfile(file, file);
-      const machine = buildMachine(profile, { nodeName: 'validate', dynamicMig: opts.dynamicMig === true });
+      const source = profileSource(file);
+      const profile = resolveProfile(file, source);
+      // The whole of render with its defaults, so that what validates also renders.
+      const { machine } = renderNode(profile, {
+        nodeName: 'validate',
+        dynamicMig: opts.dynamicMig === true,
+        driverName: DRIVER_NAME,
+        kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+        release: DEFAULT_RELEASE,
+        nics: { driverName: DRANET, standardNumaNode: false },
+      }).model;
       const models = gpuSummary({ gpus: machine.gpus.map((g) => ({ model: g.model.key })) });
       const mig = machine.gpus.filter((g) => g.migEnabled);
       const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
       write(
-        `${file}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
+        `${source}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
           `${machine.nics.length} NIC(s); driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
       );
     });

@@ -7,9 +7,20 @@ import { Fleet } from '../fleet/fleet.js';
 import { loadPools } from '../fleet/pools.js';
 import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
 import { resolveProfile } from '../profile/load.js';
-import { checkDriverName } from './commands.js';
-import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption, intFlag } from './options.js';
+import { renderSlices } from '../render.js';
+import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
+import {
+  checkEndpoint,
+  checkKubeconfig,
+  driverNameOption,
+  driverReleaseOption,
+  dynamicMigOption,
+  envOption,
+  intFlag,
+  sourceOf,
+} from './options.js';
 import { splitEndpoint } from '../net/endpoint.js';
 
 interface Flags {
@@ -28,6 +39,15 @@ interface Flags {
   requestTimeout: string;
   kubeconfig?: string;
   httpEndpoint: string;
+}
+
+/**
+ * NICs stay off by default here, unlike in render and the plugin: the chart (fleet.nics), `cluster up` and
+ * the benchmark rely on it. `--no-nics` is accepted as everywhere else, so the flag works the same way on
+ * every command.
+ */
+function noNicsOption(): Option {
+  return new Option('--no-nics', 'publish GPUs only (the default)').env('FAKEGPU_NO_NICS');
 }
 
 export function fleetCommand(): Command {
@@ -66,6 +86,7 @@ export function fleetCommand(): Command {
     .addOption(driverNameOption())
     .addOption(driverReleaseOption())
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
+    .addOption(noNicsOption())
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
@@ -96,15 +117,38 @@ export function fleetCommand(): Command {
         '127.0.0.1:51517',
       ),
     )
-    .action(async (f: Flags) => {
-      const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
-      if (f.profile !== undefined) resolveProfile(f.profile);
+    .action(async (f: Flags, cmd: Command) => {
+      // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
+      const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
+      const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
+      const nics = f.nics
+        ? {
+            driverName: checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name')),
+            standardNumaNode: false,
+          }
+        : undefined;
+      if (f.profile !== undefined) {
+        // Rendered whole, as validate does, for a node of a short name: a machine that cannot be built
+        // (a MIG layout that does not fit, a driver version) stops here rather than on every node.
+        renderSlices(resolveProfile(f.profile), {
+          nodeName: 'node',
+          dynamicMig: f.dynamicMig === true,
+          driverName,
+          kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+          release,
+          nics,
+        });
+      }
       const pools = f.pools ? loadPools(f.pools) : undefined;
       const concurrency = intFlag(f.concurrency, '--concurrency', 1);
       const qps = intFlag(f.qps, '--qps', 0);
       const burst = intFlag(f.burst, '--burst', 1);
       const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1) * 1000;
+      if (f.httpEndpoint)
+        await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
       const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
+      const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
       // One keep-alive connection per worker, instead of a TLS handshake per write.
       const kc = new PooledKubeConfig(concurrency, { timeoutMs });
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
@@ -115,11 +159,9 @@ export function fleetCommand(): Command {
         defaultProfile: f.profile,
         pools,
         dynamicMig: f.dynamicMig === true,
-        driverName: checkDriverName(f.driverName, '--driver-name'),
-        release: parseRelease(f.draDriverRelease, '--dra-driver-release'),
-        nics: f.nics
-          ? { driverName: checkDriverName(f.nicDriverName, '--nic-driver-name'), standardNumaNode: false }
-          : undefined,
+        driverName,
+        release,
+        nics,
         concurrency,
         qps,
         burst,

@@ -1,6 +1,11 @@
-import { Option } from 'commander';
+import { lookup } from 'node:dns/promises';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { isIP } from 'node:net';
+import { type Command, Option } from 'commander';
 import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
-import { FakegpuError, show } from '../errors.js';
+import { clip, FakegpuError, show } from '../errors.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
@@ -37,4 +42,88 @@ export function driverReleaseOption(): Option {
     'FAKEGPU_DRA_DRIVER_RELEASE',
     DEFAULT_RELEASE,
   ).choices(Object.keys(RELEASES));
+}
+
+const HOST_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/i;
+
+/**
+ * An HTTP endpoint flag checked before anything starts: a port of digits (`Number` would take `1e3`), a
+ * host that is empty, an IP address or a name that resolves. The server itself only learns of a bad host
+ * from an 'error' event after the plugin or fleet is already up.
+ */
+export async function checkEndpoint(text: string, field: string): Promise<void> {
+  const i = text.lastIndexOf(':');
+  const host = text.slice(0, Math.max(i, 0));
+  const port = text.slice(i + 1);
+  const usage = `${show(text)} is not host:port, e.g. "127.0.0.1:51516" or ":51516"`;
+  if (i < 0 || !/^\d{1,5}$/.test(port) || Number(port) > 65535) {
+    throw new FakegpuError(field, `${usage}: the port must be a number from 0 to 65535`);
+  }
+  if (host === '' || isIP(host) !== 0) return;
+  if (host.length > 253 || !HOST_NAME.test(host)) {
+    throw new FakegpuError(
+      field,
+      `${usage}: the host must be empty, an IP address (IPv6 without brackets) or a host name`,
+    );
+  }
+  try {
+    await lookup(host);
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'no address';
+    throw new FakegpuError(field, `${usage}: the host ${show(host)} does not resolve (${why})`);
+  }
+}
+
+/** Where a pod's service account token is mounted: the client's in-cluster configuration needs it. */
+const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/**
+ * The kubeconfig the plugin or fleet will use, loaded before anything starts: the client would otherwise
+ * throw its own error, with a stack trace, once sockets are open. Without a file the client looks for
+ * ~/.kube/config, then in-cluster credentials, and else quietly picks http://localhost:8080, which it then
+ * refuses to talk to.
+ */
+export async function checkKubeconfig(path: string | undefined, field: string): Promise<void> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  if (path === undefined) {
+    if (!existsSync(join(homedir(), '.kube', 'config')) && !existsSync(IN_CLUSTER_TOKEN)) {
+      throw new FakegpuError(
+        field,
+        'no kubeconfig: not given, KUBECONFIG is unset, there is no ~/.kube/config and no in-cluster service account; give --kubeconfig <file>',
+      );
+    }
+    return;
+  }
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    if (e instanceof Error && 'code' in e) {
+      throw new FakegpuError(field, `cannot read kubeconfig ${show(path)} (${String(e.code)})`);
+    }
+    throw new FakegpuError(
+      field,
+      `${show(path)} is not a kubeconfig: ${clip(e instanceof Error ? e.message : String(e))}`,
+    );
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) {
+    const context = kc.getCurrentContext();
+    const why = context
+      ? `its current-context ${show(context)} is not a context with one of its clusters`
+      : 'it sets no current-context';
+    throw new FakegpuError(field, `${show(path)} names no cluster to use: ${why}`);
+  }
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
+    throw new FakegpuError(
+      field,
+      `${show(path)}: cluster ${show(cluster.name)} is served over plain HTTP (${show(cluster.server)}), which the Kubernetes client refuses unless insecure-skip-tls-verify is set`,
+    );
+  }
+}
+
+/** Where an option's value came from, for messages: the flag, or the environment variable that set it. */
+export function sourceOf(cmd: Command, key: string, flag: string): string {
+  const option = cmd.options.find((o) => o.attributeName() === key);
+  return cmd.getOptionValueSource(key) === 'env' && option?.envVar ? option.envVar : flag;
 }

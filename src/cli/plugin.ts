@@ -2,13 +2,23 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import type { FeatureGates } from '../config/nvidia.js';
-import { parseRelease } from '../device/release.js';
+import { parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { resolveProfile } from '../profile/load.js';
-import { checkNodeName } from '../render.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
+import { checkNodeName, renderSlices } from '../render.js';
+import { checkSliceNames } from '../slice/build.js';
 import { DRANET } from '../nic/attributes.js';
-import { checkDriverName, nicNumaOption } from './commands.js';
-import { driverNameOption, driverReleaseOption, dynamicMigOption, envOption } from './options.js';
+import { checkDriverName, DEFAULT_KUBERNETES_VERSION, nicNumaOption } from './commands.js';
+import {
+  checkEndpoint,
+  checkKubeconfig,
+  driverNameOption,
+  driverReleaseOption,
+  dynamicMigOption,
+  envOption,
+  sourceOf,
+} from './options.js';
 
 interface Flags {
   nodeName: string;
@@ -122,7 +132,7 @@ export function pluginCommand(): Command {
     .addOption(
       envOption(
         '--http-endpoint <host:port>',
-        '/healthz and /metrics; empty to disable',
+        '/healthz, /readyz (registered with the kubelet) and /metrics; empty to disable',
         'HTTP_ENDPOINT',
         '127.0.0.1:51516',
       ),
@@ -145,36 +155,62 @@ export function pluginCommand(): Command {
     )
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
-    .action(async (f: Flags) => {
-      const log = pino({ name: 'fakegpu-plugin', base: { node: f.nodeName } }, pino.destination(2));
+    .action(async (f: Flags, cmd: Command) => {
+      // Every input is checked before anything starts (sockets, API calls), each refused in one line.
+      const nodeField = sourceOf(cmd, 'nodeName', '--node-name');
+      const nodeName = checkNodeName(f.nodeName, nodeField);
+      const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
+      const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
+      const gates = parseGates(f.featureGates);
+      const profile = resolveProfile(f.profile);
+      const nicDriverName = f.nics
+        ? checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))
+        : f.nicDriverName;
+      const nics = f.nics
+        ? {
+            driverName: nicDriverName,
+            standardNumaNode: f.nicNumaAttribute === 'standard',
+            stateDir: f.stateDir ? join(f.stateDir, nicDriverName) : join(f.kubeletPluginsDir, nicDriverName),
+          }
+        : undefined;
+      // As render checks them, under this command's own flag.
+      checkSliceNames(nodeName, { driverName, indexedNames: RELEASES[release].indexedSliceNames }, nodeField);
+      if (nics) checkSliceNames(nodeName, { driverName: nics.driverName, indexedNames: true }, nodeField);
+      // The whole render, as validate runs it: a machine that cannot be built (a MIG layout that does not
+      // fit, a driver version) or whose slices the API server would refuse stops here.
+      renderSlices(profile, {
+        nodeName,
+        dynamicMig: f.dynamicMig === true,
+        driverVersion: f.driverVersion,
+        driverName,
+        kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+        release,
+        nics,
+      });
+      if (f.httpEndpoint)
+        await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+      const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
       // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
       const { runPlugin } = await import('../plugin/run.js');
       const plugin = await runPlugin({
-        nodeName: checkNodeName(f.nodeName, '--node-name'),
-        profile: resolveProfile(f.profile),
+        nodeName,
+        profile,
         profileLabel: f.profileLabel === '' ? undefined : f.profileLabel,
         dynamicMig: f.dynamicMig === true,
-        driverName: f.driverName,
+        driverName,
         driverVersion: f.driverVersion,
-        release: parseRelease(f.draDriverRelease, '--dra-driver-release'),
+        release,
         kubeletPluginsDir: f.kubeletPluginsDir,
         kubeletRegistrarDir: f.kubeletRegistrarDir,
         cdiRoot: f.cdiRoot,
-        stateDir: f.stateDir ?? join(f.kubeletPluginsDir, f.driverName),
+        stateDir: f.stateDir ?? join(f.kubeletPluginsDir, driverName),
         slicesFile: f.slicesFile,
         kubeconfig: f.kubeconfig,
         httpEndpoint: f.httpEndpoint,
-        gates: parseGates(f.featureGates),
+        gates,
         resetCheckpoint: f.resetCheckpoint === true,
-        nics: f.nics
-          ? {
-              driverName: checkDriverName(f.nicDriverName, '--nic-driver-name'),
-              standardNumaNode: f.nicNumaAttribute === 'standard',
-              stateDir: f.stateDir
-                ? join(f.stateDir, f.nicDriverName)
-                : join(f.kubeletPluginsDir, f.nicDriverName),
-            }
-          : undefined,
+        nics,
         log,
       });
       await new Promise<void>((resolve) => {

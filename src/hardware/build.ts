@@ -4,7 +4,7 @@ import { FakegpuError, show } from '../errors.js';
 import { placeLayout } from '../mig/layout.js';
 import type { Placed } from '../mig/placement.js';
 import type { ResolvedProfile } from '../profile/load.js';
-import type { GpuEntry, MigSpec, NicEntry, ProfileSpec } from '../profile/schema.js';
+import type { GpuEntry, MigSpec, NicEntry, ProfileSpec } from '../preset/spec.js';
 import {
   cudaVersionForDriver,
   cudaVersionToNvml,
@@ -30,6 +30,12 @@ interface Draft {
   busId: string;
 }
 
+/**
+ * NVIDIA's kernel module gives GPUs the character device minors 0-254 (`/dev/nvidia0` to `/dev/nvidia254`)
+ * and 255 to `/dev/nvidiactl`, and the driver names devices by minor: no node has more GPUs than that.
+ */
+export const MAX_GPUS = 255;
+
 const GPU_GUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function expandGpus(spec: ProfileSpec): Draft[] {
@@ -41,6 +47,14 @@ function expandGpus(spec: ProfileSpec): Draft[] {
     );
   }
   const base = 'spec.gpus';
+  // Counted before expanding, so a profile of thousands of GPUs costs nothing to refuse.
+  const total = entries.reduce((n, e) => n + (e.count ?? 1), 0);
+  if (total > MAX_GPUS) {
+    throw new FakegpuError(
+      base,
+      `${total} GPUs; a node has at most ${MAX_GPUS}, as NVIDIA's driver gives GPUs the device minors 0-254 (minor 255 is /dev/nvidiactl)`,
+    );
+  }
   const drafts: Draft[] = [];
   const pending: { field: string; entry: GpuEntry }[] = [];
   entries.forEach((entry, i) => {
@@ -72,6 +86,8 @@ function expandGpus(spec: ProfileSpec): Draft[] {
     }
   });
   // GPUs without a bus ID get the lowest free buses from 0x01, each on its own bus as a VM lays them out.
+  // At most MAX_GPUS (255) GPUs always fit buses 01-ff of domain 0000: each GPU with a bus ID of its own
+  // takes at most one of those buses from the others.
   const used = new Set(drafts.map((d) => d.busId));
   let bus = 1;
   for (const p of pending) {

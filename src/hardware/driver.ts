@@ -36,6 +36,12 @@ export function cudaVersionForDriver(driverVersion: string, field: string): stri
   return found;
 }
 
+/**
+ * The largest CUDA major version NVML can report: `nvmlSystemGetCudaDriverVersion` returns a C `int`
+ * (2^31 - 1), major*1000 + minor*10.
+ */
+const MAX_CUDA_MAJOR = Math.floor((2 ** 31 - 1 - 90) / 1000);
+
 /** `13.0` → 13000, the integer `nvmlSystemGetCudaDriverVersion` returns. */
 export function cudaVersionToNvml(text: string, field: string): number {
   const m = /^(\d+)\.(\d)$/.exec(text.trim());
@@ -44,6 +50,12 @@ export function cudaVersionToNvml(text: string, field: string): number {
       field,
       `${show(text)} is not a CUDA version; expected <major>.<minor>, e.g. "13.0"`,
     );
+  if (Number(m[1]) > MAX_CUDA_MAJOR) {
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a CUDA version NVML can report; the major must be at most ${MAX_CUDA_MAJOR} (NVML returns major*1000 + minor*10 as a 32-bit int), e.g. "13.0"`,
+    );
+  }
   return Number(m[1]) * 1000 + Number(m[2]) * 10;
 }
 

@@ -1,5 +1,5 @@
 import type { Source } from '../catalog/types.js';
-import type { GpuEntry, NicEntry } from '../profile/schema.js';
+import type { GpuEntry, NicEntry } from './spec.js';
 import type { Preset } from './types.js';
 
 const seen = (ref: string, note?: string): Source =>

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
+import { parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { FakegpuError, oneOf, show } from '../errors.js';
+import { clip, FakegpuError, oneOf, show } from '../errors.js';
 import { findPreset, PRESET_NAMES } from '../preset/index.js';
-import { MachineProfile, ProfileSpec } from './schema.js';
+import { ProfileSpec } from '../preset/spec.js';
+import { MachineProfile } from './schema.js';
 
 /** A profile with its preset folded in: what the hardware model is built from. */
 export interface ResolvedProfile {
@@ -14,10 +15,12 @@ export interface ResolvedProfile {
 }
 
 function pathText(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)),
-    '',
-  );
+  return path.reduce<string>((acc, p) => {
+    if (typeof p === 'number') return `${acc}[${p}]`;
+    // A map key can be megabytes of input.
+    const key = clip(String(p));
+    return acc ? `${acc}.${key}` : key;
+  }, '');
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -54,10 +57,32 @@ export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source
       `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`,
     );
   }
-  const input: unknown = doc.toJS();
+  const input = toPlain(doc, source);
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw toError(parsed.error, input, '');
   return parsed.data;
+}
+
+/** The yaml library's own default, kept explicit: it is part of what a profile may be. */
+const MAX_ALIASES = 100;
+
+/**
+ * The document as plain values. Expanding aliases is where YAML can explode (a "billion laughs" of nested
+ * aliases), so the library stops at MAX_ALIASES and throws, as it does for an alias without an anchor.
+ */
+function toPlain(doc: Document, source: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (e) {
+    if (!(e instanceof ReferenceError)) throw e;
+    if (/alias count/i.test(e.message)) {
+      throw new FakegpuError(
+        source,
+        `not valid YAML: more than ${MAX_ALIASES} alias expansions (*name); at most ${MAX_ALIASES} are allowed, as a guard against alias bombs; write the values out`,
+      );
+    }
+    throw new FakegpuError(source, `not valid YAML: ${clip(e.message)}`);
+  }
 }
 
 /** Folds a profile's spec over its preset: lists replace, scalars and objects override field by field. */
@@ -75,9 +100,20 @@ export function mergeOverPreset(spec: ProfileSpec): ResolvedProfile['spec'] {
   return merged;
 }
 
-/** A profile reference names a file when it has a path separator or a YAML suffix; else a preset. */
+/** Where `-` as a profile is read from: standard input, as other command-line tools do. */
+export const STDIN = '-';
+
+/**
+ * A profile reference names a file when it is `-` (standard input), has a path separator or a YAML or
+ * JSON suffix (JSON is YAML); else a preset.
+ */
 export function isProfileFile(ref: string): boolean {
-  return /[/\\]|\.ya?ml$/i.test(ref);
+  return ref === STDIN || /[/\\]|\.(ya?ml|json)$/i.test(ref);
+}
+
+/** How a profile file is named in messages. */
+export function profileSource(ref: string): string {
+  return ref === STDIN ? 'stdin' : ref;
 }
 
 /** `ref` is a preset name or a path to a MachineProfile YAML file. */
@@ -88,15 +124,15 @@ export function resolveProfile(ref: string, field = '--profile'): ResolvedProfil
   }
   let text: string;
   try {
-    text = readFileSync(ref, 'utf8');
+    text = readFileSync(ref === STDIN ? 0 : ref, 'utf8');
   } catch (e) {
     const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
     throw new FakegpuError(
       field,
-      `cannot read profile file ${show(ref)} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`,
+      `cannot read profile file ${show(profileSource(ref))} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`,
     );
   }
-  const profile = parseProfileText(text, ref);
+  const profile = parseProfileText(text, profileSource(ref));
   return {
     name: profile.metadata.name,
     preset: profile.spec.preset ?? null,

@@ -1,109 +1,20 @@
 import { z } from 'zod';
+import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
+
+// The fleet's pools file embeds a spec and reads these from here.
+export { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
 
 export const API_VERSION = 'fakegpu.dev/v1alpha1';
 export const KIND = 'MachineProfile';
 
-/** A strict object whose unknown-field error lists the fields that are allowed. */
-export function strict<T extends z.ZodRawShape>(shape: T) {
-  return z.strictObject(shape, {
-    error: (iss) =>
-      iss.code === 'unrecognized_keys'
-        ? `unknown field ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}; allowed fields: ${Object.keys(shape).join(', ')}`
-        : undefined,
-  });
-}
-
-export const nonEmpty = z.string().trim().min(1);
-
-export const ADDRESSING_MODES = ['HMM', 'ATS', 'None', 'Unsupported'] as const;
-
-export const MigSpec = strict({
-  /** MIG mode as `nvidia-smi -mig` sets it. Unset: disabled, except Ampere GPUs under dynamic MIG. */
-  mode: z.enum(['enabled', 'disabled']).optional(),
-  /** Static MIG instances present at boot, e.g. `1g.10gb x7` or `[3g.40gb@0, 2g.20gb@4]`. */
-  layout: z.union([z.string(), z.array(z.string())]).optional(),
-});
-export type MigSpec = z.infer<typeof MigSpec>;
-
-/** Per-GPU facts of the machine; any omitted one is derived. */
-const gpuPlacement = {
-  busId: nonEmpty.optional(),
-  /** `null` where sysfs shows no root complex; the driver then omits the attribute. */
-  pcieRoot: nonEmpty.nullable().optional(),
-  numaNode: z.number().int().min(-1).optional(),
-  minor: z.number().int().min(0).max(255).optional(),
-  uuid: nonEmpty.optional(),
-  mig: MigSpec.optional(),
-};
-
-export const GpuEntry = strict({
-  model: nonEmpty,
-  count: z.number().int().min(1).max(64).optional(),
-  ...gpuPlacement,
-});
-export type GpuEntry = z.infer<typeof GpuEntry>;
-
-export const GpuOverride = strict({
-  /** NVML index (position in PCI bus order) of the GPU to change. */
-  index: z.number().int().min(0),
-  ...gpuPlacement,
-});
-export type GpuOverride = z.infer<typeof GpuOverride>;
-
-export const NicEntry = strict({
-  /** Kernel interface name; absent for RDMA-only functions (EFA, InfiniBand VFs) that have no netdev. */
-  ifName: nonEmpty.optional(),
-  busId: nonEmpty,
-  /** `null` where sysfs shows no root complex (Hyper-V vPCI). */
-  pcieRoot: nonEmpty.nullable().optional(),
-  numaNode: z.number().int().min(-1).optional(),
-  /** A key of the NIC catalog, e.g. `ConnectX-7`, `EFA`, `ENA`. */
-  model: nonEmpty,
-  /** The RDMA device's name (`mlx5_0`, `rdmap16s27`); defaults to `mlx5_<n>` or EFA's `rdmap<bus>s<slot>`. */
-  rdmaDevice: nonEmpty.optional(),
-  /** Defaults to a locally administered address derived from node and bus ID. */
-  mac: z
-    .string()
-    .regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/, 'must be six lower-case hex pairs, e.g. "0e:96:fe:e8:a3:f5"')
-    .optional(),
-  mtu: z.number().int().min(68).max(65535).optional(),
-  /** Address with prefix length, e.g. `192.168.155.224/19`, published as DRANET does. */
-  ipv4: z
-    .string()
-    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, 'must be an IPv4 address with prefix, e.g. "10.0.0.5/24"')
-    .optional(),
-  /** Carries the node's default route: DRANET leaves it out of its slices. */
-  primary: z.boolean().optional(),
-  speedGbps: z.number().int().positive().optional(),
-});
-export type NicEntry = z.infer<typeof NicEntry>;
-
-export const DriverSpec = strict({
-  /** `nvidia-smi` driver version, e.g. `580.126.20`. */
-  version: nonEmpty.optional(),
-  /** CUDA driver API version the driver reports, e.g. `13.0`. */
-  cudaVersion: nonEmpty.optional(),
-});
-
-export const ProfileSpec = strict({
-  preset: nonEmpty.optional(),
-  description: z.string().optional(),
-  driver: DriverSpec.optional(),
-  addressingMode: z.enum(ADDRESSING_MODES).optional(),
-  /** Replaces the preset's GPUs when given. */
-  gpus: z.array(GpuEntry).min(1).optional(),
-  /** Default MIG settings for every GPU that does not set its own. */
-  mig: MigSpec.optional(),
-  overrides: z.array(GpuOverride).optional(),
-  /** Replaces the preset's NICs when given. */
-  nics: z.array(NicEntry).optional(),
-});
-export type ProfileSpec = z.infer<typeof ProfileSpec>;
-
 export const MachineProfile = strict({
   apiVersion: z.literal(API_VERSION, { error: () => `must be ${JSON.stringify(API_VERSION)}` }),
   kind: z.literal(KIND, { error: () => `must be ${JSON.stringify(KIND)}` }),
-  metadata: strict({ name: nonEmpty, labels: z.record(z.string(), z.string()).optional() }),
+  metadata: strict({
+    /** Kubernetes' limit for object names: the profile is an object of that shape. */
+    name: nonEmpty.max(253),
+    labels: z.record(z.string(), z.string()).optional(),
+  }),
   spec: ProfileSpec,
 });
 export type MachineProfile = z.infer<typeof MachineProfile>;

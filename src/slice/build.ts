@@ -1,5 +1,6 @@
 import type { GpuDevices } from '../device/allocatable.js';
 import { RELEASES, type DriverRelease } from '../device/release.js';
+import { FakegpuError, show } from '../errors.js';
 import { LIMITS, type CounterSet, type Device, type ResourceSlice } from '../k8s/resource.js';
 import { compareSemver, type Semver } from '../k8s/version.js';
 
@@ -73,6 +74,27 @@ export function sliceGenerateName(
   if (!pool.indexedNames) return `${pool.nodeName}-${pool.driverName}-`;
   const width = Math.max(5, (count - 1).toString(16).length);
   return `${index.toString(16).padStart(width, '0')}-${pool.driverName}-${pool.nodeName}-`;
+}
+
+/**
+ * The API server checks a generateName as the prefix of a DNS subdomain, at most 253 characters, before it
+ * appends its random characters.
+ */
+const MAX_GENERATE_NAME = 253;
+
+/** Refuses a node name that makes the slices' generateName longer than the API server accepts. */
+export function checkSliceNames(
+  nodeName: string,
+  pool: { driverName: string; indexedNames: boolean },
+  field: string,
+): void {
+  const name = sliceGenerateName(0, 1, { ...pool, nodeName });
+  if (name.length <= MAX_GENERATE_NAME) return;
+  const room = MAX_GENERATE_NAME - (name.length - nodeName.length);
+  throw new FakegpuError(
+    field,
+    `${show(nodeName)} is too long: the slices of driver ${pool.driverName} would have a generateName of ${name.length} characters and the API server allows ${MAX_GENERATE_NAME}; the node name can have at most ${room} characters`,
+  );
 }
 
 /** One pool per node, named after it, as both NVIDIA's driver and DRANET publish. */
