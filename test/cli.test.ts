@@ -29,6 +29,19 @@ function attr(list: List<ResourceSlice>, device: string, key: string): unknown {
 }
 
 describe('fakegpu render', () => {
+  it('stops quietly when its reader does (render | head)', () => {
+    const r = spawnSync(
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" "${bin}" render -p dgx-h100 -n n1 --dynamic-mig | head -c 100 >/dev/null`,
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(r.status, 0);
+    assert.equal(r.stderr, '', 'no EPIPE stack trace');
+  });
+
   it('prints the p4d slices with the values the real driver publishes there', () => {
     const r = fakegpu('render', '--profile', 'aws-p4d.24xlarge', '--node', 'n1', '--output', 'json');
     assert.equal(r.code, 0, r.stderr);

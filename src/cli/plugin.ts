@@ -146,7 +146,10 @@ export function pluginCommand(): Command {
       ),
     )
     .addOption(
-      new Option('--reset-checkpoint', 'start with an empty checkpoint if the existing one is corrupt'),
+      new Option(
+        '--reset-checkpoint',
+        'start with an empty checkpoint if the existing one is damaged (a good one is kept)',
+      ).env('FAKEGPU_RESET_CHECKPOINT'),
     )
     .addOption(
       new Option('--no-nics', "do not run DRANET's side (the profile's NICs as a second driver)").env(

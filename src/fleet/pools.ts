@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { DEFAULT_RELEASE } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { mergeOverPreset, parseYamlAs, resolveProfile, type ResolvedProfile } from '../profile/load.js';
-import { API_VERSION, nonEmpty, ProfileSpec, strict } from '../profile/schema.js';
+import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
+import { API_VERSION } from '../profile/schema.js';
 import { renderSlices } from '../render.js';
 import { DRIVER_NAME } from '../slice/build.js';
 

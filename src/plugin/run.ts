@@ -6,7 +6,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { parseAllDocuments } from 'yaml';
 import { writeIfChanged } from '../durable/file.js';
 import { KubeApi } from '../k8s/api.js';
 import { fullJitter, PUBLISH_BACKOFF } from '../k8s/backoff.js';
@@ -22,7 +21,7 @@ import type { Semver } from '../k8s/version.js';
 import { startServers, type RunningServers } from '../kubelet/grpc.js';
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
-import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { parseYamlDocuments, resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
 import { Publisher } from '../publish/publisher.js';
@@ -63,7 +62,7 @@ export interface RunningPlugin {
 
 /** Slices replayed from a file: the node's name goes where the capture had its own. */
 export function slicesFromFile(path: string, nodeName: string, driverName: string): ResourceSlice[] {
-  const docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown);
+  const docs = parseYamlDocuments(readFileSync(path, 'utf8'), '--slices-file');
   const items = docs.flatMap((d) => {
     const o = d as { kind?: string; items?: unknown[] };
     return o.kind === 'List' || o.kind === 'ResourceSliceList' ? (o.items ?? []) : [d];

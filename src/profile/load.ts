@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDocument, type Document } from 'yaml';
+import { parseAllDocuments, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { clip, FakegpuError, oneOf, show } from '../errors.js';
 import { findPreset, PRESET_NAMES } from '../preset/index.js';
@@ -49,18 +49,29 @@ export function parseProfileText(text: string, source: string): MachineProfile {
 /** YAML text checked against a schema; the first problem as one line naming the field. */
 export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source: string): z.infer<T> {
   const doc = parseDocument(text, { prettyErrors: true });
-  const [yamlError] = doc.errors;
-  if (yamlError) {
-    const line = yamlError.linePos?.[0];
-    throw new FakegpuError(
-      source,
-      `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`,
-    );
-  }
+  refuseYamlErrors(doc, source);
   const input = toPlain(doc, source);
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw toError(parsed.error, input, '');
   return parsed.data;
+}
+
+/** Every document of a YAML stream as plain values, refused in one line as a profile is. */
+export function parseYamlDocuments(text: string, source: string): unknown[] {
+  return parseAllDocuments(text, { prettyErrors: true }).map((doc) => {
+    refuseYamlErrors(doc, source);
+    return toPlain(doc, source);
+  });
+}
+
+function refuseYamlErrors(doc: Document, source: string): void {
+  const [yamlError] = doc.errors;
+  if (!yamlError) return;
+  const line = yamlError.linePos?.[0];
+  throw new FakegpuError(
+    source,
+    `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`,
+  );
 }
 
 /** The yaml library's own default, kept explicit: it is part of what a profile may be. */

@@ -1,9 +1,6 @@
 import { z } from 'zod';
 import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
 
-// The fleet's pools file embeds a spec and reads these from here.
-export { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
-
 export const API_VERSION = 'fakegpu.dev/v1alpha1';
 export const KIND = 'MachineProfile';
 
