@@ -163,6 +163,9 @@ export function writeKubeletConfig(l: Layout): string {
     resolvConf: '/etc/resolv.conf',
     podCIDR: POD_CIDR,
     maxPods: 110,
+    // A pod whose prepare failed (its plugin restarting) is retried at the next sync: every 10 s here
+    // rather than the default minute, so tests and the chaos suite wait for the fault, not the kubelet.
+    syncFrequency: '10s',
     // A test cluster on a busy developer disk must not evict its own pods.
     evictionHard: {
       'memory.available': '1Mi',
