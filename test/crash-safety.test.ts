@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import {
+  rmSync,
   closeSync,
+  renameSync,
+  statSync,
   existsSync,
   openSync,
   mkdirSync,
@@ -15,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
+import { fullComputeInstanceProfile } from '../src/nvml/types.js';
 import { parseChecked, withChecksum, writeDurably } from '../src/durable/file.js';
 import { under } from '../src/durable/path.js';
 import { CRASH_ENV, CRASH_POINTS, type CrashPoint } from '../src/prepare/crash.js';
@@ -112,6 +116,7 @@ describe('restarts and running containers', () => {
     const claimDir = join(root, 'state', 'claims', 'v1');
     const [view = ''] = readdirSync(claimDir);
     const files = readdirSync(join(claimDir, view)).sort();
+    assert.equal(statSync(join(claimDir, view)).mode & 0o777, 0o755, 'readable by a container of any user');
     // What a bind mount holds: the folder itself, not its path. Seen through an open descriptor, a
     // folder removed and made again is an empty, deleted one.
     const held = openSync(join(claimDir, view), 'r');
@@ -150,6 +155,62 @@ describe('restarts and running containers', () => {
     const { state } = nodeState(root);
     assert.equal(state.restore().swept.instances, 1);
     assert.equal((await state.prepare(gpuClaim('g1', ['gpu-0-mig-3g40gb-9-4']))).length, 1);
+  });
+});
+
+describe('MIG instances of more than one claim', () => {
+  it('an unprepare retried after its instance was gone does not take a new claim’s instance in the same slot', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-slot-'));
+    const { state, model } = nodeState(root);
+    await state.prepare(gpuClaim('c1', ['gpu-0-mig-3g40gb-9-0']));
+    // A crash at unprepare-undone: c1's instance destroyed, its record still there.
+    const gpu = model.nvml.deviceGetHandleByIndex(0);
+    for (const p of model.devices[0]?.gpu.migProfiles ?? [])
+      for (const gi of gpu.getGpuInstances(p.info)) {
+        const full = gi.getComputeInstanceProfileInfo(fullComputeInstanceProfile(p.enumName), 0);
+        for (const ci of gi.getComputeInstances(full)) ci.destroy();
+        gi.destroy();
+      }
+    // Another claim gets a 4g.40gb at start 0: NVML gives it the same instance ID.
+    const [c2] = await state.prepare(gpuClaim('c2', ['gpu-0-mig-4g40gb-5-0']));
+    assert.ok(c2);
+    assert.equal(c2.migInstance?.gpuInstanceId, 1);
+    await state.unprepare('c1');
+    assert.deepEqual(
+      gpu.getMigDevices().map((m) => m.getUUID()),
+      [c2.uuid],
+      'c2 keeps its MIG device',
+    );
+  });
+
+  it('admin access to a partition another claim holds is refused, and the holder keeps its instance', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-admin-'));
+    const { state, model } = nodeState(root);
+    await state.prepare(gpuClaim('b', ['gpu-1-mig-1g10gb-19-0']));
+    const admin = gpuClaim('a', ['gpu-1-mig-1g10gb-19-0']);
+    for (const r of admin.status?.allocation?.devices?.results ?? []) r.adminAccess = true;
+    await assert.rejects(state.prepare(admin), {
+      message:
+        'error preparing devices for claim default/claim-a:a: prepare devices failed: admin access to MIG partition gpu-1-mig-1g10gb-19-0, which claim b holds, is not supported',
+    });
+    assert.equal(model.nvml.deviceGetHandleByIndex(1).getMigDevices().length, 1);
+  });
+
+  it('a claim recorded on a static MIG device is stale once the node runs dynamic MIG', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-switch-'));
+    const before = nodeState(root, 'dgx-h100', false);
+    await before.state.prepare(gpuClaim('whole', ['gpu-5']));
+    // A whole GPU stays a whole GPU under dynamic MIG, and is kept.
+    const after = nodeState(root, 'dgx-h100', true);
+    assert.deepEqual(after.state.restore().stale, []);
+    const cp = after.checkpoint.get('whole');
+    const [d] = cp?.devices ?? [];
+    assert.ok(cp && d);
+    // A static MIG device's record (no instance made at prepare) under a name that is now a partition.
+    cp.devices = [{ ...d, deviceName: 'gpu-5-mig-1g10gb-19-0', type: 'mig' }];
+    after.checkpoint.put('whole', cp);
+    after.checkpoint.flush();
+    assert.deepEqual(nodeState(root, 'dgx-h100', true).state.restore().stale, ['whole']);
   });
 });
 
@@ -197,6 +258,25 @@ describe('durable files', () => {
       ),
     });
     assert.deepEqual(new CheckpointStore(path, true).all(), []);
+  });
+
+  it('a write that failed is not forgotten: the next durable() fails too, and one that succeeds writes it', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-full-'));
+    const dir = join(root, 'state');
+    const cp = new CheckpointStore(join(dir, 'checkpoint.json'));
+    cp.put('u1', { namespace: 'ns', name: 'n', state: 'PrepareCompleted', devices: [], configState: {} });
+    // The folder replaced by a file: every write fails, as on a full or read-only disk.
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, '');
+    await assert.rejects(cp.durable(), /ENOTDIR|EEXIST/);
+    await assert.rejects(cp.durable(), /ENOTDIR|EEXIST/);
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    await cp.durable();
+    assert.deepEqual(
+      new CheckpointStore(join(dir, 'checkpoint.json')).all().map(([uid]) => uid),
+      ['u1'],
+    );
   });
 
   it('a checkpoint of the version before checksums still loads', () => {

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { dial, invoke, type KubeletClient } from '../src/kubelet/client.js';
 import { DRA_V1, startServers } from '../src/kubelet/grpc.js';
 import { refuseRealDriver } from '../src/plugin/preflight.js';
-import { runPlugin } from '../src/plugin/run.js';
+import { runPlugin, type PluginOptions } from '../src/plugin/run.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { gpuClaim, NODE, nodeState } from './support/node-state.js';
 
@@ -34,6 +34,25 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+function options(root: string, kubeconfig: string): PluginOptions {
+  return {
+    nodeName: NODE,
+    profile: resolveProfile('dgx-h100'),
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    release: '0.5',
+    kubeletPluginsDir: join(root, 'plugins'),
+    kubeletRegistrarDir: join(root, 'registry'),
+    cdiRoot: join(root, 'cdi'),
+    stateDir: join(root, 'state'),
+    kubeconfig,
+    httpEndpoint: '',
+    gates: { TimeSlicingSettings: true, MPSSupport: true },
+    resetCheckpoint: false,
+    log: pino({ level: 'silent' }),
+  };
+}
+
 describe('the node plugin', () => {
   it('serves unprepare from its checkpoint while the API server is down', async () => {
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-outage-'));
@@ -56,22 +75,8 @@ describe('the node plugin', () => {
         'current-context': 'x',
       }),
     );
-    const plugin = await runPlugin({
-      nodeName: NODE,
-      profile: resolveProfile('dgx-h100'),
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      release: '0.5',
-      kubeletPluginsDir: join(root, 'plugins'),
-      kubeletRegistrarDir: join(root, 'registry'),
-      cdiRoot: join(root, 'cdi'),
-      stateDir: join(root, 'state'),
-      kubeconfig,
-      httpEndpoint: '',
-      gates: { TimeSlicingSettings: true, MPSSupport: true },
-      resetCheckpoint: false,
-      log: pino({ level: 'silent' }),
-    });
+    const plugin = await runPlugin(options(root, kubeconfig));
+
     try {
       const c = dial('dra-v1.proto', DRA_V1, join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
       assert.deepEqual(await unprepare(c, 'held'), { claims: { held: { error: '' } } });
@@ -80,6 +85,34 @@ describe('the node plugin', () => {
       c.close();
     } finally {
       await plugin.stop();
+    }
+  });
+
+  it('touches nothing of a plugin that still serves the node: no rollback, no sweep', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-twice-'));
+    const { state } = nodeState(root, 'dgx-h100', false);
+    await state.prepare(gpuClaim('live', ['gpu-3']));
+    // What the sweep would remove: a spec no checkpointed claim holds (the live plugin's, unflushed).
+    writeFileSync(join(root, 'cdi', 'k8s.gpu.nvidia.com-claim_unflushed.yaml'), 'kind: x\n');
+    const live = await startServers(
+      {
+        driverName: 'gpu.nvidia.com',
+        pluginsDir: join(root, 'plugins'),
+        registrarDir: join(root, 'registry'),
+        onRegistration: () => undefined,
+      },
+      { prepare: () => Promise.resolve({ claims: {} }), unprepare: () => Promise.resolve({ claims: {} }) },
+    );
+    try {
+      await assert.rejects(runPlugin(options(root, join(root, 'no-kubeconfig'))), {
+        message: /dra\.sock: another process serves this socket/,
+      });
+      assert.deepEqual(readdirSync(join(root, 'cdi')).sort(), [
+        'k8s.gpu.nvidia.com-claim_live.yaml',
+        'k8s.gpu.nvidia.com-claim_unflushed.yaml',
+      ]);
+    } finally {
+      await live.stop();
     }
   });
 

@@ -7,7 +7,8 @@ import { FakegpuError } from '../errors.js';
  * What this node has prepared, per claim UID, so unprepare works after a restart or after the claim was
  * deleted. PrepareStarted marks work that may be half done, and carries what that work meant to make
  * (a MIG placement) before any of it exists, so a restart can undo it; PrepareCompleted is returned as
- * is. Every change is on disk (fsync, rename, fsync of the folder) before the call that made it returns.
+ * is. Changes are made in memory and written whole (fsync, rename, fsync of the folder) by `flush` or,
+ * grouped, by `durable`; the lifecycle answers the kubelet only after that.
  */
 const MigInstance = z.strictObject({
   parentUuid: z.string(),
@@ -150,8 +151,9 @@ export class CheckpointStore {
   /** Writes every change now: before making what a record describes (a MIG instance). */
   flush(): void {
     if (!this.dirty) return;
-    this.dirty = false;
+    // Clean only once written: a failed write (a full disk) must fail the next `durable()` too.
     this.save();
+    this.dirty = false;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
   closeSync,
   existsSync,
   fsyncSync,
@@ -73,6 +74,8 @@ export function writeFolder(dir: string, files: Readonly<Record<string, string>>
     mkdirSync(dirname(dir), { recursive: true });
     const tmp = mkdtempSync(`${dir}.tmp-`);
     for (const [name, text] of Object.entries(files)) writeFileSync(join(tmp, name), text);
+    // mkdtemp makes 0700: a container running as another user must still read its view.
+    chmodSync(tmp, 0o755);
     renameSync(tmp, dir);
     return;
   }

@@ -97,7 +97,7 @@ function served(path: string): Promise<boolean> {
  * A socket file a crash left behind is replaced; one that another process still serves (NVIDIA's
  * driver, a second plugin of the same name) is not taken over.
  */
-async function refuseServed(path: string): Promise<void> {
+export async function refuseServed(path: string): Promise<void> {
   if (existsSync(path) && (await served(path)))
     throw new FakegpuError(
       path,
@@ -132,9 +132,16 @@ export interface RunningServers {
 }
 
 /** Starts the DRA service first, then registration, so the kubelet never dials a socket not yet served. */
+/** Where a driver's two sockets live, as the kubelet expects them. */
+export function socketPaths(o: Pick<DraServerOptions, 'driverName' | 'pluginsDir' | 'registrarDir'>) {
+  return {
+    draSocket: join(o.pluginsDir, o.driverName, 'dra.sock'),
+    registrationSocket: join(o.registrarDir, `${o.driverName}-reg.sock`),
+  };
+}
+
 export async function startServers(o: DraServerOptions, h: DraHandlers): Promise<RunningServers> {
-  const draSocket = join(o.pluginsDir, o.driverName, 'dra.sock');
-  const registrationSocket = join(o.registrarDir, `${o.driverName}-reg.sock`);
+  const { draSocket, registrationSocket } = socketPaths(o);
   await refuseServed(draSocket);
   await refuseServed(registrationSocket);
   const dra = new grpc.Server();

@@ -53,8 +53,8 @@ class NicHooks implements ClaimHooks {
     }
   }
 
-  has(deviceName: string): boolean {
-    return this.allocatable.has(deviceName);
+  has(d: PreparedDevice): boolean {
+    return this.allocatable.has(d.deviceName);
   }
 
   plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim {

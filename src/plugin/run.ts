@@ -18,7 +18,7 @@ import { FakegpuError } from '../errors.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
-import { startServers, type RunningServers } from '../kubelet/grpc.js';
+import { refuseServed, socketPaths, startServers, type RunningServers } from '../kubelet/grpc.js';
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import { parseYamlDocuments, resolveProfile, type ResolvedProfile } from '../profile/load.js';
@@ -133,6 +133,17 @@ interface Driver {
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
   refuseRealDriver(o.devRoot);
+  // Before the checkpoint is touched: a second plugin on the node would otherwise roll back and sweep
+  // what the live one is in the middle of.
+  for (const driverName of [o.driverName, ...(o.nics ? [o.nics.driverName] : [])]) {
+    const paths = socketPaths({
+      driverName,
+      pluginsDir: o.kubeletPluginsDir,
+      registrarDir: o.kubeletRegistrarDir,
+    });
+    await refuseServed(paths.draSocket);
+    await refuseServed(paths.registrationSocket);
+  }
   const kc = new KubeConfig();
   if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
   else kc.loadFromDefault();

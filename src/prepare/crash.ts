@@ -11,7 +11,7 @@ export const CRASH_POINTS = [
   'mig-gpu-instance',
   /** GPU and compute instance exist, not yet recorded in the checkpoint. */
   'mig-compute-instance',
-  /** The instance is recorded; CDI spec and views not written. */
+  /** The instance's IDs and UUID are in the record in memory (its placement was on disk before); no files yet. */
   'mig-recorded',
   /** CDI spec and views written; the checkpoint still says PrepareStarted. */
   'files-written',

@@ -37,8 +37,8 @@ export interface ClaimHooks {
   undo(devices: readonly PreparedDevice[]): void;
   /** Writes the claim's views under `dir` in place and returns its CDI spec (null: none). */
   files(uid: string, claim: PreparedClaim, dir: string): CdiSpec | null;
-  /** Whether this machine still has the device (a relabelled node may not). */
-  has(deviceName: string): boolean;
+  /** Whether this machine still has the device as recorded (a relabelled node may not). */
+  has(device: PreparedDevice): boolean;
   /** Destroys instances that none of `held` records; returns how many. */
   sweepInstances(held: readonly PreparedDevice[]): number;
 }
@@ -81,7 +81,7 @@ export class ClaimLifecycle {
       } else if (c.state !== 'PrepareCompleted') {
         this.forget(uid);
         out.rolledBack.push(uid);
-      } else if (c.devices.every((d) => this.hooks.has(d.deviceName))) {
+      } else if (c.devices.every((d) => this.hooks.has(d))) {
         this.writeFiles(uid, c);
       } else {
         // The machine changed under a prepared claim (another profile): keep the record so the

@@ -5,6 +5,7 @@ import {
   NVML_DEVICE_MIG_ENABLE,
   NVML_RETURN,
   NvmlError,
+  type GpuInstanceInfo,
   type Nvml,
   type NvmlGpuInstance,
 } from '../nvml/types.js';
@@ -20,6 +21,19 @@ export interface Partition {
   profile: MigProfile;
   start: number;
   size: number;
+}
+
+/**
+ * Whether a record names this GPU instance: by its placement, and by its ID once known. IDs are slots
+ * that NVML hands out again (a 3g and a 4g instance at start 0 share one), so an ID alone could name
+ * another claim's instance made after this one was destroyed. Records from before placements were kept
+ * have only the ID.
+ */
+function names(m: MigInstance, info: GpuInstanceInfo): boolean {
+  const placed =
+    m.profileId === undefined || (m.profileId === info.profileId && m.start === info.placement.start);
+  const id = m.gpuInstanceId === undefined || m.gpuInstanceId === info.id;
+  return placed && id && (m.profileId !== undefined || m.gpuInstanceId !== undefined);
 }
 
 export class MigInstances {
@@ -60,15 +74,10 @@ export class MigInstances {
     };
   }
 
-  /** Destroys the GPU instance a record names, by its ID or else by its placement, with its compute instances. */
+  /** Destroys the GPU instance a record names, with its compute instances. */
   destroy(m: MigInstance): void {
     for (const gi of this.gpuInstances(m.parentUuid)) {
-      const info = gi.getInfo();
-      const named =
-        m.gpuInstanceId !== undefined
-          ? info.id === m.gpuInstanceId
-          : info.profileId === m.profileId && info.placement.start === m.start;
-      if (named) this.destroyGpuInstance(m.parentUuid, gi);
+      if (names(m, gi.getInfo())) this.destroyGpuInstance(m.parentUuid, gi);
     }
   }
 
@@ -78,13 +87,7 @@ export class MigInstances {
     for (const uuid of this.dynamic.keys()) {
       for (const gi of this.gpuInstances(uuid)) {
         const info = gi.getInfo();
-        const kept = held.some(
-          (m) =>
-            m.parentUuid === uuid &&
-            (m.gpuInstanceId !== undefined
-              ? m.gpuInstanceId === info.id
-              : m.profileId === info.profileId && m.start === info.placement.start),
-        );
+        const kept = held.some((m) => m.parentUuid === uuid && names(m, info));
         if (kept) continue;
         this.destroyGpuInstance(uuid, gi);
         n++;

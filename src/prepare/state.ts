@@ -72,8 +72,10 @@ class GpuHooks implements ClaimHooks {
     this.views = new GpuFiles(machine, opts.stateDir, this.allocatable);
   }
 
-  has(deviceName: string): boolean {
-    return this.allocatable.has(deviceName);
+  /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
+  has(d: PreparedDevice): boolean {
+    const a = this.allocatable.get(d.deviceName);
+    return a !== undefined && (a.partition !== null) === (d.migInstance !== undefined);
   }
 
   plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim {
@@ -92,9 +94,17 @@ class GpuHooks implements ClaimHooks {
         (device.type === 'mig' && !device.mig && !device.partition)
       )
         throw new ClaimError(`allocatable not found for device "${r.device}"`);
-      const other = r.adminAccess ? undefined : heldBy(r.device);
-      if (other !== undefined)
-        throw new ClaimError(`requested device ${r.device} is already allocated to different claim ${other}`);
+      const holder = heldBy(r.device);
+      if (holder !== undefined && !r.adminAccess)
+        throw new ClaimError(
+          `requested device ${r.device} is already allocated to different claim ${holder}`,
+        );
+      // Admin access shares a device someone holds; a partition is made per claim, and making it twice
+      // would fail, and undoing that failure would take the holder's instance with it.
+      if (holder !== undefined && device.partition)
+        throw new ClaimError(
+          `admin access to MIG partition ${r.device}, which claim ${holder} holds, is not supported`,
+        );
       // Class configs come before claim configs in the allocation; the last one that applies wins.
       let config: DeviceConfig | null = null;
       for (const c of configs) {
