@@ -84,7 +84,12 @@ for (const [i, p] of phases.entries()) {
   } catch {
     // The phase never got to its first cycle; its own output says why.
   }
-  if (r) for (const k of Object.keys(sum)) sum[k] += r[k];
+  if (r) {
+    for (const k of Object.keys(sum)) sum[k] += r[k];
+    process.stderr.write(
+      `chaos: ${p.what}: ${r.cycles} cycles, crash points fired ${r.crashes} of ${r.crashCycles}, lost ${r.lost}, leaked ${r.leaked}, stale views ${r.staleViews}\n`,
+    );
+  }
   if (!r || r.aborted !== null || r.cycles < p.cycles) {
     process.stderr.write(`chaos: ${p.what} did not finish its ${p.cycles} cycles\n`);
     ok = false;

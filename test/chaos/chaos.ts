@@ -7,7 +7,7 @@ import { layout } from '../../src/cluster/config.js';
 import { isAlive, readPid } from '../../src/cluster/process.js';
 import { listSpecs } from '../../src/cdi/write.js';
 import { parseChecked } from '../../src/durable/file.js';
-import { CRASH_ENV, CRASH_POINTS } from '../../src/prepare/crash.js';
+import { CRASH_ENV, CRASH_POINTS, type CrashPoint } from '../../src/prepare/crash.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import { allocatedUuids, apply, podClaim, podManifest, seesNow, seen, type Seen } from '../support/e2e.js';
 
@@ -108,6 +108,8 @@ let made = 0;
 let lost = 0;
 let staleViews = 0;
 const problems: string[] = [];
+/** Pods already counted, as `<pod>/view` or `<pod>/claim`. */
+const flagged = new Set<string>();
 
 function createPod(kind: Kind): void {
   const name = `chaos-${kind}-${made++}`;
@@ -134,6 +136,12 @@ function deletePod(name: string): void {
   if (p) deleting.set(name, p.kind);
 }
 
+/** Kinds with room for one more pod, counting pods on their way out. */
+function room(): Kind[] {
+  const held = [...[...live.values()].map((p) => p.kind), ...deleting.values()];
+  return (['gpu', 'mig', 'nic'] as const).filter((k) => held.filter((h) => h === k).length < LIMIT[k]);
+}
+
 function churn(): string {
   let gone = 0;
   let added = 0;
@@ -142,10 +150,7 @@ function churn(): string {
     gone++;
   }
   for (let n = 1 + Math.floor(random() * 2); n > 0; n--) {
-    const held = [...[...live.values()].map((p) => p.kind), ...deleting.values()];
-    const kinds = (['gpu', 'mig', 'nic'] as const).filter(
-      (k) => held.filter((h) => h === k).length < LIMIT[k],
-    );
+    const kinds = room();
     if (kinds.length === 0) break;
     createPod(pick(kinds));
     added++;
@@ -167,6 +172,41 @@ async function restart(name: Restartable): Promise<void> {
   await clusterRestart(dir, name, () => undefined);
 }
 
+/**
+ * Crash points a prepare or unprepare on this node passes: only claims that make MIG instances record
+ * their intent first and make instances, so without dynamic MIG those points are never reached.
+ */
+const REACHABLE = CRASH_POINTS.filter(
+  (p) => a['dynamic-mig'] || !(p === 'prepare-started' || p.startsWith('mig-')),
+);
+let crashCycles = 0;
+let crashes = 0;
+
+/**
+ * The churn that passes `point`: a pod that goes, for an unprepare; a pod that comes, for a prepare (a
+ * MIG pod where the point is on the way to a MIG instance). Where its kind has no room, one of that kind
+ * goes first; the new pod waits for its device, then prepares.
+ */
+function churnFor(point: CrashPoint): string {
+  if (point.startsWith('unprepare')) {
+    const victim = [...live.keys()][0];
+    if (victim === undefined) return churn();
+    deletePod(victim);
+    return '+0 -1';
+  }
+  const want: Kind = point === 'prepare-started' || point.startsWith('mig-') ? 'mig' : 'gpu';
+  let gone = 0;
+  if (!room().includes(want)) {
+    const victim = [...live.values()].find((p) => p.kind === want);
+    if (victim) {
+      deletePod(victim.name);
+      gone++;
+    }
+  }
+  createPod(want);
+  return `+1 -${gone}`;
+}
+
 const DISRUPTIONS = [
   'kill-plugin',
   'crash-point',
@@ -186,7 +226,8 @@ async function disrupt(kind: (typeof DISRUPTIONS)[number]): Promise<string> {
       return what;
     }
     case 'crash-point': {
-      const point = pick(CRASH_POINTS);
+      // In turn through the points this node can reach, each with the churn that reaches it.
+      const point = REACHABLE[crashCycles++ % REACHABLE.length] ?? 'files-written';
       process.env[CRASH_ENV] = point;
       try {
         await restart('fakegpu-plugin');
@@ -194,9 +235,9 @@ async function disrupt(kind: (typeof DISRUPTIONS)[number]): Promise<string> {
         // An empty value names no point; the plugin started next runs without one.
         process.env[CRASH_ENV] = '';
       }
-      const what = churn();
-      // The point may not be reached (a whole-GPU claim makes no MIG instance); either way the plugin
-      // is started again without it, as a supervisor would after the crash.
+      const what = churnFor(point);
+      // Started again without the point once it crashed, as a supervisor would; a point the churn could
+      // not reach (no room for the pod it needed) is counted as missed.
       const pid = pluginPid();
       await eventually(
         'the crash point',
@@ -204,6 +245,7 @@ async function disrupt(kind: (typeof DISRUPTIONS)[number]): Promise<string> {
         8_000,
       ).catch(() => undefined);
       const crashed = pid === null || !isAlive(pid);
+      if (crashed) crashes++;
       await restart('fakegpu-plugin');
       return `${what} ${point}${crashed ? ' (crashed)' : ''}`;
     }
@@ -265,24 +307,71 @@ async function settle(): Promise<void> {
 }
 
 /** Each running pod, asked now, sees what it saw at start: exactly its one GPU or MIG device. */
-function check(): void {
+/** `kubectl exec` needs the API server; right after its restart a try can fail without meaning anything. */
+async function asked(pod: string): Promise<{ listed: string[]; devNodes: string[] }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return seesNow(e, pod, 'main');
+    } catch (err) {
+      if (attempt === 5) throw err;
+      await sleep(2000);
+    }
+  }
+}
+
+/** The claims the plugin has on record as prepared, per driver, from its checkpoint files. */
+function recorded(file: string): Set<string> {
+  if (!existsSync(file)) return new Set();
+  const c = parseChecked(readFileSync(file, 'utf8'));
+  const claims = (c.ok ? c.data['preparedClaims'] : {}) as Record<string, { state: string }>;
+  return new Set(Object.entries(claims).flatMap(([uid, r]) => (r.state === 'PrepareCompleted' ? [uid] : [])));
+}
+
+/**
+ * Each running pod, asked now, sees what it saw at start, which is exactly what it was allocated: its
+ * GPU, or its MIG device under its parent. And the plugin still has its claim: on record as prepared
+ * by every driver it uses, with a CDI spec each, so that a later unprepare finds and cleans it.
+ */
+async function check(): Promise<void> {
+  const gpuRecords = recorded(join(dir, 'plugin', 'checkpoint.json'));
+  const nicRecords = recorded(join(dir, 'plugin', 'dra.net', 'checkpoint.json'));
+  const gpuSpecs = listSpecs(l.cdiDir, 'k8s.gpu.nvidia.com/claim').uids;
+  const nicSpecs = listSpecs(l.cdiDir, 'k8s.dra.net/claim').uids;
   for (const p of live.values()) {
     if (!p.saw) continue;
-    const now = seesNow(e, p.name, 'main');
-    const uuids = allocatedUuids(e, podClaim(e, p.name, 'c')).filter((u) => u.startsWith('GPU-'));
-    // A whole GPU lists itself; a MIG device is listed under its parent GPU.
+    const now = await asked(p.name);
+    const claim = podClaim(e, p.name, 'c');
+    const uid = mustKubectl(e, ['get', 'resourceclaim', claim, '-o', 'jsonpath={.metadata.uid}']);
+    const uuids = allocatedUuids(e, claim);
+    const gpu = uuids.find((u) => u.startsWith('GPU-'));
+    // Static MIG devices publish their UUID; a dynamic partition gets one only when it is made.
+    const mig = uuids.find((u) => u.startsWith('MIG-'));
     const [first = '', second = ''] = p.saw.listed;
     const exact =
       p.kind === 'mig'
-        ? p.saw.listed.length === 2 && first.startsWith('GPU-') && second.startsWith('MIG-')
-        : p.saw.listed.length === 1 && first === uuids[0];
-    if (
-      !exact ||
-      JSON.stringify(now) !== JSON.stringify({ listed: p.saw.listed, devNodes: p.saw.devNodes })
-    ) {
+        ? p.saw.listed.length === 2 &&
+          first.startsWith('GPU-') &&
+          second.startsWith('MIG-') &&
+          (mig === undefined || second === mig)
+        : p.saw.listed.length === 1 && first === gpu;
+    const same = JSON.stringify(now) === JSON.stringify({ listed: p.saw.listed, devNodes: p.saw.devNodes });
+    // Each pod counts once, however many cycles it stays wrong.
+    if ((!exact || !same) && !flagged.has(`${p.name}/view`)) {
+      flagged.add(`${p.name}/view`);
       staleViews++;
       problems.push(
         `${p.name}: saw ${JSON.stringify(p.saw)} at start, now ${JSON.stringify(now)}, allocated ${uuids.join(',')}`,
+      );
+    }
+    const kept =
+      gpuRecords.has(uid) &&
+      gpuSpecs.has(uid) &&
+      (p.kind !== 'nic' || (nicRecords.has(uid) && nicSpecs.has(uid)));
+    if (!kept && !flagged.has(`${p.name}/claim`)) {
+      flagged.add(`${p.name}/claim`);
+      lost++;
+      problems.push(
+        `${p.name}: claim ${uid} no longer prepared on the node (GPU record ${gpuRecords.has(uid)}, spec ${gpuSpecs.has(uid)}; NIC record ${nicRecords.has(uid)}, spec ${nicSpecs.has(uid)})`,
       );
     }
   }
@@ -318,7 +407,10 @@ let done = 0;
 let leaked = 0;
 /** Written after every cycle, so a phase that dies midway still tells how far it got. */
 const report = (aborted: string | null): void => {
-  writeFileSync(resultFile, JSON.stringify({ cycles: done, lost, leaked, staleViews, seed, aborted }));
+  writeFileSync(
+    resultFile,
+    JSON.stringify({ cycles: done, lost, leaked, staleViews, seed, crashCycles, crashes, aborted }),
+  );
 };
 
 log(`${a.profile}${a['dynamic-mig'] ? ' with dynamic MIG' : ''}: ${cycles} cycles, seed ${seed}`);
@@ -330,7 +422,7 @@ try {
     const what = await disrupt(kind);
     await settle();
     const before = staleViews;
-    check();
+    await check();
     done = i;
     report(null);
     log(
@@ -347,14 +439,15 @@ try {
     () => {
       const n = onNode();
       n.mig -= bootInstances;
-      return n.cdi + n.views + n.checkpoint + n.mig === 0 ? n : undefined;
+      return n.cdi === 0 && n.views === 0 && n.checkpoint === 0 && n.mig === 0 ? n : undefined;
     },
     60_000,
   ).catch(() => {
     const n = onNode();
     return { ...n, mig: n.mig - bootInstances };
   });
-  leaked = left.cdi + left.views + left.checkpoint + left.mig;
+  // Each kind on its own: fewer MIG instances than the machine booted with is damage too, not a credit.
+  leaked = left.cdi + left.views + left.checkpoint + Math.abs(left.mig);
   if (leaked > 0) problems.push(`left on the node: ${JSON.stringify(left)}`);
   report(null);
 } catch (err) {
@@ -363,5 +456,5 @@ try {
   report(why);
 }
 for (const p of problems) log(`problem: ${p}`);
-log(`disruptions: ${JSON.stringify(counts)}`);
+log(`disruptions: ${JSON.stringify(counts)}; crash points fired ${crashes} of ${crashCycles}`);
 process.exit(0);

@@ -155,6 +155,8 @@ export function seesNow(
     '-c',
     'nvidia-smi -L; echo "--"; ls /dev | grep nvidia',
   ]);
+  // The marker shows the shell ran in the container; without it the exec itself failed (API server away).
+  if (!r.out.includes('--\n')) throw new Error(`kubectl exec ${pod} failed: ${r.err.trim()}`);
   const [smi = '', dev = ''] = r.out.split('--\n');
   return {
     listed: [...smi.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? ''),
