@@ -75,6 +75,15 @@ const e: Exports = await sharedCluster({
   dynamicMig: a['dynamic-mig'],
 });
 
+// A cluster directory used before may still hold an earlier run's pods: start from none.
+mustKubectl(e, [
+  'delete',
+  'pods,resourceclaims,resourceclaimtemplates',
+  '--all',
+  '--wait=true',
+  '--timeout=180s',
+]);
+
 const migRequest = a['dynamic-mig']
   ? {
       deviceClassName: 'mig.nvidia.com',
