@@ -60,6 +60,11 @@ function container(all: Doc[], kind: string): Container {
   return c;
 }
 
+/** `helm template` of the chart for the cluster's Kubernetes version, with more arguments. */
+function template(e: Exports, extra: string[] = []): { code: number | null; out: string; err: string } {
+  return helm(e, ['template', 'fakegpu', chart, '--kube-version', 'v1.37.2', ...extra]);
+}
+
 describe('Helm chart deploy/helm/fakegpu', () => {
   let e: Exports;
   before(async () => {
@@ -72,12 +77,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('renders objects the real API server accepts (server-side dry run)', () => {
-    const r = helm(e, [
-      'template',
-      'fakegpu',
-      chart,
-      '--kube-version',
-      'v1.37.2',
+    const r = template(e, [
       '--namespace',
       'fakegpu-system',
       '--set',
@@ -109,7 +109,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('runs the plugin as root with MKNOD and nothing else, read-only, under RuntimeDefault seccomp', () => {
-    const r = helm(e, ['template', 'fakegpu', chart, '--kube-version', 'v1.37.2']);
+    const r = template(e);
     assert.equal(r.code, 0, r.err);
     const plugin = container(objects(r.out), 'DaemonSet');
     assert.deepEqual(plugin.securityContext, {
@@ -129,15 +129,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('renders plugin.resetCheckpoint=true as FAKEGPU_RESET_CHECKPOINT=true', () => {
-    const r = helm(e, [
-      'template',
-      'fakegpu',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--set',
-      'plugin.resetCheckpoint=true',
-    ]);
+    const r = template(e, ['--set', 'plugin.resetCheckpoint=true']);
     assert.equal(r.code, 0, r.err);
     const env = container(objects(r.out), 'DaemonSet').env ?? [];
     assert.deepEqual(
@@ -312,15 +304,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('leaves the NIC driver and its class out when nics.enabled is false', () => {
-    const r = helm(e, [
-      'template',
-      'fakegpu',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--set',
-      'nics.enabled=false',
-    ]);
+    const r = template(e, ['--set', 'nics.enabled=false']);
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /name: FAKEGPU_NO_NICS\n\s+value: "true"/);
     assert.doesNotMatch(r.out, /name: dranet/);
