@@ -582,6 +582,16 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       '--http-endpoint: ":1e3" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the port must be a number from 0 to 65535',
     ],
     [
+      'fleet --request-timeout past what a timer holds',
+      ['fleet', '--request-timeout', '2147484'],
+      '--request-timeout: "2147484" is not an integer from 1 to 2147483',
+    ],
+    [
+      'fleet --profile from standard input',
+      ['fleet', '-p', '-'],
+      '--profile: "-" (standard input) cannot serve the fleet, which reads its profile again for every node it starts; give a preset or a file',
+    ],
+    [
       'fleet --http-endpoint host',
       ['fleet', '--http-endpoint', 'bad host:80'],
       '--http-endpoint: "bad host:80" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the host must be empty, an IP address (IPv6 without brackets) or a host name',

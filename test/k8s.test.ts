@@ -128,6 +128,36 @@ describe('the API client', () => {
     }
   });
 
+  it('reaches an API server at an IPv6 address, as a pod on an IPv6 cluster is told it', async () => {
+    const s = await loopback((_req, res) => {
+      res.writeHead(200).end('{"major":"1","minor":"37","gitVersion":"v1.37.2"}');
+    }, '::1');
+    try {
+      assert.match(await new ApiClient(s.kc).send('GET', '/version'), /v1\.37\.2/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a watch stopped while it is still being opened ends quietly, not the process', async () => {
+    const s = await loopback(() => undefined);
+    try {
+      const ended: unknown[] = [];
+      const stop = new ApiClient(s.kc).watch('/api/v1/nodes', {}, 'application/json', {
+        event: () => undefined,
+        done: (e) => ended.push(e),
+      });
+      stop();
+      // The request made after the stop is destroyed; its "socket hang up" must have a listener, or it
+      // ends this process (the test runner reports it against this test).
+      await sleep(200);
+      assert.deepEqual(ended, [], 'a stopped watch reports nothing');
+      assert.equal(s.requests.length <= 1, true);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('gives up a watch on which nothing comes', async () => {
     const s = await loopback((_req, res) => {
       res.writeHead(200).flushHeaders();
@@ -204,6 +234,23 @@ describe('the resumable watch', () => {
         w.stop();
         await s.close();
       }
+    }
+  });
+
+  it('backs off after an ERROR event other than 410, though the stream then ends cleanly', async () => {
+    let n = 0;
+    const s = await loopback((_req, res) => {
+      if (n++ === 0) res.writeHead(200).end(line('ERROR', { code: 500, metadata: {} }));
+      else res.writeHead(200).write(line('ADDED', { metadata: { name: 'c', resourceVersion: '4' } }));
+    });
+    const h = handlers();
+    const w = new ResumableWatch(s.kc, '/api/v1/nodes', {}, '3', h, 'application/json', () => 0);
+    try {
+      await until('the event after the error', () => h.log.includes('ADDED c'));
+      assert.deepEqual(h.log, ['failed 500', 'ADDED c']);
+    } finally {
+      w.stop();
+      await s.close();
     }
   });
 

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { FakegpuError } from '../errors.js';
 import { parseRelease } from '../device/release.js';
 import { Fleet } from '../fleet/fleet.js';
 import { loadPools } from '../fleet/pools.js';
@@ -127,6 +128,11 @@ export function fleetCommand(): Command {
             standardNumaNode: false,
           }
         : undefined;
+      if (f.profile === '-')
+        throw new FakegpuError(
+          '--profile',
+          '"-" (standard input) cannot serve the fleet, which reads its profile again for every node it starts; give a preset or a file',
+        );
       if (f.profile !== undefined) {
         // Rendered whole, as validate does, for a node of a short name: a machine that cannot be built
         // (a MIG layout that does not fit, a driver version) stops here rather than on every node.
@@ -143,7 +149,8 @@ export function fleetCommand(): Command {
       const concurrency = intFlag(f.concurrency, '--concurrency', 1);
       const qps = intFlag(f.qps, '--qps', 0);
       const burst = intFlag(f.burst, '--burst', 1);
-      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1) * 1000;
+      // Node's timers hold at most 2^31-1 ms; past that a deadline would fire at once.
+      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000;
       if (f.httpEndpoint)
         await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
       await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));

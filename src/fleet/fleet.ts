@@ -131,6 +131,8 @@ export class Fleet {
     this.startedAt = performance.now();
     this.stats.requests++;
     this.version = this.api.version();
+    // Awaited after the lists; until then a failure must not count as unhandled and end the process.
+    this.version.catch(() => undefined);
     await this.relist();
     this.o.log.info(
       {

@@ -134,7 +134,14 @@ export class SliceWriter {
     for (const w of plan.writes) {
       await this.limiter.take();
       this.stats.requests++;
-      const ref = await this.write(w, plan.generation, owner);
+      let ref: WrittenRef;
+      try {
+        ref = await this.write(w, plan.generation, owner);
+      } catch (e) {
+        // Replaced a slice that is gone: forget it, or every pass would plan the same replace again.
+        if (w.existing && e instanceof ApiError && e.code === 404) this.index.forget(w.existing.name);
+        throw e;
+      }
       // The API server stores the spec as sent (the restart test holds it to that), so its key is known.
       this.index.record(ref.name, {
         node,

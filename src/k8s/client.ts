@@ -57,11 +57,17 @@ export interface WatchSource {
  * process writing thousands of slices is most of its CPU. Credentials sent as headers (tokens, exec
  * plugins) are still applied per request; a proxied cluster keeps client-node's own agents.
  */
+/** A request no longer wanted: destroyed, with a listener for the error that destroying it raises. */
+function discard(r: ClientRequest): void {
+  r.on('error', () => undefined);
+  r.destroy();
+}
+
 export class ApiClient implements WatchSource {
   private context: Promise<SecureContext> | null = null;
-  private pool: Agent | null = null;
+  private pool: Promise<Agent> | null = null;
   /** Watches hold their connection for minutes: on the pool they would starve the writers. */
-  private watchPool: Agent | null = null;
+  private watchPool: Promise<Agent> | null = null;
   readonly timeoutMs: number;
   readonly watchIdleMs: number;
 
@@ -91,13 +97,14 @@ export class ApiClient implements WatchSource {
     return writtenRef(answer.toString('utf8', 0, 2048), () => answer.toString('utf8'));
   }
 
-  /** The agent API clients of client-node may share (`PooledKubeConfig`). */
-  async agent(): Promise<Agent> {
-    return (this.pool ??= new Agent({
-      keepAlive: true,
-      maxSockets: this.o.maxSockets ?? Infinity,
-      ...(await this.agentOptions()),
-    }));
+  /**
+   * The agent API clients of client-node may share (`PooledKubeConfig`). Kept as a promise, so the first
+   * requests, arriving together, share one agent instead of each making its own.
+   */
+  agent(): Promise<Agent> {
+    return (this.pool ??= this.agentOptions().then(
+      (o) => new Agent({ keepAlive: true, maxSockets: this.o.maxSockets ?? Infinity, ...o }),
+    ));
   }
 
   watch(path: string, query: Record<string, string>, accept: string, h: WatchStreamHandlers): () => void {
@@ -122,7 +129,7 @@ export class ApiClient implements WatchSource {
     this.open('GET', `${path}?${q.toString()}`, accept, false, true).then(
       (r) => {
         if (over) {
-          r.destroy();
+          discard(r);
           return;
         }
         req = r;
@@ -172,18 +179,15 @@ export class ApiClient implements WatchSource {
     };
   }
 
-  private async request(
-    method: string,
-    path: string,
-    body: string | undefined,
-    accept: string,
-  ): Promise<Buffer> {
-    const req = await this.open(method, path, accept, body !== undefined, false);
+  private request(method: string, path: string, body: string | undefined, accept: string): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       let late = false;
+      let req: ClientRequest | null = null;
+      // The deadline covers the credentials step too: an exec plugin that hangs is no answer either.
       const timer = setTimeout(() => {
         late = true;
-        req.destroy();
+        if (req) req.destroy();
+        else fail(null);
       }, this.timeoutMs);
       const fail = (e: unknown): void => {
         clearTimeout(timer);
@@ -195,25 +199,32 @@ export class ApiClient implements WatchSource {
               : new Error(String(e)),
         );
       };
-      req.on('error', fail);
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 0;
-        if (status < 200 || status >= 300) {
-          failure(res, method, path, fail);
+      this.open(method, path, accept, body !== undefined, false).then((r) => {
+        if (late) {
+          discard(r);
           return;
         }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', fail);
-        res.on('close', () => {
-          if (!res.complete) fail(new ApiError(0, `${method} ${path}: connection lost`));
+        req = r;
+        r.on('error', fail);
+        r.on('response', (res) => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) {
+            failure(res, method, path, fail);
+            return;
+          }
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', fail);
+          res.on('close', () => {
+            if (!res.complete) fail(new ApiError(0, `${method} ${path}: connection lost`));
+          });
+          res.on('end', () => {
+            clearTimeout(timer);
+            resolve(Buffer.concat(chunks));
+          });
         });
-        res.on('end', () => {
-          clearTimeout(timer);
-          resolve(Buffer.concat(chunks));
-        });
-      });
-      req.end(body);
+        r.end(body);
+      }, fail);
     });
   }
 
@@ -235,12 +246,13 @@ export class ApiClient implements WatchSource {
       ? o.agent
       : https
         ? watch
-          ? (this.watchPool ??= new Agent({ keepAlive: true, ...(await this.agentOptions()) }))
+          ? await (this.watchPool ??= this.agentOptions().then((x) => new Agent({ keepAlive: true, ...x })))
           : await this.agent()
         : undefined;
     const prefix = url.pathname.replace(/\/$/, '');
     return (https ? httpsRequest : httpRequest)({
-      hostname: url.hostname,
+      // URL keeps an IPv6 address in brackets; the socket wants it bare.
+      hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
       port: url.port,
       method,
       path: prefix + path,

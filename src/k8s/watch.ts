@@ -63,6 +63,8 @@ export class ResumableWatch {
   private open(): void {
     if (this.stopped) return;
     let gone = false;
+    /** An ERROR event other than 410 (a 500, a 504): the stream then ends cleanly, but it failed. */
+    let failedEvent: unknown = null;
     const attempt = { finished: false };
     this.h.opened?.();
     const abort = this.source.watch(
@@ -72,7 +74,13 @@ export class ResumableWatch {
       {
         event: (type, obj) => {
           if (type === 'ERROR') {
-            gone = (obj as { code?: number } | null)?.code === 410;
+            const code = (obj as { code?: number } | null)?.code;
+            gone = code === 410;
+            if (!gone)
+              failedEvent = new ApiError(
+                code ?? 0,
+                `watch ${this.path}: ${JSON.stringify(obj).slice(0, 200)}`,
+              );
             return;
           }
           const rv = (obj as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion;
@@ -80,7 +88,8 @@ export class ResumableWatch {
           this.failures = 0;
           if (type !== 'BOOKMARK') this.h.event(type, obj);
         },
-        done: (err) => {
+        done: (ended) => {
+          const err: unknown = ended ?? failedEvent;
           attempt.finished = true;
           this.abort = null;
           if (this.stopped) return;
