@@ -15,7 +15,7 @@ import { until } from './support/http.js';
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
 let fleets: Fleet[] = [];
 
-function fleetOn(api: FakeApi): Fleet {
+function fleetOn(api: FakeApi, random: () => number = () => 0): Fleet {
   const f = new Fleet(new PooledKubeConfig(1), {
     profileLabel: 'fakegpu.dev/profile',
     defaultProfile: 'dgx-h100',
@@ -27,8 +27,9 @@ function fleetOn(api: FakeApi): Fleet {
     burst: 1,
     log: pino({ level: 'silent' }),
     api,
-    // Every backoff draws 0: retries come at once, so the tests wait on behaviour, not on timers.
-    random: () => 0,
+    // Every backoff draws 0 unless a test says otherwise: retries come at once, so the tests wait on
+    // behaviour, not on timers.
+    random,
   });
   fleets.push(f);
   return f;
@@ -130,6 +131,22 @@ describe('the fleet against an API server that fails', () => {
     await until('converged', () => f.converged() && api.slices.size === 2);
     assert.equal(f.snapshot().errors, 5);
     assert.equal(api.count('createSlice'), 7);
+  });
+
+  it('a node waiting out its backoff is not tried again at every event about it', async () => {
+    const api = withNodes(1);
+    api.fail('createSlice', 1, 503);
+    // The first retry waits about half a second.
+    const f = fleetOn(api, () => 0.99);
+    await f.start();
+    await until('the first write failed', () => api.count('createSlice') === 1 && f.snapshot().errors === 1);
+    for (let i = 0; i < 5; i++) {
+      api.putNode('node-0', { churn: String(i) }, KWOK);
+      await sleep(20);
+    }
+    assert.equal(api.count('createSlice'), 1, 'no write before the backoff is over');
+    await until('converged', () => f.converged() && api.slices.size === 1, 5000);
+    assert.equal(api.count('createSlice'), 2);
   });
 
   it('reports a node with an unknown profile once, in an event, and publishes the rest', async () => {

@@ -54,6 +54,8 @@ export class WorkQueue {
   private readonly active = new Set<string>();
   /** Failures in a row, by node, for backoff. */
   private readonly failures = new Map<string, number>();
+  /** The retry timer of each node waiting out its backoff. */
+  private readonly retries = new Map<string, NodeJS.Timeout>();
   private stopped = false;
 
   constructor(private readonly o: WorkQueueOptions) {}
@@ -67,7 +69,8 @@ export class WorkQueue {
   }
 
   add(node: string): void {
-    if (this.stopped) return;
+    // A node waiting out its backoff runs when its timer fires, not again at every event about it.
+    if (this.stopped || this.retries.has(node)) return;
     this.queue.add(node);
     this.pump();
   }
@@ -79,6 +82,8 @@ export class WorkQueue {
 
   stop(): void {
     this.stopped = true;
+    for (const t of this.retries.values()) clearTimeout(t);
+    this.retries.clear();
   }
 
   pump(): void {
@@ -106,9 +111,15 @@ export class WorkQueue {
       // Drawn, not fixed: nodes that failed together (an API server restart) retry spread out.
       const delay = fullJitter(n, NODE_BACKOFF, this.o.random);
       this.o.failed(node, e, delay);
-      setTimeout(() => {
-        this.add(node);
-      }, delay);
+      // One retry per node: a pass that failed while one was pending replaces it.
+      clearTimeout(this.retries.get(node));
+      this.retries.set(
+        node,
+        setTimeout(() => {
+          this.retries.delete(node);
+          this.add(node);
+        }, delay),
+      );
     }
   }
 }
