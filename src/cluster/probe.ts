@@ -1,7 +1,10 @@
 import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
+import { PORTS, type Layout } from './config.js';
 import { isAlive, tail, type Started } from './process.js';
 
 /** Readiness: a health endpoint answering 200, and waiting for one while the process lives. */
@@ -29,6 +32,16 @@ export function httpOk(
     });
     if (url.startsWith('https:')) req.end();
   });
+}
+
+/** kube-apiserver's /readyz, asked as the cluster's admin (it answers no one else). */
+export function apiserverReady(l: Layout): () => Promise<boolean> {
+  const tls = {
+    ca: readFileSync(join(l.pki, 'ca.crt')),
+    cert: readFileSync(join(l.pki, 'admin.crt')),
+    key: readFileSync(join(l.pki, 'admin.key')),
+  };
+  return () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls);
 }
 
 /** Waits until `check` passes; fails at once, with the end of its log, if the process exits meanwhile. */

@@ -1,12 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import type { Toolchain } from './build.js';
 import { layout, PORTS } from './config.js';
 import { startComponent } from './components.js';
 import { startFleet } from './fleet-process.js';
 import { startPlugin } from './plugin-process.js';
-import { httpOk, waitFor } from './probe.js';
+import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { readState } from './state.js';
 import { stopComponent } from './stop.js';
 
@@ -57,17 +55,7 @@ export async function clusterRestart(
   // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
   if (name === 'kwok') return;
   if (name === 'kube-apiserver') {
-    const tls = {
-      ca: readFileSync(join(l.pki, 'ca.crt')),
-      cert: readFileSync(join(l.pki, 'admin.crt')),
-      key: readFileSync(join(l.pki, 'admin.key')),
-    };
-    await waitFor(
-      '/readyz',
-      started,
-      () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls),
-      120_000,
-    );
+    await waitFor('/readyz', started, apiserverReady(l), 120_000);
     return;
   }
   const port =

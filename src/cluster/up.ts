@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import { ensureBinaries } from './build.js';
@@ -14,7 +14,7 @@ import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
 import { startPlugin } from './plugin-process.js';
-import { httpOk, waitFor } from './probe.js';
+import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
 import {
@@ -145,11 +145,6 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   };
   writeState(l, s);
 
-  const tls = {
-    ca: readFileSync(join(l.pki, 'ca.crt')),
-    cert: readFileSync(join(l.pki, 'admin.crt')),
-    key: readFileSync(join(l.pki, 'admin.key')),
-  };
   const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
   try {
     await waitFor(
@@ -158,12 +153,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
       () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
       60_000,
     );
-    await waitFor(
-      '/readyz',
-      start('kube-apiserver'),
-      () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls),
-      120_000,
-    );
+    await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
     await waitFor(
       '/healthz',
       start('kube-controller-manager'),
