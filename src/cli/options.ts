@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { type Command, Option } from 'commander';
 import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
+import { parseEndpoint } from '../net/endpoint.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
@@ -52,13 +53,10 @@ const HOST_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])
  * from an 'error' event after the plugin or fleet is already up.
  */
 export async function checkEndpoint(text: string, field: string): Promise<void> {
-  const i = text.lastIndexOf(':');
-  const host = text.slice(0, Math.max(i, 0));
-  const port = text.slice(i + 1);
   const usage = `${show(text)} is not host:port, e.g. "127.0.0.1:51516" or ":51516"`;
-  if (i < 0 || !/^\d{1,5}$/.test(port) || Number(port) > 65535) {
-    throw new FakegpuError(field, `${usage}: the port must be a number from 0 to 65535`);
-  }
+  const e = parseEndpoint(text);
+  if (!e) throw new FakegpuError(field, `${usage}: the port must be a number from 0 to 65535`);
+  const host = e.host;
   if (host === '' || isIP(host) !== 0) return;
   if (host.length > 253 || !HOST_NAME.test(host)) {
     throw new FakegpuError(
