@@ -330,10 +330,15 @@ async function asked(pod: string): Promise<{ listed: string[]; devNodes: string[
 
 /** The claims the plugin has on record as prepared, per driver, from its checkpoint files. */
 function recorded(file: string): Set<string> {
-  if (!existsSync(file)) return new Set();
-  const c = parseChecked(readFileSync(file, 'utf8'));
-  const claims = (c.ok ? c.data['preparedClaims'] : {}) as Record<string, { state: string }>;
+  const claims = records(file) ?? {};
   return new Set(Object.entries(claims).flatMap(([uid, r]) => (r.state === 'PrepareCompleted' ? [uid] : [])));
+}
+
+/** A checkpoint file's records by claim UID; none for no file, null for a file that does not read. */
+function records(file: string): Record<string, { state: string }> | null {
+  if (!existsSync(file)) return {};
+  const c = parseChecked(readFileSync(file, 'utf8'));
+  return c.ok ? ((c.data['preparedClaims'] ?? {}) as Record<string, { state: string }>) : null;
 }
 
 /**
@@ -393,10 +398,10 @@ function onNode(): { cdi: number; views: number; checkpoint: number; mig: number
     listSpecs(l.cdiDir, 'k8s.gpu.nvidia.com/claim').uids.size +
     listSpecs(l.cdiDir, 'k8s.dra.net/claim').uids.size;
   const views = existsSync(join(state, 'claims')) ? readdirSync(join(state, 'claims')).length : 0;
+  // A checkpoint that does not read counts as one thing left behind.
   const entries = (path: string): number => {
-    if (!existsSync(path)) return 0;
-    const c = parseChecked(readFileSync(path, 'utf8'));
-    return c.ok ? Object.keys(c.data['preparedClaims'] ?? {}).length : 1;
+    const r = records(path);
+    return r === null ? 1 : Object.keys(r).length;
   };
   const checkpoint =
     entries(join(state, 'checkpoint.json')) + entries(join(state, 'dra.net', 'checkpoint.json'));

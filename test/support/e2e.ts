@@ -114,6 +114,11 @@ export async function running(e: Exports, pod: string, timeoutMs = 90_000): Prom
   });
 }
 
+/** The UUIDs `nvidia-smi -L` lists, GPUs and MIG devices, in its order. */
+function listedUuids(text: string): string[] {
+  return [...text.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? '');
+}
+
 export interface Seen {
   visible: string[];
   listed: string[];
@@ -130,7 +135,7 @@ export async function seen(e: Exports, pod: string, container: string): Promise<
   const visible = (lines.find((l) => l.startsWith('visible='))?.slice('visible='.length) ?? '')
     .split(',')
     .filter(Boolean);
-  const listed = [...out.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? '');
+  const listed = listedUuids(out);
   const devNodes = (lines.find((l) => l.startsWith('nvidia')) ?? '').trim().split(/\s+/).filter(Boolean);
   return { visible, listed, devNodes };
 }
@@ -159,7 +164,7 @@ export function seesNow(
   if (!r.out.includes('--\n')) throw new Error(`kubectl exec ${pod} failed: ${r.err.trim()}`);
   const [smi = '', dev = ''] = r.out.split('--\n');
   return {
-    listed: [...smi.matchAll(/\(UUID: ((?:GPU|MIG)-[0-9a-f-]+)\)/g)].map((m) => m[1] ?? ''),
+    listed: listedUuids(smi),
     devNodes: dev.split(/\s+/).filter(Boolean),
   };
 }
