@@ -6,6 +6,7 @@ import { parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { resolveProfile } from '../profile/load.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
+import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
 import { checkNodeName, renderSlices } from '../render.js';
 import { checkSliceNames } from '../slice/build.js';
 import { DRANET } from '../nic/attributes.js';
@@ -36,13 +37,20 @@ interface Flags {
   kubeconfig?: string;
   httpEndpoint: string;
   featureGates: string;
+  additionalXidsToIgnore: string;
+  healthService?: boolean;
   resetCheckpoint?: boolean;
   nics: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
 }
 
-const GATES: (keyof FeatureGates)[] = ['TimeSlicingSettings', 'MPSSupport'];
+const GATES: (keyof FeatureGates)[] = [
+  'TimeSlicingSettings',
+  'MPSSupport',
+  'NVMLDeviceHealthCheck',
+  'DynamicMIG',
+];
 
 /** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
 export function parseGates(text: string): FeatureGates {
@@ -63,6 +71,15 @@ export function parseGates(text: string): FeatureGates {
     gates[k as keyof FeatureGates] = v === 'true';
   }
   return gates;
+}
+
+/** NVIDIA's start-up refusal: its health monitor keys devices by a placement map dynamic MIG changes. */
+export function checkGates(gates: FeatureGates, dynamicMig: boolean, field: string): void {
+  if (gates.NVMLDeviceHealthCheck && dynamicMig)
+    throw new FakegpuError(
+      field,
+      'feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
+    );
 }
 
 export function pluginCommand(): Command {
@@ -140,10 +157,24 @@ export function pluginCommand(): Command {
     .addOption(
       envOption(
         '--feature-gates <gates>',
-        'NVIDIA driver gates: TimeSlicingSettings, MPSSupport',
+        'NVIDIA driver gates: TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
         'FEATURE_GATES',
         '',
       ),
+    )
+    .addOption(
+      envOption(
+        '--additional-xids-to-ignore <xids>',
+        'with NVMLDeviceHealthCheck: XIDs tainted with effect None besides 13,31,43,45,68,109',
+        'ADDITIONAL_XIDS_TO_IGNORE',
+        '',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--health-service',
+        "with NVMLDeviceHealthCheck: serve the kubelet's DRAResourceHealth, so pod status shows device health (beyond NVIDIA's driver)",
+      ).env('FAKEGPU_HEALTH_SERVICE'),
     )
     .addOption(
       new Option(
@@ -165,6 +196,17 @@ export function pluginCommand(): Command {
       const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
       const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
       const gates = parseGates(f.featureGates);
+      const dynamicMig = f.dynamicMig === true || gates.DynamicMIG === true;
+      checkGates(gates, dynamicMig, sourceOf(cmd, 'featureGates', '--feature-gates'));
+      const ignored = checkIgnoredXids(
+        f.additionalXidsToIgnore,
+        sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
+      );
+      if (f.healthService && !gates.NVMLDeviceHealthCheck)
+        throw new FakegpuError(
+          sourceOf(cmd, 'healthService', '--health-service'),
+          'needs the feature gate NVMLDeviceHealthCheck=true: health is what its monitor finds',
+        );
       const profile = resolveProfile(f.profile);
       const nicDriverName = f.nics
         ? checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))
@@ -183,7 +225,7 @@ export function pluginCommand(): Command {
       // fit, a driver version) or whose slices the API server would refuse stops here.
       renderSlices(profile, {
         nodeName,
-        dynamicMig: f.dynamicMig === true,
+        dynamicMig,
         driverVersion: f.driverVersion,
         driverName,
         kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
@@ -200,7 +242,7 @@ export function pluginCommand(): Command {
         nodeName,
         profile,
         profileLabel: f.profileLabel === '' ? undefined : f.profileLabel,
-        dynamicMig: f.dynamicMig === true,
+        dynamicMig,
         driverName,
         driverVersion: f.driverVersion,
         release,
@@ -212,6 +254,8 @@ export function pluginCommand(): Command {
         kubeconfig: f.kubeconfig,
         httpEndpoint: f.httpEndpoint,
         gates,
+        ignoredXids: ignoredXids(ignored),
+        healthService: f.healthService === true,
         resetCheckpoint: f.resetCheckpoint === true,
         nics,
         log,

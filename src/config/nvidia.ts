@@ -33,6 +33,10 @@ export interface DeviceConfig {
 export interface FeatureGates {
   TimeSlicingSettings: boolean;
   MPSSupport: boolean;
+  /** NVML health events become device taints; off by default, as in NVIDIA's driver. */
+  NVMLDeviceHealthCheck?: boolean;
+  /** NVIDIA's name for what `--dynamic-mig` turns on. */
+  DynamicMIG?: boolean;
 }
 
 export class ConfigError extends Error {}

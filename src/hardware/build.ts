@@ -304,6 +304,7 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
       uuid,
       addressingMode: addressingMode(spec, model.coherentWithCpu === true, driverVersion, driverField),
       migEnabled: mig.enabled,
+      eventsSupported: d.entry.nvmlEvents !== 'unsupported',
       migInstances: mig.instances,
     };
   });

@@ -37,6 +37,8 @@ export interface GpuHardware {
   /** NVML addressing mode, or null where the driver lacks the call (before R580) or the GPU does not support it. */
   addressingMode: AddressingMode | null;
   migEnabled: boolean;
+  /** Whether NVML reports XID and ECC events for this GPU. */
+  eventsSupported: boolean;
   /** GPU instances that exist at boot (static MIG), each with one full-size compute instance. */
   migInstances: Placed[];
 }

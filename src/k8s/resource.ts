@@ -23,11 +23,23 @@ export interface DeviceCounterConsumption {
   counters: Record<string, Counter>;
 }
 
+/** `None` is informational; `NoSchedule` keeps new claims off; `NoExecute` also evicts their pods. */
+export type DeviceTaintEffect = 'None' | 'NoSchedule' | 'NoExecute';
+
+export interface DeviceTaint {
+  key: string;
+  value?: string;
+  effect: DeviceTaintEffect;
+  /** Stamped by the API server when a driver leaves it out, as NVIDIA's does. */
+  timeAdded?: string;
+}
+
 export interface Device {
   name: string;
   attributes?: Record<string, DeviceAttribute>;
   capacity?: Record<string, DeviceCapacity>;
   consumesCounters?: DeviceCounterConsumption[];
+  taints?: DeviceTaint[];
 }
 
 export interface ResourcePool {
@@ -68,6 +80,9 @@ export interface List<T> {
 export const LIMITS = {
   devicesPerSlice: 128,
   devicesPerSliceWithCounters: 64,
+  /** A slice where any device has a taint holds at most this many devices. */
+  devicesPerSliceWithTaints: 64,
+  taintsPerDevice: 16,
   counterSetsPerSlice: 8,
   countersPerSet: 32,
   attributesAndCapacitiesPerDevice: 32,

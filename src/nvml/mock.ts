@@ -4,7 +4,8 @@ import { migUuid } from '../hardware/identity.js';
 import type { GpuHardware, Machine } from '../hardware/machine.js';
 import { nvmlBusId } from '../hardware/pci.js';
 import { refusal, type Placed } from '../mig/placement.js';
-import type { GpuMigState, MigState, MigStateStore } from './state.js';
+import { eccCount, faultKey, MockEventSet, SUPPORTED_EVENTS } from './events.js';
+import type { GpuMigState, MigState, MigStateStore, NvmlFault } from './state.js';
 import {
   CI_PROFILE_SLICES,
   fullComputeInstanceProfile,
@@ -18,7 +19,9 @@ import {
   NVML_ADDRESSING,
   NVML_ARCH,
   NVML_BRAND,
+  NVML_MEMORY_ERROR,
   NVML_RETURN,
+  type NvmlEventSet,
   type NvmlComputeInstance,
   type NvmlDevice,
   NvmlError,
@@ -73,6 +76,7 @@ function initialState(machine: Machine): MigState {
 export class MockNvml implements Nvml {
   private readonly state: MigState;
   private readonly devices: MockDevice[];
+  private readonly eventSets = new Set<MockEventSet>();
 
   constructor(
     readonly machine: Machine,
@@ -104,6 +108,47 @@ export class MockNvml implements Nvml {
 
   commit(): void {
     this.store.save(this.state);
+  }
+
+  /** The faults injected into a GPU, in the order they came. */
+  faults(uuid: string): readonly NvmlFault[] {
+    return this.gpuState(uuid).faults ?? [];
+  }
+
+  /**
+   * Makes the faults of one source exactly `byGpu` (GPU UUID → faults): new ones are raised as events on
+   * every registered set, ones no longer listed are repaired hardware and raise nothing. Saved before it
+   * returns. Returns whether anything changed.
+   */
+  setFaults(source: string, byGpu: ReadonlyMap<string, readonly Omit<NvmlFault, 'source'>[]>): boolean {
+    for (const uuid of byGpu.keys()) this.gpuState(uuid);
+    const raised: [MockDevice, NvmlFault][] = [];
+    let changed = false;
+    for (const d of this.devices) {
+      const s = this.gpuState(d.hw.uuid);
+      const before = s.faults ?? [];
+      const wanted = (byGpu.get(d.hw.uuid) ?? []).map((f) => ({ ...f, source }) as NvmlFault);
+      const had = new Set(before.filter((f) => f.source === source).map(faultKey));
+      const keep = new Set(wanted.map(faultKey));
+      const after = before.filter((f) => f.source !== source || keep.has(faultKey(f)));
+      const added = wanted.filter((f) => !had.has(faultKey(f)));
+      if (added.length === 0 && after.length === before.length) continue;
+      after.push(...added);
+      for (const f of added) raised.push([d, f]);
+      changed = true;
+      if (after.length > 0) s.faults = after;
+      else delete s.faults;
+    }
+    if (!changed) return false;
+    this.commit();
+    for (const [d, f] of raised) for (const set of this.eventSets) set.deliver(d, f);
+    return true;
+  }
+
+  eventSetCreate(): NvmlEventSet {
+    const set = new MockEventSet((s) => this.eventSets.delete(s));
+    this.eventSets.add(set);
+    return set;
   }
 
   systemGetDriverVersion(): string {
@@ -291,6 +336,27 @@ class MockDevice implements NvmlDevice {
   }
   migState(): GpuMigState {
     return this.mig;
+  }
+
+  getSupportedEventTypes(): number {
+    const unmonitored = (this.mig.faults ?? []).some((f) => f.kind === 'unmonitored');
+    if (!this.hw.eventsSupported || unmonitored)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `${this.hw.uuid} reports no events`);
+    return SUPPORTED_EVENTS;
+  }
+
+  registerEvents(eventTypes: number, set: NvmlEventSet): void {
+    const supported = this.getSupportedEventTypes();
+    if (!(set instanceof MockEventSet) || set.freed)
+      throw new NvmlError(NVML_RETURN.ERROR_INVALID_ARGUMENT, 'not an event set of this NVML');
+    set.masks.set(this.hw.uuid, eventTypes & supported);
+    // A GPU that is still broken keeps reporting: a set registered after the fault sees it too.
+    for (const f of this.mig.faults ?? []) set.deliver(this, f);
+  }
+
+  getTotalEccErrors(errorType: number): bigint {
+    const bits = errorType === NVML_MEMORY_ERROR.UNCORRECTED ? 2 : 1;
+    return BigInt(eccCount(this.mig.faults ?? [], bits));
   }
 
   /** A compute instance's record and its GPU instance's, or NOT_FOUND once either is destroyed. */

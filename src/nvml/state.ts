@@ -1,9 +1,33 @@
 import { z } from 'zod';
 
 /**
- * The part of NVML that changes at run time: MIG mode and the GPU/compute instances created. Everything
- * else NVML reports is fixed by the machine. Keyed by GPU UUID so a state file cannot be applied to the
- * wrong board.
+ * A hardware fault NVML would report, with the name of what injected it (a `GpuFault`), so clearing one
+ * injection leaves the others. Kept in the state so a restarted plugin still finds a broken GPU broken.
+ */
+export const NvmlFaultSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    source: z.string(),
+    kind: z.literal('xid'),
+    xid: z.number().int().min(1),
+    gpuInstanceId: z.number().int().min(0).optional(),
+    computeInstanceId: z.number().int().min(0).optional(),
+  }),
+  z.strictObject({
+    source: z.string(),
+    kind: z.literal('ecc'),
+    /** 1: single-bit (corrected), 2: double-bit (uncorrected). */
+    bits: z.union([z.literal(1), z.literal(2)]),
+    count: z.number().int().min(1),
+  }),
+  z.strictObject({ source: z.string(), kind: z.literal('lost') }),
+  z.strictObject({ source: z.string(), kind: z.literal('unmonitored') }),
+]);
+export type NvmlFault = z.infer<typeof NvmlFaultSchema>;
+
+/**
+ * The part of NVML that changes at run time: MIG mode, the GPU/compute instances created, and injected
+ * faults. Everything else NVML reports is fixed by the machine. Keyed by GPU UUID so a state file cannot
+ * be applied to the wrong board.
  */
 export const MigStateSchema = z.strictObject({
   version: z.literal(1),
@@ -21,6 +45,7 @@ export const MigStateSchema = z.strictObject({
           ),
         }),
       ),
+      faults: z.array(NvmlFaultSchema).optional(),
     }),
   ),
 });

@@ -8,6 +8,8 @@ export const NVML_RETURN = {
   ERROR_NOT_SUPPORTED: 3,
   ERROR_NOT_FOUND: 6,
   ERROR_INSUFFICIENT_RESOURCES: 7,
+  ERROR_TIMEOUT: 10,
+  ERROR_GPU_IS_LOST: 15,
   ERROR_IN_USE: 19,
 } as const;
 export type NvmlReturn = (typeof NVML_RETURN)[keyof typeof NVML_RETURN];
@@ -137,9 +139,46 @@ export interface NvmlDevice {
   getGpuInstances(info: GpuInstanceProfileInfo): NvmlGpuInstance[];
   getGpuInstanceById(id: number): NvmlGpuInstance;
   getMigDevices(): NvmlMigDevice[];
+  /** The event types this GPU can report; NOT_SUPPORTED where it reports none. */
+  getSupportedEventTypes(): number;
+  registerEvents(eventTypes: number, set: NvmlEventSet): void;
+  /** Volatile count of `errorType` (`NVML_MEMORY_ERROR`) ECC errors since the driver loaded. */
+  getTotalEccErrors(errorType: number): bigint;
 }
 
+/** nvml.h `nvmlEventType*`: the bits of an event mask. */
+export const NVML_EVENT = {
+  SINGLE_BIT_ECC_ERROR: 0x1,
+  DOUBLE_BIT_ECC_ERROR: 0x2,
+  XID_CRITICAL_ERROR: 0x8,
+} as const;
+
+/** What `nvmlEventData_t` carries: for an XID the error number in `eventData`, MIG ids or 0xFFFFFFFF. */
+export interface NvmlEventData {
+  device: NvmlDevice;
+  eventType: number;
+  eventData: number;
+  gpuInstanceId: number;
+  computeInstanceId: number;
+}
+
+/** No GPU or compute instance: what NVML puts in an event's MIG ids when it is not attributed to one. */
+export const NO_INSTANCE = 0xffffffff;
+
+/**
+ * `nvmlEventSet_t`. `wait` resolves with the next event or rejects with `NvmlError`: TIMEOUT when none
+ * came in time, GPU_IS_LOST when a registered GPU fell off the bus.
+ */
+export interface NvmlEventSet {
+  wait(timeoutMs: number): Promise<NvmlEventData>;
+  free(): void;
+}
+
+/** `nvmlDeviceGetTotalEccErrors`'s error types. */
+export const NVML_MEMORY_ERROR = { CORRECTED: 0, UNCORRECTED: 1 } as const;
+
 export interface Nvml {
+  eventSetCreate(): NvmlEventSet;
   systemGetDriverVersion(): string;
   systemGetCudaDriverVersion(): number;
   deviceGetCount(): number;

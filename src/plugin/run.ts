@@ -15,6 +15,7 @@ import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../config/nvidia.js';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
+import { ignoredXids } from '../health/taints.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
@@ -28,6 +29,7 @@ import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
 import { buildSlices } from '../slice/build.js';
 import { draHandlers } from './handlers.js';
+import { NodeHealth } from './health.js';
 import { pluginMetrics } from './metrics.js';
 import { refuseRealDriver } from './preflight.js';
 
@@ -48,6 +50,10 @@ export interface PluginOptions {
   kubeconfig?: string | undefined;
   httpEndpoint: string;
   gates: FeatureGates;
+  /** With the gate NVMLDeviceHealthCheck: XIDs tainted with effect None. */
+  ignoredXids?: ReadonlySet<number> | undefined;
+  /** Serve the kubelet's DRAResourceHealth (KEP-4680) from the health monitor. */
+  healthService?: boolean | undefined;
   resetCheckpoint: boolean;
   /** Where to look for NVIDIA's real device nodes before starting (default /dev). */
   devRoot?: string | undefined;
@@ -128,6 +134,8 @@ interface Driver {
   checkpoint: CheckpointStore;
   /** The slices to publish, once the API server's version is known. */
   slices(version: Semver): ResourceSlice[];
+  /** Subscribes to changes of the slices (a device tainted); returns the unsubscribe. */
+  changes?: (listener: () => void) => () => void;
 }
 
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
@@ -161,6 +169,12 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     migState: (machine) => new FileMigStateStore(join(o.stateDir, `nvml-state-${machineKey(machine)}.json`)),
   });
 
+  const health = new NodeHealth(model.nvml, model.devices, {
+    enabled: o.gates.NVMLDeviceHealthCheck === true,
+    release: o.release,
+    ignoredXids: o.ignoredXids ?? ignoredXids(''),
+    log,
+  });
   const reg = new Registry();
   const m = pluginMetrics(reg);
   const drivers: Driver[] = [];
@@ -178,13 +192,14 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     slices: (version) =>
       o.slicesFile
         ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
-        : buildSlices(model.devices, {
+        : buildSlices(health.devices(), {
             nodeName: o.nodeName,
             driverName: o.driverName,
             dynamicMig: o.dynamicMig,
             kubernetesVersion: version,
             release: o.release,
           }),
+    changes: (listener) => health.subscribe(listener),
   });
   // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
   // sockets, slices, checkpoint and state dir.
@@ -250,6 +265,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     log.info({ driver: d.name, dra: s.draSocket, registration: s.registrationSocket }, 'serving the kubelet');
   }
   const ready = () => [...registered.values()].every(Boolean);
+  health.start();
 
   // Slices wait for the API server; the kubelet's calls do not.
   const publishers: Publisher[] = [];
@@ -281,6 +297,9 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         },
       });
       publisher.start(d.slices(version));
+      d.changes?.(() => {
+        publisher.update(d.slices(version));
+      });
       publishers.push(publisher);
     }
   };
@@ -317,6 +336,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       stopped = true;
       stopping.abort();
       await publishing;
+      await health.stop();
       for (const p of publishers) p.stop();
       for (const s of servers) await s.stop();
       await new Promise<void>((r) => {

@@ -38,6 +38,11 @@ const gpuPlacement = {
   minor: z.number().int().min(0).max(254).optional(),
   uuid: nonEmpty.optional(),
   mig: MigSpec.optional(),
+  /**
+   * Whether NVML can register health events on this GPU (`unsupported`: `nvmlDeviceGetSupportedEventTypes`
+   * answers NOT_SUPPORTED, as on GPUs and vGPUs that do not report XIDs). Default: supported.
+   */
+  nvmlEvents: z.enum(['supported', 'unsupported']).optional(),
 };
 
 export const GpuEntry = strict({

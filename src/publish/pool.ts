@@ -22,8 +22,8 @@ export interface PublishedSlice {
 }
 
 /**
- * JSON with object keys sorted and null/undefined members dropped: equal for values that differ only
- * in key order or absent-vs-null. Written straight to a string (no sorted copies of every object),
+ * JSON with object keys sorted and null/undefined members and taint times dropped: equal for values that
+ * differ only in key order, absent-vs-null or when the API server stamped a taint. Written straight to a string (no sorted copies of every object),
  * because the fleet keys thousands of slices.
  */
 function canonicalJson(v: unknown): string {
@@ -33,6 +33,8 @@ function canonicalJson(v: unknown): string {
     const o = v as Record<string, unknown>;
     const parts: string[] = [];
     for (const k of Object.keys(o).sort()) {
+      // The API server stamps a taint's time; equal taints are equal whoever stamped them.
+      if (k === 'timeAdded') continue;
       const x = o[k];
       if (x !== undefined && x !== null) parts.push(`${JSON.stringify(k)}:${canonicalJson(x)}`);
     }
@@ -142,6 +144,40 @@ export interface NodeOwner {
   name: string;
   uid: string;
   controller: true;
+}
+
+/**
+ * The desired slice with the times of taints it already carries on the server: the API server stamps a
+ * taint without one at every write, and NVIDIA's DRA library keeps the old time of a taint whose key,
+ * value and effect did not change, so `tolerationSeconds` keeps counting from when it first appeared.
+ */
+export function keepTaintTimes(
+  desired: ResourceSlice,
+  stored: StoredSlice['spec'] | undefined,
+): ResourceSlice {
+  const devices = desired.spec.devices;
+  if (!stored?.devices || !devices?.some((d) => d.taints)) return desired;
+  const times = new Map<string, string>();
+  for (const d of stored.devices)
+    for (const t of d.taints ?? [])
+      if (t.timeAdded) times.set(JSON.stringify([d.name, t.key, t.value ?? '', t.effect]), t.timeAdded);
+  return {
+    ...desired,
+    spec: {
+      ...desired.spec,
+      devices: devices.map((d) =>
+        d.taints
+          ? {
+              ...d,
+              taints: d.taints.map((t) => {
+                const at = t.timeAdded ?? times.get(JSON.stringify([d.name, t.key, t.value ?? '', t.effect]));
+                return at ? { ...t, timeAdded: at } : t;
+              }),
+            }
+          : d,
+      ),
+    },
+  };
 }
 
 /** Creates or replaces one slice of a plan. */

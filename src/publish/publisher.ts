@@ -5,7 +5,7 @@ import { fullJitter, PUBLISH_BACKOFF } from '../k8s/backoff.js';
 import { ApiError } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import { ResumableWatch } from '../k8s/watch.js';
-import { keyed, planPool, published, writeSlice, type NodeOwner } from './pool.js';
+import { keepTaintTimes, keyed, planPool, published, writeSlice, type NodeOwner } from './pool.js';
 
 /**
  * Keeps this node's pool on the API server equal to the desired slices: creates what is missing,
@@ -65,6 +65,12 @@ export class Publisher {
       },
     });
     this.watch = w;
+  }
+
+  /** New desired slices (a device got a taint): written at once, the watch kept. */
+  update(desired: ResourceSlice[]): void {
+    this.desired = desired;
+    this.schedule(0);
   }
 
   stop(): void {
@@ -136,9 +142,11 @@ export class Publisher {
       nodeName,
     );
     if (!plan) return 0;
+    const stored = new Map(list.items.map((x) => [x.metadata.name ?? '', x.spec]));
     let writes = 0;
     for (const w of plan.writes) {
-      await writeSlice(this.api, w, plan.generation, owner);
+      const slice = keepTaintTimes(w.desired.slice, w.existing ? stored.get(w.existing.name) : undefined);
+      await writeSlice(this.api, { ...w, desired: { ...w.desired, slice } }, plan.generation, owner);
       writes++;
     }
     for (const name of plan.deletes) {

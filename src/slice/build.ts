@@ -35,15 +35,17 @@ function chunk<T>(items: readonly T[], size: number): T[][] {
  * - with dynamic MIG on a node with a MIG-capable GPU and API server >= 1.35, a counters-only slice first,
  *   then one devices-only slice per GPU in PCI bus order;
  * - otherwise one slice per GPU holding its devices and its counter set.
- * Where the real driver would exceed an API limit (more than 128 devices, more than 8 counter sets) it
- * fails to publish; we split further instead so large custom profiles still work. See docs/fidelity.md.
+ * Where the real driver would exceed an API limit (more than 128 devices, or 64 once one is tainted, more
+ * than 8 counter sets) it fails to publish; we split further instead so large custom profiles still
+ * work. See docs/fidelity.md.
  */
 export function layoutSlices(gpus: readonly GpuDevices[], opts: SliceOptions): Content[] {
   if (!opts.dynamicMig) {
-    return chunk(
-      gpus.flatMap((g) => g.devices),
-      LIMITS.devicesPerSlice,
-    ).map((devices) => ({ devices }));
+    const devices = gpus.flatMap((g) => g.devices);
+    const tainted = devices.some((d) => d.taints !== undefined);
+    return chunk(devices, tainted ? LIMITS.devicesPerSliceWithTaints : LIMITS.devicesPerSlice).map(
+      (devices) => ({ devices }),
+    );
   }
   const split = gpus.some((g) => g.gpu.migCapable) && compareSemver(opts.kubernetesVersion, SPLIT_FROM) >= 0;
   if (split) {
