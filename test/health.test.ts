@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseGates, checkGates } from '../src/cli/plugin.js';
+import { expectedTaints, watchedGpus } from '../src/health/expected.js';
 import { HealthMonitor } from '../src/health/monitor.js';
 import { deviceHealth } from '../src/health/report.js';
 import {
@@ -19,6 +20,7 @@ import {
   type DeviceTaints,
 } from '../src/health/taints.js';
 import type { DeviceTaint, ResourceSlice } from '../src/k8s/resource.js';
+import type { NvmlFault } from '../src/nvml/state.js';
 import { FileMigStateStore } from '../src/nvml/state-file.js';
 import { NO_INSTANCE, NVML_EVENT, NVML_MEMORY_ERROR, NVML_RETURN, NvmlError } from '../src/nvml/types.js';
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
@@ -406,4 +408,75 @@ describe('health for the kubelet (KEP-4680 mapping)', () => {
       ],
     );
   });
+});
+
+describe('the taints the fleet publishes equal what the monitor ends with', () => {
+  const cases: [string, string, (uuids: string[]) => { uuid: string; fault: NvmlFault }[]][] = [
+    [
+      'two XIDs, one lowered by a later ignorable one',
+      'dgx-h100',
+      (u) => [
+        { uuid: u[3] ?? '', fault: { source: 'a', kind: 'xid', xid: 79 } },
+        { uuid: u[5] ?? '', fault: { source: 'b', kind: 'xid', xid: 48 } },
+        { uuid: u[3] ?? '', fault: { source: 'c', kind: 'xid', xid: 13 } },
+      ],
+    ],
+    [
+      'ECC then lost',
+      'dgx-h100',
+      (u) => [
+        { uuid: u[0] ?? '', fault: { source: 'a', kind: 'ecc', bits: 2, count: 4 } },
+        { uuid: u[1] ?? '', fault: { source: 'b', kind: 'lost' } },
+      ],
+    ],
+    [
+      'unmonitored GPU ignores its XID',
+      'dgx-a100',
+      (u) => [
+        { uuid: u[2] ?? '', fault: { source: 'a', kind: 'unmonitored' } },
+        { uuid: u[2] ?? '', fault: { source: 'b', kind: 'xid', xid: 79 } },
+        { uuid: u[4] ?? '', fault: { source: 'c', kind: 'xid', xid: 79 } },
+      ],
+    ],
+  ];
+  for (const [what, preset, faults] of cases) {
+    it(what, async () => {
+      const file = join(mkdtempSync(join(tmpdir(), 'fakegpu-health-')), 'nvml.json');
+      const m = model(preset, file);
+      const list = faults(m.machine.gpus.map((g) => g.uuid));
+      const want = expectedTaints(
+        watchedGpus(m.devices, () => true),
+        list,
+        ignoredXids(''),
+      );
+      const unmonitored = list.some((f) => f.fault.kind === 'unmonitored');
+      const text = (t: DeviceTaints) => JSON.stringify([...t].sort());
+      const bySource = new Map<string, Map<string, Omit<NvmlFault, 'source'>[]>>();
+      const r = await monitored(
+        m,
+        () => {
+          for (const { uuid, fault } of list) {
+            const { source, ...rest } = fault;
+            const s = bySource.get(source) ?? new Map<string, Omit<NvmlFault, 'source'>[]>();
+            bySource.set(source, s.set(uuid, [...(s.get(uuid) ?? []), rest]));
+            m.nvml.setFaults(source, s);
+          }
+        },
+        (t) => (unmonitored ? t.has('gpu-4') : text(t) === text(want)),
+      );
+      assert.ok(want.size > 0);
+      if (unmonitored) {
+        // The live monitor registered before the GPU stopped reporting, so it saw the XID; a monitor
+        // started with the faults present, which is what the fleet's nodes are, ends as the fleet says.
+        assert.deepEqual(r.taints.get('gpu-2'), [xidTaint(79, ignoredXids(''))]);
+        const again = await monitored(
+          model(preset, file),
+          () => undefined,
+          (t) => text(t) === text(want),
+        );
+        assert.equal(text(again.taints), text(want));
+        assert.deepEqual(want.get('gpu-2'), [UNMONITORED_TAINT]);
+      } else assert.equal(text(r.taints), text(want));
+    });
+  }
 });
