@@ -2,6 +2,7 @@ import { buildDevices, type GpuDevices } from './device/allocatable.js';
 import { discoverGpus } from './device/discover.js';
 import { RELEASES, type DriverRelease } from './device/release.js';
 import { FakegpuError, show } from './errors.js';
+import { applyTaints, type DeviceTaints } from './health/taints.js';
 import { buildMachine } from './hardware/build.js';
 import type { Machine } from './hardware/machine.js';
 import { machineTopology } from './hardware/sysfs.js';
@@ -24,6 +25,8 @@ export interface RenderOptions {
   migState?: (machine: Machine) => MigStateStore;
   /** Publish the machine's NICs as DRANET would, under this driver name; absent: GPUs only. */
   nics?: NicRenderOptions | undefined;
+  /** Taints NVIDIA's health monitor put on devices (by name). */
+  taints?: DeviceTaints | undefined;
 }
 
 export interface NicRenderOptions extends NicAttributeOptions {
@@ -82,7 +85,7 @@ export function renderNode(
     checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node');
   const model = modelNode(profile, opts);
   const { machine, devices } = model;
-  const items = buildSlices(devices, {
+  const items = buildSlices(opts.taints ? applyTaints(devices, opts.taints, opts.release) : devices, {
     nodeName: opts.nodeName,
     driverName: opts.driverName,
     dynamicMig: opts.dynamicMig,

@@ -3,7 +3,9 @@ import type { DriverRelease } from '../device/release.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../k8s/version.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
-import { renderSlices, type NicRenderOptions } from '../render.js';
+import type { DeviceTaints } from '../health/taints.js';
+import { renderNode, renderSlices, type NicRenderOptions } from '../render.js';
+import { gpuSkeleton, taintSlices, type NodeGpu } from './health.js';
 import type { Pools } from './pools.js';
 import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';
 
@@ -38,35 +40,71 @@ export class Machines {
 
   constructor(private readonly o: MachineOptions) {}
 
-  /** The node's slices, of every driver; an error: the node's machine cannot be rendered. */
-  desired(node: string, st: NodeMachine): NodeSlice[] | FakegpuError {
+  /**
+   * The node's slices, of every driver, with the taints of its faulted devices; an error: the node's
+   * machine cannot be rendered.
+   */
+  desired(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {
     const m = this.machineOf(st);
     if (m === null) return [];
     if (m instanceof FakegpuError) return m;
-    const opts = {
+    try {
+      const t = this.templateOf(m);
+      const faulted = taints !== undefined && taints.size > 0;
+      if (t) {
+        const slices = t.node(node);
+        if (!faulted) return slices;
+        const tainted = taintSlices(slices, taints, this.o.release);
+        if (tainted) return tainted;
+      }
+      // No template, or taints that change the layout: the node is rendered as its plugin would.
+      return nodeSlices(renderSlices(m.profile, { ...this.options(m), nodeName: node, taints }).items);
+    } catch (e) {
+      return e instanceof FakegpuError ? e : new FakegpuError(node, String(e));
+    }
+  }
+
+  /**
+   * The node's GPUs as faults see them; null where the node has no machine, or runs dynamic MIG (which
+   * NVIDIA's health monitor refuses to run with).
+   */
+  gpus(node: string, st: NodeMachine): NodeGpu[] | null {
+    const m = this.machineOf(st);
+    if (m === null || m instanceof FakegpuError || m.dynamicMig) return null;
+    try {
+      const t = this.templateOf(m);
+      if (t) return t.skeleton.gpus(node);
+      const { model } = renderNode(m.profile, { ...this.options(m), nodeName: node });
+      return gpuSkeleton(model.machine, model.devices).gpus(node);
+    } catch {
+      return null;
+    }
+  }
+
+  private options(m: { dynamicMig: boolean }) {
+    return {
       dynamicMig: m.dynamicMig,
       driverName: this.o.driverName,
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
       nics: this.o.nics,
     };
-    try {
-      let byMode = this.templates.get(m.profile);
-      if (!byMode) this.templates.set(m.profile, (byMode = new Map<boolean, SliceTemplate | null>()));
-      let t = byMode.get(m.dynamicMig);
-      if (t === undefined) {
-        t = SliceTemplate.make(m.profile, opts);
-        byMode.set(m.dynamicMig, t);
-        if (!t)
-          this.o.log.info(
-            { profile: m.profile.name },
-            'no slice template for the profile; rendering each node',
-          );
-      }
-      return t ? t.node(node) : nodeSlices(renderSlices(m.profile, { ...opts, nodeName: node }).items);
-    } catch (e) {
-      return e instanceof FakegpuError ? e : new FakegpuError(node, String(e));
+  }
+
+  private templateOf(m: { profile: ResolvedProfile; dynamicMig: boolean }): SliceTemplate | null {
+    let byMode = this.templates.get(m.profile);
+    if (!byMode) this.templates.set(m.profile, (byMode = new Map<boolean, SliceTemplate | null>()));
+    let t = byMode.get(m.dynamicMig);
+    if (t === undefined) {
+      t = SliceTemplate.make(m.profile, this.options(m));
+      byMode.set(m.dynamicMig, t);
+      if (!t)
+        this.o.log.info(
+          { profile: m.profile.name },
+          'no slice template for the profile; rendering each node',
+        );
     }
+    return t;
   }
 
   private profileOf(ref: string): ResolvedProfile | FakegpuError {

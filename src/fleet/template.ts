@@ -3,6 +3,7 @@ import type { ResourceSlice } from '../k8s/resource.js';
 import type { ResolvedProfile } from '../profile/load.js';
 import { canonicalSpec, keyOfCanonical, specKey } from '../publish/pool.js';
 import { renderNode, type NodeModel, type RenderOptions } from '../render.js';
+import { gpuSkeleton, type GpuSkeleton } from './health.js';
 
 /**
  * A profile's slices rendered once, as text with holes where each node differs: its name and the
@@ -36,7 +37,7 @@ export function nodeSlices(items: readonly ResourceSlice[]): NodeSlice[] {
   }));
 }
 
-export type TemplateOptions = Omit<RenderOptions, 'nodeName' | 'migState'>;
+export type TemplateOptions = Omit<RenderOptions, 'nodeName' | 'migState' | 'taints'>;
 
 /** Text pieces; a number is a hole: the node's value of that identity, or the pool generation. */
 type Parts = readonly (string | number)[];
@@ -134,6 +135,8 @@ export class SliceTemplate {
   private constructor(
     private readonly slices: readonly SliceParts[],
     private readonly ids: Identities,
+    /** The GPUs of any node of the profile, for faults. */
+    readonly skeleton: GpuSkeleton,
   ) {}
 
   /** Null when the profile's slices cannot be stamped from a template (the probe differed). */
@@ -147,7 +150,7 @@ export class SliceTemplate {
       spec: cut(JSON.stringify(s.spec), tokens, true),
       canonical: cut(canonicalSpec(s.spec), tokens, false),
     }));
-    const t = new SliceTemplate(slices, ids);
+    const t = new SliceTemplate(slices, ids, gpuSkeleton(model.machine, model.devices));
     return t.proves(profile, opts) ? t : null;
   }
 

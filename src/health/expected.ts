@@ -51,7 +51,20 @@ export function expectedTaints(
   return out;
 }
 
-/** The monitor's view of a node's devices (dynamic MIG partitions are not watched). */
+/** The devices of one GPU the monitor watches: the full GPU or its static MIG devices, not partitions. */
+export function watchedDevices(g: GpuDevices): WatchedGpu['devices'] {
+  return g.devices.flatMap((d, i) => {
+    const h = g.handles[i];
+    if (h?.type === 'gpu') return [{ name: d.name }];
+    if (h?.type === 'mig')
+      return [
+        { name: d.name, gpuInstanceId: h.mig.gpuInstanceId, computeInstanceId: h.mig.computeInstanceId },
+      ];
+    return [];
+  });
+}
+
+/** The monitor's view of a node's devices. */
 export function watchedGpus(
   gpus: readonly GpuDevices[],
   eventsSupported: (uuid: string) => boolean,
@@ -59,14 +72,6 @@ export function watchedGpus(
   return gpus.map((g) => ({
     uuid: g.gpu.uuid,
     eventsSupported: eventsSupported(g.gpu.uuid),
-    devices: g.devices.flatMap((d, i) => {
-      const h = g.handles[i];
-      if (h?.type === 'gpu') return [{ name: d.name }];
-      if (h?.type === 'mig')
-        return [
-          { name: d.name, gpuInstanceId: h.mig.gpuInstanceId, computeInstanceId: h.mig.computeInstanceId },
-        ];
-      return [];
-    }),
+    devices: watchedDevices(g),
   }));
 }

@@ -83,7 +83,7 @@ export type DeviceTaints = ReadonlyMap<string, readonly DeviceTaint[]>;
  * NVIDIA's v25.12 had no taints: a device with a failure left the slice, while ignored XIDs changed
  * nothing. Newer releases publish the taints.
  */
-function removedIn2512(taints: readonly DeviceTaint[]): boolean {
+export function removedIn2512(taints: readonly DeviceTaint[]): boolean {
   return taints.some((t) => t.key !== XID_TAINT_KEY || t.effect !== 'None');
 }
 
