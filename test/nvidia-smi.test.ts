@@ -114,3 +114,151 @@ describe('fake nvidia-smi', () => {
     assert.deepEqual(none('-L'), { code: 6, out: 'No devices were found\n' });
   });
 });
+
+describe('fake nvidia-smi with faults', () => {
+  const lostLine = (i: number, bus: string) =>
+    `Unable to determine the device handle for GPU${i}: ${bus}: GPU is lost.  Reboot the system to recover this GPU\n`;
+  const sick = (g: SmiGpu, lost: boolean, correctable = 0, uncorrectable = 0): SmiGpu => ({
+    ...g,
+    health: { lost, ecc: { correctable, uncorrectable } },
+  });
+  const other: SmiGpu = {
+    ...base,
+    uuid: 'GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee',
+    busId: '00000000:43:00.0',
+    minor: 1,
+  };
+
+  it('a lost GPU alone: only its error line, in every mode, and exit code 15', () => {
+    const smi = setup([deviceView('gpu-0', sick(base, true), null)]);
+    const only = { code: 15, out: lostLine(0, '0000:1B:00.0') };
+    assert.deepEqual(smi(), only);
+    assert.deepEqual(smi('-L'), only);
+    assert.deepEqual(smi('-q'), only);
+    assert.deepEqual(smi('--query-gpu=index,uuid', '--format=csv'), only);
+  });
+
+  it('a lost GPU among two: its error line first, the other under its own index, exit code 0', () => {
+    const smi = setup([deviceView('gpu-0', sick(base, true), null), deviceView('gpu-1', other, null)]);
+    const first = lostLine(0, '0000:1B:00.0');
+    assert.deepEqual(smi('-L'), {
+      code: 0,
+      out: `${first}GPU 1: NVIDIA H100 80GB HBM3 (UUID: ${other.uuid})\n`,
+    });
+    assert.deepEqual(smi('--query-gpu=index,uuid', '--format=csv'), {
+      code: 0,
+      out: `${first}index, uuid\n1, ${other.uuid}\n`,
+    });
+    const table = smi();
+    assert.equal(table.code, 0);
+    assert.ok(table.out.startsWith(first), table.out);
+    assert.match(table.out, /\| +1 +NVIDIA H100 80GB HBM3 +On +\| +00000000:43:00\.0 Off \|/);
+    assert.doesNotMatch(table.out, /00000000:1B:00\.0/);
+    const q = smi('-q');
+    assert.ok(q.out.startsWith(first), q.out);
+    assert.match(q.out, /Attached GPUs +: 2/);
+    assert.match(q.out, new RegExp(`GPU UUID +: ${other.uuid}`));
+    assert.doesNotMatch(q.out, new RegExp(base.uuid));
+  });
+
+  it('the second GPU lost: numbering of the first unchanged, a MIG device of the lost one not listed', () => {
+    const parent: SmiGpu = sick({ ...other, migMode: 'Enabled' }, true);
+    const mig = {
+      profile: '1g.10gb',
+      uuid: 'MIG-00000000-0000-0000-0000-000000000000',
+      memoryMiB: 9984,
+      gpuInstanceId: 9,
+      computeInstanceId: 0,
+      multiprocessors: 16,
+    };
+    const smi = setup([deviceView('gpu-0', base, null), deviceView('gpu-1-mig-1g10gb-9-0', parent, mig)]);
+    assert.deepEqual(smi('-L'), {
+      code: 0,
+      out: `${lostLine(1, '0000:43:00.0')}GPU 0: NVIDIA H100 80GB HBM3 (UUID: ${base.uuid})\n`,
+    });
+    assert.doesNotMatch(smi('-q').out, /MIG Devices/);
+  });
+
+  it('ECC errors of an Ampere-or-later GPU: -q counters, a pending remapped row, the table column, --query-gpu', () => {
+    const smi = setup([deviceView('gpu-0', sick(base, false, 3, 2), null)]);
+    const q = smi('-q').out;
+    const counters = [
+      '            SRAM Correctable              : 0',
+      '            SRAM Uncorrectable Parity     : 0',
+      '            SRAM Uncorrectable SEC-DED    : 0',
+      '            DRAM Correctable              : 3',
+      '            DRAM Uncorrectable            : 2',
+    ];
+    const expected = [
+      '    ECC Mode',
+      '        Current                           : Enabled',
+      '        Pending                           : Enabled',
+      '    ECC Errors',
+      '        Volatile',
+      ...counters,
+      '        Aggregate',
+      ...counters,
+      '            SRAM Threshold Exceeded       : No',
+      '        Aggregate Uncorrectable SRAM Sources',
+      '            SRAM L2                       : 0',
+      '            SRAM SM                       : 0',
+      '            SRAM Microcontroller          : 0',
+      '            SRAM PCIE                     : 0',
+      '            SRAM Other                    : 0',
+      '    Retired Pages',
+      '        Single Bit ECC                    : N/A',
+      '        Double Bit ECC                    : N/A',
+      '        Pending Page Blacklist            : N/A',
+      '    Remapped Rows',
+      '        Correctable Error                 : 0',
+      '        Uncorrectable Error               : 2',
+      '        Pending                           : Yes',
+      '        Remapping Failure Occurred        : No',
+      '    Power Readings',
+    ].join('\n');
+    assert.ok(q.includes(`        Free                              : 81559 MiB\n${expected}\n`), q);
+    assert.ok(
+      smi().out.includes('|   00000000:1B:00.0 Off |                    2 |\n'),
+      'the count goes in the Volatile Uncorr. ECC column, as wide as before',
+    );
+    assert.equal(
+      smi(
+        '--query-gpu=ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total',
+        '--format=csv,noheader',
+      ).out,
+      '3, 2, 2\n',
+    );
+  });
+
+  it('ECC errors of a Turing GPU: retired pages, pending, and no row remapper', () => {
+    const t4: SmiGpu = { ...base, name: 'Tesla T4', architecture: 'Turing' };
+    const q = setup([deviceView('gpu-0', sick(t4, false, 0, 1), null)])('-q').out;
+    assert.ok(
+      q.includes(
+        [
+          '            DRAM Correctable              : 0',
+          '            DRAM Uncorrectable            : 1',
+          '    Retired Pages',
+          '        Single Bit ECC                    : 0',
+          '        Double Bit ECC                    : 1',
+          '        Pending Page Blacklist            : Yes',
+          '    Remapped Rows                         : N/A',
+          '    Power Readings',
+        ].join('\n'),
+      ),
+      q,
+    );
+    assert.doesNotMatch(q, /SRAM Uncorrectable Parity/);
+  });
+
+  it('a healthy GPU with a health record shows zero counters and nothing pending', () => {
+    const q = setup([deviceView('gpu-0', sick(base, false), null)])('-q');
+    assert.equal(q.code, 0);
+    assert.match(q.out, /DRAM Uncorrectable +: 0\n/);
+    assert.match(q.out, /Remapped Rows\n(.*\n){2} +Pending +: No\n/);
+  });
+
+  it('-q without a health record has no ECC sections', () => {
+    assert.doesNotMatch(deviceView('gpu-0', base, null).files['q'] ?? '', /ECC|Retired|Remapped/);
+  });
+});

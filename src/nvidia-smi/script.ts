@@ -1,7 +1,8 @@
 /**
  * The fake `nvidia-smi`, a POSIX shell script mounted into containers. It reads the device views under
  * /var/run/fakegpu/devices (one directory per device the container was given) and prints them in the
- * formats of the real tool. Only `sh`, `ls`, `sort`, `sed` and `awk` are used.
+ * formats of the real tool. Only `sh`, `ls`, `sort`, `sed`, `awk`, `cut`, `head`, `wc`, `tr` and
+ * `date` are used.
  */
 export const DEVICES_DIR = '/var/run/fakegpu/devices';
 
@@ -10,6 +11,8 @@ export const NVIDIA_SMI = `#!/bin/sh
 D=\${FAKEGPU_DEVICES_DIR:-${DEVICES_DIR}}
 devs() { ls -1 "$D" 2>/dev/null | sort; }
 gpus() { last=""; for d in $(devs); do b=\${d%%_*}; [ "$b" = "$last" ] || { echo "$d"; last=$b; }; done; }
+# A lost GPU keeps its index, so the GPUs after it are numbered as before; it is just not shown.
+lost() { [ -s "$D/$1/lost" ]; }
 first=$(devs | head -n 1)
 if [ -z "$first" ]; then
   echo "No devices were found"
@@ -18,11 +21,14 @@ fi
 drv=$(cut -f1 "$D/$first/header"); cuda=$(cut -f2 "$D/$first/header")
 
 list() {
-  i=-1; last=""; m=0
+  i=-1; last=""; m=0; gone=0
   for d in $(devs); do
     b=\${d%%_*}
-    if [ "$b" != "$last" ]; then i=$((i+1)); m=0; last=$b; sed -n "1s/@I@/$i/p" "$D/$d/L"; fi
-    if [ -f "$D/$d/MIG" ]; then sed -n "2s/@M@/$m/p" "$D/$d/L"; m=$((m+1)); fi
+    if [ "$b" != "$last" ]; then
+      i=$((i+1)); m=0; last=$b; gone=0
+      if lost "$d"; then gone=1; else sed -n "1s/@I@/$i/p" "$D/$d/L"; fi
+    fi
+    if [ $gone -eq 0 ] && [ -f "$D/$d/MIG" ]; then sed -n "2s/@M@/$m/p" "$D/$d/L"; m=$((m+1)); fi
   done
 }
 
@@ -35,11 +41,13 @@ query() {
   echo "CUDA Version                              : $cuda"
   echo
   echo "Attached GPUs                             : $(gpus | wc -l | tr -d ' ')"
-  m=0; last=""
+  m=0; last=""; gone=0
   for d in $(devs); do
     b=\${d%%_*}
-    if [ "$b" != "$last" ]; then m=0; last=$b; sed "s/@M@/$m/" "$D/$d/q"; echo
-    elif [ -f "$D/$d/MIG" ]; then m=$((m+1)); sed -n '/^    MIG Devices/,$p' "$D/$d/q" | sed "s/@M@/$m/"; echo; fi
+    if [ "$b" != "$last" ]; then
+      m=0; last=$b; gone=0
+      if lost "$d"; then gone=1; else sed "s/@M@/$m/" "$D/$d/q"; echo; fi
+    elif [ $gone -eq 0 ] && [ -f "$D/$d/MIG" ]; then m=$((m+1)); sed -n '/^    MIG Devices/,$p' "$D/$d/q" | sed "s/@M@/$m/"; echo; fi
   done
 }
 
@@ -53,7 +61,7 @@ table() {
   echo "|                                         |                        |               MIG M. |"
   echo "|=========================================+========================+======================|"
   i=0
-  for d in $(gpus); do sed "s/@I@/$(printf '%3d' $i)/" "$D/$d/table"; i=$((i+1)); done
+  for d in $(gpus); do lost "$d" || sed "s/@I@/$(printf '%3d' $i)/" "$D/$d/table"; i=$((i+1)); done
   echo
   echo "+-----------------------------------------------------------------------------------------+"
   echo "| Processes:                                                                              |"
@@ -70,9 +78,10 @@ query_gpu() {
   case ",$format," in *,noheader,*) noheader=1;; esac
   case ",$format," in *,nounits,*) nounits=1;; esac
   case ",$format," in *,csv,*) ;; *) echo "Invalid format. See nvidia-smi --help-query-gpu."; exit 2;; esac
-  i=0
+  i=0; header=$((1 - noheader))
   for d in $(gpus); do
-    awk -F '\\t' -v want="$fields" -v idx="$i" -v nounits="$nounits" -v header=$([ $i -eq 0 ] && [ $noheader -eq 0 ] && echo 1 || echo 0) '
+    if lost "$d"; then i=$((i+1)); continue; fi
+    awk -F '\\t' -v want="$fields" -v idx="$i" -v nounits="$nounits" -v header=$header '
       { v[$1] = $2; u[$1] = $3 }
       END {
         n = split(want, f, ",")
@@ -82,7 +91,7 @@ query_gpu() {
         for (k = 1; k <= n; k++) { x = (f[k] == "index") ? idx : v[f[k]]; if (!nounits && u[f[k]] != "") x = x " " u[f[k]]; line = line (k > 1 ? ", " : "") x }
         print line
       }' "$D/$d/fields" || exit $?
-    i=$((i+1))
+    i=$((i+1)); header=0
   done
 }
 
@@ -97,6 +106,15 @@ for a in "$@"; do
     *) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2;;
   esac
 done
+# NVML fails on a lost GPU while nvidia-smi opens the devices, before it prints anything else. With
+# other GPUs left it goes on and exits 0; with none, the error lines are all, and the exit code is 15
+# (NVML_ERROR_GPU_IS_LOST).
+i=0; alive=0
+for d in $(gpus); do
+  if lost "$d"; then sed "s/@I@/$i/" "$D/$d/lost"; else alive=$((alive+1)); fi
+  i=$((i+1))
+done
+[ $alive -gt 0 ] || exit 15
 case $mode in
   list) list;;
   query) query;;

@@ -21,6 +21,18 @@ export interface SmiGpu {
   pciSubsystemId: number;
   /** Set when the sharing config of the claim changed the GPU, as `nvidia-smi compute-policy` would. */
   timeSliceInterval?: string;
+  /** Injected faults; without them `-q` leaves the ECC sections out, as it did before faults existed. */
+  health?: SmiHealth;
+}
+
+/**
+ * Faults injected into a GPU, as nvidia-smi sees them. The counts are DRAM ECC errors since the fault
+ * was injected; nothing in the fake reboots or resets a GPU, so the aggregate counters equal these.
+ */
+export interface SmiHealth {
+  /** Fallen off the bus (Xid 79): NVML gives out no handle for it, so nvidia-smi prints an error line. */
+  lost: boolean;
+  ecc: { correctable: number; uncorrectable: number };
 }
 
 export interface SmiMig {
@@ -52,12 +64,89 @@ function lpad(s: string, n: number): string {
 function tableRows(g: SmiGpu): string {
   const name = pad(g.name.length > 29 ? `${g.name.slice(0, 26)}...` : g.name, 29);
   const mem = `${lpad('0MiB', 9)} / ${lpad(`${g.memoryMiB}MiB`, 9)}`;
+  const uncorrectable = String(g.health?.ecc.uncorrectable ?? 0);
   return [
-    `| @I@  ${name}  On  | ${lpad(g.busId, 18)} Off |                    0 |`,
+    `| @I@  ${name}  On  | ${lpad(g.busId, 18)} Off | ${lpad(uncorrectable, 20)} |`,
     `| N/A   32C    P0  ${lpad(`${Math.round(g.powerLimitW / 10)}W`, 14)} / ${lpad(`${g.powerLimitW}W`, 5)} | ${lpad(mem, 22)} |      0%      Default |`,
     `|                                         |                        | ${lpad(g.migMode, 20)} |`,
     '+-----------------------------------------+------------------------+----------------------+',
   ].join('\n');
+}
+
+/**
+ * Row remapping replaced page retirement from Ampere on: these GPUs show `Retired Pages` as N/A and
+ * count remapped rows instead; older ones retire pages and have no row remapper.
+ */
+const ROW_REMAPPING = new Set(['Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell']);
+
+const field = (indent: number, label: string, value: string): string =>
+  `${' '.repeat(indent)}${pad(label, 42 - indent)}: ${value}`;
+
+/**
+ * The ECC sections of `-q`. Only DRAM errors are injected, so the SRAM counters stay 0. An uncorrectable
+ * DRAM error is taken to hit a row (or page) of its own, which the GPU marks for remapping (retirement)
+ * at its next reset: it is counted there and stays pending, as no reset comes. Correctable errors remap
+ * a row only when they repeat at one address, which the counts cannot tell, so they remap nothing. The
+ * bank remap availability histogram is left out: the number of spare banks differs by model.
+ */
+function eccLines(g: SmiGpu, h: SmiHealth): string[] {
+  const c = String(h.ecc.correctable);
+  const u = String(h.ecc.uncorrectable);
+  const pending = h.ecc.uncorrectable > 0 ? 'Yes' : 'No';
+  const lines = [
+    '    ECC Mode',
+    field(8, 'Current', 'Enabled'),
+    field(8, 'Pending', 'Enabled'),
+    '    ECC Errors',
+  ];
+  if (ROW_REMAPPING.has(g.architecture)) {
+    const counters = [
+      field(12, 'SRAM Correctable', '0'),
+      field(12, 'SRAM Uncorrectable Parity', '0'),
+      field(12, 'SRAM Uncorrectable SEC-DED', '0'),
+      field(12, 'DRAM Correctable', c),
+      field(12, 'DRAM Uncorrectable', u),
+    ];
+    lines.push(
+      '        Volatile',
+      ...counters,
+      '        Aggregate',
+      ...counters,
+      field(12, 'SRAM Threshold Exceeded', 'No'),
+      '        Aggregate Uncorrectable SRAM Sources',
+      ...['SRAM L2', 'SRAM SM', 'SRAM Microcontroller', 'SRAM PCIE', 'SRAM Other'].map((l) =>
+        field(12, l, '0'),
+      ),
+      '    Retired Pages',
+      field(8, 'Single Bit ECC', 'N/A'),
+      field(8, 'Double Bit ECC', 'N/A'),
+      field(8, 'Pending Page Blacklist', 'N/A'),
+      '    Remapped Rows',
+      field(8, 'Correctable Error', '0'),
+      field(8, 'Uncorrectable Error', u),
+      field(8, 'Pending', pending),
+      field(8, 'Remapping Failure Occurred', 'No'),
+    );
+  } else {
+    const counters = [
+      field(12, 'SRAM Correctable', '0'),
+      field(12, 'SRAM Uncorrectable', '0'),
+      field(12, 'DRAM Correctable', c),
+      field(12, 'DRAM Uncorrectable', u),
+    ];
+    lines.push(
+      '        Volatile',
+      ...counters,
+      '        Aggregate',
+      ...counters,
+      '    Retired Pages',
+      field(8, 'Single Bit ECC', '0'),
+      field(8, 'Double Bit ECC', u),
+      field(8, 'Pending Page Blacklist', pending),
+      field(4, 'Remapped Rows', 'N/A'),
+    );
+  }
+  return lines;
 }
 
 function queryBlock(g: SmiGpu, mig: SmiMig | null): string {
@@ -88,6 +177,7 @@ function queryBlock(g: SmiGpu, mig: SmiMig | null): string {
     '        Reserved                          : 0 MiB',
     '        Used                              : 0 MiB',
     `        Free                              : ${g.memoryMiB} MiB`,
+    ...(g.health ? eccLines(g, g.health) : []),
     '    Power Readings',
     `        Current Power Limit               : ${g.powerLimitW.toFixed(2)} W`,
   );
@@ -129,13 +219,30 @@ function fields(g: SmiGpu): string {
     ['compute_mode', 'Default', ''],
     ['utilization.gpu', '0', '%'],
     ['temperature.gpu', '32', ''],
+    ['ecc.mode.current', 'Enabled', ''],
+    ['ecc.errors.corrected.volatile.total', String(g.health?.ecc.correctable ?? 0), ''],
+    ['ecc.errors.uncorrected.volatile.total', String(g.health?.ecc.uncorrectable ?? 0), ''],
+    ['ecc.errors.corrected.aggregate.total', String(g.health?.ecc.correctable ?? 0), ''],
+    ['ecc.errors.uncorrected.aggregate.total', String(g.health?.ecc.uncorrectable ?? 0), ''],
   ];
   return `${rows.map((r) => r.join('\t')).join('\n')}\n`;
+}
+
+/**
+ * nvidia-smi's line for a GPU it cannot open; `@I@` is its index. Drivers from R570 on name the GPU by
+ * index and by bus ID with a four-digit domain (R560 and older wrote `GPU0000:1B:00.0`). Empty for a
+ * GPU that is there: views are updated in place and never lose a file, so a GPU that comes back must
+ * overwrite the line rather than drop it.
+ */
+function lostLine(g: SmiGpu): string {
+  if (!g.health?.lost) return '';
+  return `Unable to determine the device handle for GPU@I@: ${g.busId.slice(4)}: GPU is lost.  Reboot the system to recover this GPU\n`;
 }
 
 export function deviceView(deviceName: string, g: SmiGpu, mig: SmiMig | null): DeviceView {
   const gpuLine = `GPU @I@: ${g.name} (UUID: ${g.uuid})`;
   const files: Record<string, string> = {
+    lost: lostLine(g),
     L: mig ? `${gpuLine}\n  MIG ${pad(mig.profile, 12)} Device @M@: (UUID: ${mig.uuid})\n` : `${gpuLine}\n`,
     table: `${tableRows(g)}\n`,
     q: queryBlock(g, mig),
