@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,7 @@ import { NO_INSTANCE, NVML_EVENT, NVML_MEMORY_ERROR, NVML_RETURN, NvmlError } fr
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
 import { canonicalSpec, keepTaintTimes } from '../src/publish/pool.js';
 import { modelNode, type RenderOptions } from '../src/render.js';
+import { gpuClaim, nodeState } from './support/node-state.js';
 import { buildSlices } from '../src/slice/build.js';
 
 const OPTS: RenderOptions = {
@@ -479,4 +481,38 @@ describe('the taints the fleet publishes equal what the monitor ends with', () =
       } else assert.equal(text(r.taints), text(want));
     });
   }
+});
+
+describe("what a running container's nvidia-smi shows of faults", () => {
+  it('views of a prepared claim follow ECC errors and a lost GPU after refreshFiles', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-health-'));
+    const { model: m, state, opts } = nodeState(root, 'dgx-h100', false);
+    state.restore();
+    const uid = '11111111-2222-3333-4444-555555555555';
+    await state.prepare(gpuClaim(uid, ['gpu-3']));
+    const devices = join(opts.stateDir, 'claims', uid);
+    const smi = (...args: string[]) => {
+      const r = spawnSync('sh', [join(opts.stateDir, 'bin', 'nvidia-smi'), ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, FAKEGPU_DEVICES_DIR: devices },
+      });
+      return { code: r.status, out: r.stdout };
+    };
+    assert.equal(smi('-L').code, 0);
+    const uuid = m.machine.gpus[3]?.uuid ?? '';
+    m.nvml.setFaults('ecc', new Map([[uuid, [{ kind: 'ecc', bits: 2, count: 3 }]]]));
+    await state.refreshFiles();
+    assert.match(
+      smi('--query-gpu=ecc.errors.uncorrected.volatile.total', '--format=csv,noheader').out,
+      /^3\n$/,
+    );
+    m.nvml.setFaults('lost', new Map([[uuid, [{ kind: 'lost' }]]]));
+    await state.refreshFiles();
+    const r = smi('-L');
+    assert.equal(r.code, 15);
+    assert.match(
+      r.out,
+      /^Unable to determine the device handle for GPU0: 0000:[0-9A-F]{2}:00\.0: GPU is lost\. {2}Reboot the system to recover this GPU\n$/,
+    );
+  });
 });

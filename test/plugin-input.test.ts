@@ -24,7 +24,7 @@ describe('plugin and cluster inputs', () => {
       MPSSupport: false,
     });
     assert.throws(() => parseGates('Turbo=true'), {
-      message: '--feature-gates: unknown feature gate "Turbo"; fakegpu knows TimeSlicingSettings, MPSSupport',
+      message: '--feature-gates: unknown feature gate "Turbo"; fakegpu knows TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
     });
     assert.throws(() => parseGates('MPSSupport=yes'), {
       message: '--feature-gates: "MPSSupport=yes": the value must be true or false',

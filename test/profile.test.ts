@@ -344,7 +344,7 @@ describe('input at the limits: one line naming the field, the value and what is 
     );
     exact(
       () => parseProfileText(doc(`  gpus: [{model: T4, ${'k'.repeat(300)}: 1}]\n`), 'f.yaml'),
-      `spec.gpus[0]: unknown field "${'k'.repeat(80)}"… (300 characters); allowed fields: model, count, busId, pcieRoot, numaNode, minor, uuid, mig`,
+      `spec.gpus[0]: unknown field "${'k'.repeat(80)}"… (300 characters); allowed fields: model, count, busId, pcieRoot, numaNode, minor, uuid, mig, nvmlEvents`,
     );
   });
 });

@@ -31,6 +31,8 @@ import {
 } from './types.js';
 
 const MiB = 1024n * 1024n;
+/** What the fake nvidia-smi shows too. */
+const IDLE_TEMPERATURE_C = 32;
 
 const ARCH = {
   Turing: NVML_ARCH.TURING,
@@ -354,7 +356,23 @@ class MockDevice implements NvmlDevice {
     for (const f of this.mig.faults ?? []) set.deliver(this, f);
   }
 
+  /**
+   * Queries made at run time fail on a lost GPU as on real hardware. The ones the driver makes at start
+   * (name, memory, PCI) keep answering, so a plugin restarted on a node with a lost GPU still starts
+   * and publishes it tainted rather than crash-looping.
+   */
+  private alive(): void {
+    if ((this.mig.faults ?? []).some((f) => f.kind === 'lost'))
+      throw new NvmlError(NVML_RETURN.ERROR_GPU_IS_LOST, `${this.hw.uuid} is lost`);
+  }
+
+  getTemperature(): number {
+    this.alive();
+    return IDLE_TEMPERATURE_C;
+  }
+
   getTotalEccErrors(errorType: number): bigint {
+    this.alive();
     const bits = errorType === NVML_MEMORY_ERROR.UNCORRECTED ? 2 : 1;
     return BigInt(eccCount(this.mig.faults ?? [], bits));
   }

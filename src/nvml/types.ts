@@ -144,6 +144,8 @@ export interface NvmlDevice {
   registerEvents(eventTypes: number, set: NvmlEventSet): void;
   /** Volatile count of `errorType` (`NVML_MEMORY_ERROR`) ECC errors since the driver loaded. */
   getTotalEccErrors(errorType: number): bigint;
+  /** GPU core temperature in °C; like every query of a GPU that fell off the bus, GPU_IS_LOST then. */
+  getTemperature(): number;
 }
 
 /** nvml.h `nvmlEventType*`: the bits of an event mask. */

@@ -5,7 +5,8 @@ import type { GpuInfo, MigProfile, StaticMigDevice } from '../device/discover.js
 import { writeFolder } from '../durable/file.js';
 import type { Machine } from '../hardware/machine.js';
 import { DEVICES_DIR } from '../nvidia-smi/script.js';
-import { deviceView, type SmiGpu } from '../nvidia-smi/views.js';
+import { deviceView, type SmiGpu, type SmiHealth } from '../nvidia-smi/views.js';
+import { NVML_MEMORY_ERROR, NVML_RETURN, NvmlError, type Nvml } from '../nvml/types.js';
 import { fakeDeviceNode } from './node.js';
 import { mkdirSync } from 'node:fs';
 
@@ -48,7 +49,27 @@ export class GpuFiles {
     private readonly machine: Machine,
     private readonly stateDir: string,
     private readonly allocatable: ReadonlyMap<string, GpuAllocatable>,
+    private readonly nvml: Nvml,
   ) {}
+
+  /** What NVML says about the GPU's health now: lost when its queries fail so, ECC counts otherwise. */
+  private health(uuid: string): SmiHealth {
+    try {
+      const d = this.nvml.deviceGetHandleByUUID(uuid);
+      d.getTemperature();
+      return {
+        lost: false,
+        ecc: {
+          correctable: Number(d.getTotalEccErrors(NVML_MEMORY_ERROR.CORRECTED)),
+          uncorrectable: Number(d.getTotalEccErrors(NVML_MEMORY_ERROR.UNCORRECTED)),
+        },
+      };
+    } catch (e) {
+      if (e instanceof NvmlError && e.code === NVML_RETURN.ERROR_GPU_IS_LOST)
+        return { lost: true, ecc: { correctable: 0, uncorrectable: 0 } };
+      throw e;
+    }
+  }
 
   private smiGpu(gpu: GpuInfo, timeSlice: string | undefined): SmiGpu {
     const hw = this.machine.gpus.find((g) => g.uuid === gpu.uuid);
@@ -66,6 +87,7 @@ export class GpuFiles {
       migMode: gpu.migCapable ? (gpu.migEnabled ? 'Enabled' : 'Disabled') : 'N/A',
       pciDeviceId: hw?.model.pciDeviceId ?? 0,
       pciSubsystemId: hw?.model.pciSubsystemId ?? 0,
+      health: this.health(gpu.uuid),
     };
     if (timeSlice) g.timeSliceInterval = timeSlice;
     return g;

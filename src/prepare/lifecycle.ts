@@ -93,6 +93,18 @@ export class ClaimLifecycle {
     return out;
   }
 
+  /**
+   * Writes the files of every prepared claim again, in place, between calls: what containers see of
+   * their devices changed (a GPU was lost). Files are derived state, so nothing is recorded.
+   */
+  refreshFiles(): Promise<void> {
+    return this.serial.run(() => {
+      for (const [uid, c] of this.checkpoint.all())
+        if (c.state === 'PrepareCompleted' && c.devices.every((d) => this.hooks.has(d)))
+          this.writeFiles(uid, c);
+    });
+  }
+
   /** Answers only once the checkpoint that records the claim is on disk. */
   async prepare(claim: ResourceClaim): Promise<PreparedDevice[]> {
     const devices = await this.serial.run(() => this.prepareNow(claim));

@@ -69,7 +69,7 @@ class GpuHooks implements ClaimHooks {
     const dynamic = new Map<string, GpuInfo>();
     for (const a of this.allocatable.values()) if (a.partition) dynamic.set(a.gpu.uuid, a.gpu);
     this.mig = new MigInstances(nvml, dynamic);
-    this.views = new GpuFiles(machine, opts.stateDir, this.allocatable);
+    this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml);
   }
 
   /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
