@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { parseGates, checkGates } from '../src/cli/plugin.js';
+import { checkGates, parseGates } from '../src/cli/options.js';
 import { expectedTaints, watchedGpus } from '../src/health/expected.js';
 import { HealthMonitor } from '../src/health/monitor.js';
 import { deviceHealth } from '../src/health/report.js';

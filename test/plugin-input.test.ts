@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { checkEndpoint, checkKubeconfig } from '../src/cli/options.js';
-import { parseGates } from '../src/cli/plugin.js';
+import { parseGates } from '../src/cli/options.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
 import { splitEndpoint } from '../src/net/endpoint.js';
 import { slicesFromFile } from '../src/plugin/run.js';
@@ -24,7 +24,8 @@ describe('plugin and cluster inputs', () => {
       MPSSupport: false,
     });
     assert.throws(() => parseGates('Turbo=true'), {
-      message: '--feature-gates: unknown feature gate "Turbo"; fakegpu knows TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
+      message:
+        '--feature-gates: unknown feature gate "Turbo"; fakegpu knows TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
     });
     assert.throws(() => parseGates('MPSSupport=yes'), {
       message: '--feature-gates: "MPSSupport=yes": the value must be true or false',

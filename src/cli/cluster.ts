@@ -15,7 +15,7 @@ import { FakegpuError } from '../errors.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { nicNumaOption } from './commands.js';
-import { intFlag } from './options.js';
+import { checkGates, intFlag, parseGates } from './options.js';
 import { table } from './output.js';
 
 const progress = (line: string): void => {
@@ -38,6 +38,14 @@ export function clusterCommand(write: (s: string) => void): Command {
     .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
     .addOption(nicNumaOption())
     .option(
+      '--feature-gates <gates>',
+      'with --profile: NVIDIA driver gates for the node plugin, e.g. NVMLDeviceHealthCheck=true (health events become device taints)',
+    )
+    .option(
+      '--health-service',
+      "with --profile and NVMLDeviceHealthCheck: the plugin serves the kubelet's DRAResourceHealth, so pod status shows device health",
+    )
+    .option(
       '--kwok-nodes <n>',
       'also create this many simulated GPU nodes (KWOK), published by fakegpu fleet',
       '0',
@@ -54,6 +62,8 @@ export function clusterCommand(write: (s: string) => void): Command {
         profile?: string;
         dynamicMig?: boolean;
         nicNumaAttribute: 'dranet' | 'standard';
+        featureGates?: string;
+        healthService?: boolean;
         kwokNodes: string;
         kwokProfile?: string;
         fleet: boolean;
@@ -72,6 +82,18 @@ export function clusterCommand(write: (s: string) => void): Command {
         }
         // Check the profile before starting anything, so a typo costs nothing.
         if (opts.profile !== undefined) resolveProfile(opts.profile);
+        if ((opts.featureGates !== undefined || opts.healthService) && opts.profile === undefined)
+          throw new FakegpuError(
+            opts.featureGates !== undefined ? '--feature-gates' : '--health-service',
+            'needs --profile: it is a setting of the node plugin that --profile starts',
+          );
+        const gates = parseGates(opts.featureGates ?? '', '--feature-gates');
+        checkGates(gates, opts.dynamicMig === true, '--feature-gates');
+        if (opts.healthService && !gates.NVMLDeviceHealthCheck)
+          throw new FakegpuError(
+            '--health-service',
+            'needs --feature-gates NVMLDeviceHealthCheck=true: health is what its monitor finds',
+          );
         const e = await clusterUp({
           dir: opts.dir,
           nodeName: checkNodeName(opts.node, '--node'),
@@ -82,6 +104,8 @@ export function clusterCommand(write: (s: string) => void): Command {
               : opts.profile,
           dynamicMig: opts.dynamicMig === true,
           nicNumaAttribute: opts.nicNumaAttribute,
+          pluginGates: opts.featureGates,
+          healthService: opts.healthService === true,
           kwokNodes,
           kwokProfile:
             opts.kwokProfile !== undefined && isProfileFile(opts.kwokProfile)

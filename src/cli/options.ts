@@ -1,3 +1,4 @@
+import type { FeatureGates } from '../config/nvidia.js';
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -124,4 +125,38 @@ export async function checkKubeconfig(path: string | undefined, field: string): 
 export function sourceOf(cmd: Command, key: string, flag: string): string {
   const option = cmd.options.find((o) => o.attributeName() === key);
   return cmd.getOptionValueSource(key) === 'env' && option?.envVar ? option.envVar : flag;
+}
+
+const GATES: (keyof FeatureGates)[] = [
+  'TimeSlicingSettings',
+  'MPSSupport',
+  'NVMLDeviceHealthCheck',
+  'DynamicMIG',
+];
+
+/** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
+export function parseGates(text: string, field = '--feature-gates'): FeatureGates {
+  const gates: FeatureGates = { TimeSlicingSettings: false, MPSSupport: false };
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const [k = '', v] = part.split('=');
+    if (!GATES.includes(k as keyof FeatureGates)) {
+      throw new FakegpuError(field, `unknown feature gate ${show(k)}; fakegpu knows ${GATES.join(', ')}`);
+    }
+    if (v !== 'true' && v !== 'false')
+      throw new FakegpuError(field, `${show(part)}: the value must be true or false`);
+    gates[k as keyof FeatureGates] = v === 'true';
+  }
+  return gates;
+}
+
+/** NVIDIA's start-up refusal: its health monitor keys devices by a placement map dynamic MIG changes. */
+export function checkGates(gates: FeatureGates, dynamicMig: boolean, field: string): void {
+  if (gates.NVMLDeviceHealthCheck && dynamicMig)
+    throw new FakegpuError(
+      field,
+      'feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
+    );
 }

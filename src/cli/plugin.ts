@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import type { FeatureGates } from '../config/nvidia.js';
 import { parseRelease, RELEASES } from '../device/release.js';
-import { FakegpuError, show } from '../errors.js';
+import { FakegpuError } from '../errors.js';
 import { resolveProfile } from '../profile/load.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
@@ -19,6 +18,8 @@ import {
   dynamicMigOption,
   envOption,
   sourceOf,
+  parseGates,
+  checkGates,
 } from './options.js';
 
 interface Flags {
@@ -43,43 +44,6 @@ interface Flags {
   nics: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
-}
-
-const GATES: (keyof FeatureGates)[] = [
-  'TimeSlicingSettings',
-  'MPSSupport',
-  'NVMLDeviceHealthCheck',
-  'DynamicMIG',
-];
-
-/** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
-export function parseGates(text: string): FeatureGates {
-  const gates: FeatureGates = { TimeSlicingSettings: false, MPSSupport: false };
-  for (const part of text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const [k = '', v] = part.split('=');
-    if (!GATES.includes(k as keyof FeatureGates)) {
-      throw new FakegpuError(
-        '--feature-gates',
-        `unknown feature gate ${show(k)}; fakegpu knows ${GATES.join(', ')}`,
-      );
-    }
-    if (v !== 'true' && v !== 'false')
-      throw new FakegpuError('--feature-gates', `${show(part)}: the value must be true or false`);
-    gates[k as keyof FeatureGates] = v === 'true';
-  }
-  return gates;
-}
-
-/** NVIDIA's start-up refusal: its health monitor keys devices by a placement map dynamic MIG changes. */
-export function checkGates(gates: FeatureGates, dynamicMig: boolean, field: string): void {
-  if (gates.NVMLDeviceHealthCheck && dynamicMig)
-    throw new FakegpuError(
-      field,
-      'feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
-    );
 }
 
 export function pluginCommand(): Command {
@@ -195,7 +159,7 @@ export function pluginCommand(): Command {
       const nodeName = checkNodeName(f.nodeName, nodeField);
       const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
       const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
-      const gates = parseGates(f.featureGates);
+      const gates = parseGates(f.featureGates, sourceOf(cmd, 'featureGates', '--feature-gates'));
       const dynamicMig = f.dynamicMig === true || gates.DynamicMIG === true;
       checkGates(gates, dynamicMig, sourceOf(cmd, 'featureGates', '--feature-gates'));
       const ignored = checkIgnoredXids(

@@ -36,6 +36,9 @@ export interface State {
   profile: string | null;
   dynamicMig: boolean;
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** The plugin's NVIDIA gates beyond the sharing ones, e.g. `NVMLDeviceHealthCheck=true`. */
+  pluginGates?: string;
+  healthService?: boolean;
   kwokNodes?: number;
   kwokProfile?: string | null;
   /** Absent: true (state files from before the option). */

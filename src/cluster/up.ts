@@ -36,6 +36,10 @@ export interface ClusterOptions {
   dynamicMig?: boolean;
   /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** NVIDIA driver gates for the plugin, beside the sharing gates the cluster always turns on. */
+  pluginGates?: string | undefined;
+  /** The plugin serves the kubelet's DRAResourceHealth. */
+  healthService?: boolean;
   /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
   kwokNodes?: number;
   /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
@@ -85,12 +89,15 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   if (
     state.profile !== profile ||
     state.dynamicMig !== dynamicMig ||
-    (profile !== null && (state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute)
+    (profile !== null &&
+      ((state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute ||
+        (state.pluginGates ?? '') !== (o.pluginGates ?? '') ||
+        (state.healthService ?? false) !== (o.healthService ?? false)))
   ) {
     const now =
       state.profile === null
         ? 'no node plugin'
-        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}`;
+        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.healthService ? ' with the health service' : ''}`;
     throw new FakegpuError(
       '--profile',
       `the cluster in ${dir} runs ${now}; run "fakegpu cluster down" first to change it`,
@@ -139,6 +146,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     profile,
     dynamicMig,
     nicNumaAttribute,
+    ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
+    ...(o.healthService ? { healthService: true } : {}),
     kwokNodes: o.kwokNodes ?? 0,
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
