@@ -30,3 +30,10 @@ export function invoke(c: KubeletClient, method: string, req: unknown): Promise<
     });
   });
 }
+
+/** Opens a server-streaming call (health's `NodeWatchResources`); the caller reads and cancels it. */
+export function watch(c: KubeletClient, method: string, req: unknown): grpc.ClientReadableStream<unknown> {
+  const fn = (c as unknown as Record<string, unknown>)[method];
+  if (typeof fn !== 'function') throw new Error(`no method ${method}`);
+  return (fn as (this: grpc.Client, r: unknown) => grpc.ClientReadableStream<unknown>).call(c, req);
+}

@@ -5,10 +5,12 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { FakegpuError } from '../errors.js';
+import { HEALTH_SERVICES, HEALTH_V1, HEALTH_V1ALPHA1, healthService, type HealthSource } from './health.js';
 
 /**
  * The kubelet-facing gRPC servers: plugin registration on `<registrar>/<driver>-reg.sock` and the DRA
- * service (v1 and v1beta1) on `<plugins>/<driver>/dra.sock`, both from our own .proto files.
+ * service (v1 and v1beta1) on `<plugins>/<driver>/dra.sock`, both from our own .proto files. With a
+ * health source, the DRA socket also serves device health (`health.ts`, v1 and v1alpha1).
  */
 
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'proto');
@@ -123,6 +125,13 @@ export interface DraServerOptions {
   pluginsDir: string;
   registrarDir: string;
   onRegistration: (registered: boolean, error: string) => void;
+  /**
+   * Device health for the kubelet (KEP-4680). Absent, the health service is neither served nor
+   * advertised, as in NVIDIA's driver.
+   */
+  health?: HealthSource;
+  /** Longest gap between health messages; default `DEFAULT_HEARTBEAT_MS` (health.ts). */
+  healthHeartbeatMs?: number;
 }
 
 export interface RunningServers {
@@ -131,7 +140,6 @@ export interface RunningServers {
   stop(): Promise<void>;
 }
 
-/** Starts the DRA service first, then registration, so the kubelet never dials a socket not yet served. */
 /** Where a driver's two sockets live, as the kubelet expects them. */
 export function socketPaths(o: Pick<DraServerOptions, 'driverName' | 'pluginsDir' | 'registrarDir'>) {
   return {
@@ -140,6 +148,7 @@ export function socketPaths(o: Pick<DraServerOptions, 'driverName' | 'pluginsDir
   };
 }
 
+/** Starts the DRA service first, then registration, so the kubelet never dials a socket not yet served. */
 export async function startServers(o: DraServerOptions, h: DraHandlers): Promise<RunningServers> {
   const { draSocket, registrationSocket } = socketPaths(o);
   await refuseServed(draSocket);
@@ -153,7 +162,13 @@ export async function startServers(o: DraServerOptions, h: DraHandlers): Promise
   };
   dra.addService(service(loadProto('dra-v1.proto'), DRA_V1), handlers);
   dra.addService(service(loadProto('dra-v1beta1.proto'), DRA_V1BETA1), handlers);
+  const health = o.health ? healthService(o.health, { heartbeatMs: o.healthHeartbeatMs }) : undefined;
+  if (health) {
+    dra.addService(service(loadProto('dra-health-v1.proto'), HEALTH_V1), health.implementation);
+    dra.addService(service(loadProto('dra-health-v1alpha1.proto'), HEALTH_V1ALPHA1), health.implementation);
+  }
   await listen(dra, draSocket);
+  const supportedVersions = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...(health ? HEALTH_SERVICES : [])];
 
   const reg = new grpc.Server();
   reg.addService(service(loadProto('pluginregistration.proto'), REGISTRATION), {
@@ -162,7 +177,7 @@ export async function startServers(o: DraServerOptions, h: DraHandlers): Promise
         type: 'DRAPlugin',
         name: o.driverName,
         endpoint: draSocket,
-        supportedVersions: ['v1.DRAPlugin', 'v1beta1.DRAPlugin'],
+        supportedVersions,
       });
     },
     NotifyRegistrationStatus: (
@@ -186,6 +201,8 @@ export async function startServers(o: DraServerOptions, h: DraHandlers): Promise
           r();
         });
       });
+      // A health stream never ends by itself, and a graceful shutdown waits for every open call.
+      health?.close();
       await new Promise<void>((r) => {
         dra.tryShutdown(() => {
           r();
