@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import type { DeviceHealth } from '../health/report.js';
 
 /**
  * The kubelet's device health stream (KEP-4680, `DRAResourceHealth.NodeWatchResources`), served on the
@@ -7,13 +8,10 @@ import * as grpc from '@grpc/grpc-js';
  * complete list and the list is re-sent well within that window even when nothing changed.
  */
 
-export type HealthState = 'Unknown' | 'Healthy' | 'Unhealthy';
+export type { HealthState } from '../health/report.js';
 
-export interface DeviceHealthReport {
+export interface DeviceHealthReport extends DeviceHealth {
   poolName: string;
-  deviceName: string;
-  health: HealthState;
-  message: string;
   /** per-device staleness override, seconds; absent: kubelet default */
   timeoutSeconds?: number;
 }

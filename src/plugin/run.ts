@@ -20,6 +20,7 @@ import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import type { Semver } from '../k8s/version.js';
 import { refuseServed, socketPaths, startServers, type RunningServers } from '../kubelet/grpc.js';
+import type { HealthSource } from '../kubelet/health.js';
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import { parseYamlDocuments, resolveProfile, type ResolvedProfile } from '../profile/load.js';
@@ -136,6 +137,8 @@ interface Driver {
   slices(version: Semver): ResourceSlice[];
   /** Subscribes to changes of the slices (a device tainted); returns the unsubscribe. */
   changes?: (listener: () => void) => () => void;
+  /** Device health for the kubelet, when the driver serves it. */
+  health?: HealthSource | undefined;
 }
 
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
@@ -200,6 +203,12 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
             release: o.release,
           }),
     changes: (listener) => health.subscribe(listener),
+    health: o.healthService
+      ? {
+          current: () => health.reports().map((r) => ({ poolName: o.nodeName, ...r })),
+          subscribe: (listener) => health.subscribe(listener),
+        }
+      : undefined,
   });
   // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
   // sockets, slices, checkpoint and state dir.
@@ -253,6 +262,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         driverName: d.name,
         pluginsDir: o.kubeletPluginsDir,
         registrarDir: o.kubeletRegistrarDir,
+        health: d.health,
         onRegistration: (ok: boolean, error?: string) => {
           registered.set(d.name, ok);
           if (ok) log.info({ driver: d.name }, 'registered with the kubelet');
