@@ -1,6 +1,7 @@
 // `npm run e2e`: the end-to-end suite. Starts a local cluster whose node runs fakegpu's plugin as a DGX
 // H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
-// with dynamic MIG for test/e2e-mig, and with a statically partitioned A100 for test/e2e-static-mig.
+// with dynamic MIG for test/e2e-mig, with a statically partitioned A100 for test/e2e-static-mig, a
+// p4d for GPU–NIC topology, and GPU failures with a KWOK fleet for test/e2e-faults.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 import { cacheDir, testFiles, withCluster } from './suite.mjs';
@@ -56,5 +57,24 @@ ok =
       'standard',
     ],
     files: testFiles(join(root, 'dist', 'test', 'e2e-topology')),
+  }) && ok;
+// GPU failures: NVIDIA's health monitor and the health service on a DGX H100, and a fleet of KWOK nodes.
+ok =
+  withCluster({
+    what: 'end-to-end tests, GPU failures',
+    dir: process.env.FAKEGPU_E2E_FAULTS_CLUSTER_DIR ?? join(cacheDir(), 'e2e-faults-cluster'),
+    dirEnv: 'FAKEGPU_E2E_FAULTS_CLUSTER_DIR',
+    upArgs: [
+      '--node',
+      'fakegpu-faults-node',
+      '--profile',
+      'dgx-h100',
+      '--feature-gates',
+      'NVMLDeviceHealthCheck=true',
+      '--health-service',
+      '--kwok-nodes',
+      '1000',
+    ],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-faults')),
   }) && ok;
 process.exit(ok ? 0 : 1);

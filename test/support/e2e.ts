@@ -49,6 +49,24 @@ export function topoCluster(): Promise<Exports> {
   });
 }
 
+export const FAULTS_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_FAULTS_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-faults-cluster');
+export const FAULTS_NODE = 'fakegpu-faults-node';
+/** 8,000 KWOK GPUs beside the plugin's node. */
+export const FAULTS_KWOK_NODES = 1000;
+
+/** A DGX H100 whose plugin runs NVIDIA's health monitor and serves device health, beside a KWOK fleet. */
+export function faultsCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: FAULTS_CLUSTER_DIR,
+    nodeName: FAULTS_NODE,
+    profile: E2E_PROFILE,
+    pluginGates: 'NVMLDeviceHealthCheck=true',
+    healthService: true,
+    kwokNodes: FAULTS_KWOK_NODES,
+  });
+}
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }
