@@ -15,23 +15,15 @@
  *
  * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9] [--rounds 3]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
-import {
-  clusterDown,
-  clusterUp,
-  FLEET_HTTP,
-  FLEET_MALLOC_ENV,
-  FLEET_NODE_FLAGS,
-  REPO_ROOT,
-} from '../src/cluster/cluster.js';
+import { clusterDown, clusterUp, FLEET_HTTP } from '../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
@@ -41,6 +33,21 @@ import { serverVersion } from '../src/k8s/client.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { renderSlices } from '../src/render.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
+import {
+  get,
+  inParallel,
+  kwokNodes,
+  logger,
+  metric,
+  Raw,
+  seconds,
+  sliceNames,
+  SLICES_PATH,
+  startFleet,
+  stopFleet,
+  until,
+  type Node,
+} from './support.js';
 
 const opts = new Command('bench:fleet')
   .option('--nodes <n>', 'KWOK nodes', '100')
@@ -87,96 +94,8 @@ const DIR = join(cacheRoot(), 'bench-fleet-cluster');
 const NS = 'fakegpu-bench';
 const SETTLE_MS = 20_000;
 
-const log = (l: string): void => {
-  process.stderr.write(`bench/fleet: ${l}\n`);
-};
-const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+const log = logger('bench/fleet');
 const f = (n: number, d = 2): string => n.toFixed(d);
-
-/** Raw HTTPS to the API server: the least a client can do per request. */
-class Raw {
-  private constructor(
-    private readonly base: URL,
-    private readonly o: RequestOptions,
-  ) {}
-
-  static async of(kc: KubeConfig, inFlight: number): Promise<Raw> {
-    const o: RequestOptions = {};
-    await kc.applyToHTTPSOptions(o);
-    const server = kc.getCurrentCluster()?.server ?? '';
-    return new Raw(new URL(server), {
-      ...o,
-      agent: new Agent({ keepAlive: true, maxSockets: inFlight, ca: o.ca, cert: o.cert, key: o.key }),
-    });
-  }
-
-  send(
-    method: string,
-    path: string,
-    body?: string,
-    accept = 'application/json',
-  ): Promise<{ status: number; text: string }> {
-    return new Promise((resolve, reject) => {
-      const req = request(
-        {
-          ...this.o,
-          hostname: this.base.hostname,
-          port: this.base.port,
-          method,
-          path,
-          headers: {
-            ...(this.o.headers as Record<string, string> | undefined),
-            'content-type': 'application/json',
-            accept,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
-
-  async ok(method: string, path: string, body?: string, accept?: string): Promise<string> {
-    const r = await this.send(method, path, body, accept);
-    if (r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-    return r.text;
-  }
-}
-
-/** Runs `fn` over `items` with at most `n` in flight. */
-async function inParallel<T>(
-  items: readonly T[],
-  n: number,
-  fn: (x: T, i: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) await fn(items[i] as T, i);
-    }),
-  );
-}
-
-interface Node {
-  name: string;
-  uid: string;
-}
-
-async function kwokNodes(raw: Raw): Promise<Node[]> {
-  const list = JSON.parse(await raw.ok('GET', '/api/v1/nodes?labelSelector=type%3Dkwok')) as {
-    items: { metadata: { name: string; uid: string; annotations?: Record<string, string> } }[];
-  };
-  return list.items
-    .filter((n) => n.metadata.annotations?.[KWOK_ANNOTATION] !== undefined)
-    .map((n) => ({ name: n.metadata.name, uid: n.metadata.uid }));
-}
 
 /** The bodies the fleet posts for a node with an empty pool (generation 1, owned by the Node). */
 function bodies(slices: ResourceSlice[], node: Node): string[] {
@@ -193,29 +112,6 @@ function bodies(slices: ResourceSlice[], node: Node): string[] {
 
 function isGpu(a: DeviceAttribute | undefined): boolean {
   return a !== undefined && 'string' in a && a.string === 'gpu';
-}
-
-const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
-
-const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-
-async function sliceNames(raw: Raw): Promise<string[]> {
-  const names: string[] = [];
-  let cont = '';
-  do {
-    const page = JSON.parse(
-      await raw.ok(
-        'GET',
-        `${SLICES_PATH}?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
-        undefined,
-        METADATA_LIST,
-      ),
-      // An empty PartialObjectMetadataList has `items: null`.
-    ) as { items: { metadata: { name: string } }[] | null; metadata?: { continue?: string } };
-    names.push(...(page.items ?? []).map((s) => s.metadata.name));
-    cont = page.metadata?.continue ?? '';
-  } while (cont);
-  return names;
 }
 
 /**
@@ -247,60 +143,6 @@ function rssKiB(pid: number): number {
 async function settledRssKiB(p: ChildProcess): Promise<number> {
   await sleep(SETTLE_MS);
   return rssKiB(p.pid ?? 0);
-}
-
-async function get(url: string): Promise<{ status: number; text: string }> {
-  try {
-    const r = await fetch(url);
-    return { status: r.status, text: await r.text() };
-  } catch {
-    return { status: 0, text: '' };
-  }
-}
-
-function metric(text: string, name: string): number {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return Number(m?.[1] ?? Number.NaN);
-}
-
-/** A `fakegpu fleet` process as users start it, on this cluster. */
-function startFleet(kubeconfig: string, extra: string[]): ChildProcess {
-  const p = spawn(
-    process.execPath,
-    [
-      ...FLEET_NODE_FLAGS,
-      join(REPO_ROOT, 'bin', 'fakegpu.js'),
-      'fleet',
-      `--kubeconfig=${kubeconfig}`,
-      `--http-endpoint=${FLEET_HTTP}`,
-      ...(dynamicMig ? ['--dynamic-mig'] : []),
-      ...extra,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...FLEET_MALLOC_ENV } },
-  );
-  let tail = '';
-  p.stderr.on('data', (c: Buffer) => {
-    tail = (tail + c.toString('utf8')).slice(-4000);
-  });
-  p.on('exit', (code) => {
-    if (code !== 0 && code !== null) log(`fleet exited ${code}:\n${tail}`);
-  });
-  return p;
-}
-
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new FakegpuError('bench/fleet', `timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-async function stopFleet(p: ChildProcess): Promise<void> {
-  if (p.exitCode !== null) return;
-  const gone = new Promise((r) => p.once('exit', r));
-  p.kill('SIGTERM');
-  await gone;
 }
 
 interface Results {
@@ -358,7 +200,7 @@ async function run(kubeconfig: string): Promise<Results> {
   const servingKiB: number[] = [];
   for (let round = 1; ; round++) {
     log(`round ${round}/${ROUNDS}, fleet, idle: a selector that matches no node`);
-    const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none']);
+    const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none'], { dynamicMig, log });
     await until(
       'the idle fleet ready',
       60_000,
@@ -379,7 +221,7 @@ async function run(kubeconfig: string): Promise<Results> {
 
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
     const t1 = performance.now();
-    const fleet = startFleet(kubeconfig, []);
+    const fleet = startFleet(kubeconfig, [], { dynamicMig, log });
     try {
       await until('the fleet to publish every node', 900_000, async () => {
         if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');

@@ -1,0 +1,186 @@
+/**
+ * What the cluster benchmarks share: raw HTTPS to the API server (the least a client can do per
+ * request, the ceilings' client), bounded parallelism, the KWOK nodes, and a `fakegpu fleet` process
+ * started as users start it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request, type RequestOptions } from 'node:https';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { FLEET_HTTP, FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, REPO_ROOT } from '../src/cluster/cluster.js';
+import { FakegpuError } from '../src/errors.js';
+import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
+
+export const logger =
+  (name: string) =>
+  (l: string): void => {
+    process.stderr.write(`${name}: ${l}\n`);
+  };
+export const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+
+/** Raw HTTPS to the API server: the least a client can do per request. */
+export class Raw {
+  private constructor(
+    private readonly base: URL,
+    private readonly o: RequestOptions,
+  ) {}
+
+  static async of(kc: KubeConfig, inFlight: number): Promise<Raw> {
+    const o: RequestOptions = {};
+    await kc.applyToHTTPSOptions(o);
+    const server = kc.getCurrentCluster()?.server ?? '';
+    return new Raw(new URL(server), {
+      ...o,
+      agent: new Agent({ keepAlive: true, maxSockets: inFlight, ca: o.ca, cert: o.cert, key: o.key }),
+    });
+  }
+
+  send(
+    method: string,
+    path: string,
+    body?: string,
+    accept = 'application/json',
+  ): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          ...this.o,
+          hostname: this.base.hostname,
+          port: this.base.port,
+          method,
+          path,
+          headers: {
+            ...(this.o.headers as Record<string, string> | undefined),
+            'content-type': 'application/json',
+            accept,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  async ok(method: string, path: string, body?: string, accept?: string): Promise<string> {
+    const r = await this.send(method, path, body, accept);
+    if (r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
+    return r.text;
+  }
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function inParallel<T>(
+  items: readonly T[],
+  n: number,
+  fn: (x: T, i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) await fn(items[i] as T, i);
+    }),
+  );
+}
+
+export interface Node {
+  name: string;
+  uid: string;
+}
+
+export async function kwokNodes(raw: Raw): Promise<Node[]> {
+  const list = JSON.parse(await raw.ok('GET', '/api/v1/nodes?labelSelector=type%3Dkwok')) as {
+    items: { metadata: { name: string; uid: string; annotations?: Record<string, string> } }[];
+  };
+  return list.items
+    .filter((n) => n.metadata.annotations?.[KWOK_ANNOTATION] !== undefined)
+    .map((n) => ({ name: n.metadata.name, uid: n.metadata.uid }));
+}
+
+export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
+
+export const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+export async function sliceNames(raw: Raw): Promise<string[]> {
+  const names: string[] = [];
+  let cont = '';
+  do {
+    const page = JSON.parse(
+      await raw.ok(
+        'GET',
+        `${SLICES_PATH}?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
+        undefined,
+        METADATA_LIST,
+      ),
+      // An empty PartialObjectMetadataList has `items: null`.
+    ) as { items: { metadata: { name: string } }[] | null; metadata?: { continue?: string } };
+    names.push(...(page.items ?? []).map((s) => s.metadata.name));
+    cont = page.metadata?.continue ?? '';
+  } while (cont);
+  return names;
+}
+
+export async function get(url: string): Promise<{ status: number; text: string }> {
+  try {
+    const r = await fetch(url);
+    return { status: r.status, text: await r.text() };
+  } catch {
+    return { status: 0, text: '' };
+  }
+}
+
+export function metric(text: string, name: string): number {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return Number(m?.[1] ?? Number.NaN);
+}
+
+/** A `fakegpu fleet` process as users start it, on this cluster. */
+export function startFleet(
+  kubeconfig: string,
+  extra: string[],
+  o: { dynamicMig: boolean; log: (l: string) => void },
+): ChildProcess {
+  const p = spawn(
+    process.execPath,
+    [
+      ...FLEET_NODE_FLAGS,
+      join(REPO_ROOT, 'bin', 'fakegpu.js'),
+      'fleet',
+      `--kubeconfig=${kubeconfig}`,
+      `--http-endpoint=${FLEET_HTTP}`,
+      ...(o.dynamicMig ? ['--dynamic-mig'] : []),
+      ...extra,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...FLEET_MALLOC_ENV } },
+  );
+  let tail = '';
+  p.stderr.on('data', (c: Buffer) => {
+    tail = (tail + c.toString('utf8')).slice(-4000);
+  });
+  p.on('exit', (code) => {
+    if (code !== 0 && code !== null) o.log(`fleet exited ${code}:\n${tail}`);
+  });
+  return p;
+}
+
+export async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new FakegpuError('bench', `timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export async function stopFleet(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once('exit', r));
+  p.kill('SIGTERM');
+  await gone;
+}
