@@ -11,8 +11,7 @@ import { strict } from '../preset/spec.js';
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 export type SelectorOperator = (typeof SELECTOR_OPERATORS)[number];
 
-/** The name part of a label key, and a label value (which may also be empty). */
-export const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+/** A label value, which may be empty. */
 export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 export const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** `prefix/name`, as the CRD's pattern has it; the lengths are checked apart. */
