@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+
 /**
  * Every user-facing failure names the field, the value and what is allowed, so one line on stderr is
  * enough to fix the input. The CLI prints `message` and exits non-zero; nothing reaches stdout.
@@ -40,4 +42,40 @@ export function clip(text: string): string {
 
 export function oneOf(values: readonly string[]): string {
   return values.join(', ');
+}
+
+function pathText(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((acc, p) => {
+    if (typeof p === 'number') return `${acc}[${p}]`;
+    // A map key can be megabytes of input.
+    const key = clip(String(p));
+    return acc ? `${acc}.${key}` : key;
+  }, '');
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur = root;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+/**
+ * The first schema issue as one line naming the field, the value found and what is allowed; `whole`
+ * names the input when the issue is with all of it.
+ */
+export function schemaError(
+  error: z.ZodError,
+  input: unknown,
+  prefix: string,
+  whole = 'profile',
+): FakegpuError {
+  const [first] = error.issues;
+  if (!first) return new FakegpuError(prefix || whole, 'invalid');
+  const field = [prefix, pathText(first.path)].filter(Boolean).join('.');
+  const got = first.code === 'unrecognized_keys' ? '' : ` (got ${show(valueAt(input, first.path))})`;
+  const more = error.issues.length > 1 ? ` [and ${error.issues.length - 1} more problem(s)]` : '';
+  return new FakegpuError(field || whole, `${first.message}${got}${more}`);
 }

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { FakegpuError, show } from '../errors.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
+import { faultCommand } from './fault.js';
 import { pluginCommand } from './plugin.js';
 import { fleetCommand } from './fleet.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
@@ -88,6 +89,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
   program.addCommand(demoCommand(write));
+  program.addCommand(faultCommand(write));
   inherit(program);
   const topic = unknownHelpTopic(program, argv);
   if (topic !== null) {

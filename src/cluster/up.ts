@@ -5,6 +5,7 @@ import { FakegpuError } from '../errors.js';
 import { ensureBinaries } from './build.js';
 import { layout, PORTS, writeCniConfig, type Layout } from './config.js';
 import { startComponent } from './components.js';
+import { installCrds } from './crds.js';
 import { ensurePki } from './credentials.js';
 import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
 import { clusterDown } from './down.js';
@@ -126,6 +127,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   if (state && componentsOf(state).every((n) => live[n] !== null)) {
     refuseChanges(l.dir, state, o);
     o.log(`reusing the running cluster in ${l.dir}`);
+    installCrds(l, state.bin);
     return exportsOf(l, state);
   }
   if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
@@ -163,6 +165,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
       60_000,
     );
     await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
+    installCrds(l, t.bin);
     await waitFor(
       '/healthz',
       start('kube-controller-manager'),

@@ -111,21 +111,31 @@ export class KubeApi implements ClusterApi {
     return this.http.watch(...a);
   }
 
-  private async list<T>(path: string, q: ListQuery, accept: string): Promise<Page<T>> {
-    const s = new URLSearchParams();
-    if (q.labelSelector) s.set('labelSelector', q.labelSelector);
-    if (q.fieldSelector) s.set('fieldSelector', q.fieldSelector);
-    if (q.limit) s.set('limit', String(q.limit));
-    if (q.continue) s.set('continue', q.continue);
-    const page = JSON.parse(await this.http.send('GET', `${path}?${s.toString()}`, undefined, accept)) as {
-      items: T[] | null;
-      metadata?: { continue?: string; resourceVersion?: string };
-    };
-    return {
-      // An empty PartialObjectMetadataList has `items: null`.
-      items: page.items ?? [],
-      resourceVersion: page.metadata?.resourceVersion ?? '',
-      continue: page.metadata?.continue || undefined,
-    };
+  private list<T>(path: string, q: ListQuery, accept: string): Promise<Page<T>> {
+    return listPage<T>(this.http, path, q, accept);
   }
+}
+
+/** One page of a list, any resource. */
+export async function listPage<T>(
+  http: ApiClient,
+  path: string,
+  q: ListQuery,
+  accept: string,
+): Promise<Page<T>> {
+  const s = new URLSearchParams();
+  if (q.labelSelector) s.set('labelSelector', q.labelSelector);
+  if (q.fieldSelector) s.set('fieldSelector', q.fieldSelector);
+  if (q.limit) s.set('limit', String(q.limit));
+  if (q.continue) s.set('continue', q.continue);
+  const page = JSON.parse(await http.send('GET', `${path}?${s.toString()}`, undefined, accept)) as {
+    items: T[] | null;
+    metadata?: { continue?: string; resourceVersion?: string };
+  };
+  return {
+    // An empty PartialObjectMetadataList has `items: null`.
+    items: page.items ?? [],
+    resourceVersion: page.metadata?.resourceVersion ?? '',
+    continue: page.metadata?.continue || undefined,
+  };
 }

@@ -83,9 +83,16 @@ export class ApiClient implements WatchSource {
    * Sends JSON the caller already holds as text and answers the response's text: for writes that are
    * made of pre-serialized pieces, where client-node would parse, copy and serialize each object again.
    * Throws an `ApiError` carrying the HTTP status for any answer but 2xx, and code 0 for no answer.
+   * `contentType` is the body's: a PATCH says which kind of patch it is.
    */
-  async send(method: string, path: string, body?: string, accept = 'application/json'): Promise<string> {
-    return (await this.request(method, path, body, accept)).toString('utf8');
+  async send(
+    method: string,
+    path: string,
+    body?: string,
+    accept = 'application/json',
+    contentType = 'application/json',
+  ): Promise<string> {
+    return (await this.request(method, path, body, accept, contentType)).toString('utf8');
   }
 
   /**
@@ -93,7 +100,7 @@ export class ApiClient implements WatchSource {
    * bytes (outside V8's heap) but for its head, which holds both (see `writtenRef`).
    */
   async write(method: string, path: string, body: string): Promise<WrittenRef> {
-    const answer = await this.request(method, path, body, 'application/json');
+    const answer = await this.request(method, path, body, 'application/json', 'application/json');
     return writtenRef(answer.toString('utf8', 0, 2048), () => answer.toString('utf8'));
   }
 
@@ -126,7 +133,7 @@ export class ApiClient implements WatchSource {
     };
     arm();
     const q = new URLSearchParams({ ...query, watch: 'true', timeoutSeconds: String(WATCH_TIMEOUT_S) });
-    this.open('GET', `${path}?${q.toString()}`, accept, false, true).then(
+    this.open('GET', `${path}?${q.toString()}`, accept, null, true).then(
       (r) => {
         if (over) {
           discard(r);
@@ -179,7 +186,13 @@ export class ApiClient implements WatchSource {
     };
   }
 
-  private request(method: string, path: string, body: string | undefined, accept: string): Promise<Buffer> {
+  private request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    accept: string,
+    contentType: string,
+  ): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       let late = false;
       let req: ClientRequest | null = null;
@@ -199,7 +212,7 @@ export class ApiClient implements WatchSource {
               : new Error(String(e)),
         );
       };
-      this.open(method, path, accept, body !== undefined, false).then((r) => {
+      this.open(method, path, accept, body === undefined ? null : contentType, false).then((r) => {
         if (late) {
           discard(r);
           return;
@@ -232,7 +245,8 @@ export class ApiClient implements WatchSource {
     method: string,
     path: string,
     accept: string,
-    hasBody: boolean,
+    /** The body's media type; null: no body. */
+    contentType: string | null,
     watch: boolean,
   ): Promise<ClientRequest> {
     const cluster = this.kc.getCurrentCluster();
@@ -261,7 +275,7 @@ export class ApiClient implements WatchSource {
         accept,
         // The API server names the field manager of what we write after it.
         'user-agent': 'fakegpu',
-        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        ...(contentType === null ? {} : { 'content-type': contentType }),
       },
       ...(agent ? { agent } : {}),
       ...(o.auth ? { auth: o.auth } : {}),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { clip, FakegpuError, oneOf, show } from '../errors.js';
+import { clip, FakegpuError, oneOf, schemaError, show } from '../errors.js';
 import { findPreset, PRESET_NAMES } from '../preset/index.js';
 import { ProfileSpec } from '../preset/spec.js';
 import { MachineProfile } from './schema.js';
@@ -14,34 +14,6 @@ export interface ResolvedProfile {
   spec: ProfileSpec;
 }
 
-function pathText(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, p) => {
-    if (typeof p === 'number') return `${acc}[${p}]`;
-    // A map key can be megabytes of input.
-    const key = clip(String(p));
-    return acc ? `${acc}.${key}` : key;
-  }, '');
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let cur = root;
-  for (const p of path) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[p];
-  }
-  return cur;
-}
-
-/** The first schema issue as one line naming the field, the value found and what is allowed. */
-function toError(error: z.ZodError, input: unknown, prefix: string): FakegpuError {
-  const [first] = error.issues;
-  if (!first) return new FakegpuError(prefix || 'profile', 'invalid');
-  const field = [prefix, pathText(first.path)].filter(Boolean).join('.');
-  const got = first.code === 'unrecognized_keys' ? '' : ` (got ${show(valueAt(input, first.path))})`;
-  const more = error.issues.length > 1 ? ` [and ${error.issues.length - 1} more problem(s)]` : '';
-  return new FakegpuError(field || 'profile', `${first.message}${got}${more}`);
-}
-
 export function parseProfileText(text: string, source: string): MachineProfile {
   return parseYamlAs(MachineProfile, text, source);
 }
@@ -52,7 +24,7 @@ export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source
   refuseYamlErrors(doc, source);
   const input = toPlain(doc, source);
   const parsed = schema.safeParse(input);
-  if (!parsed.success) throw toError(parsed.error, input, '');
+  if (!parsed.success) throw schemaError(parsed.error, input, '');
   return parsed.data;
 }
 
@@ -153,6 +125,6 @@ export function resolveProfile(ref: string, field = '--profile'): ResolvedProfil
 
 export function validateSpec(spec: unknown, prefix: string): ProfileSpec {
   const parsed = ProfileSpec.safeParse(spec);
-  if (!parsed.success) throw toError(parsed.error, spec, prefix);
+  if (!parsed.success) throw schemaError(parsed.error, spec, prefix);
   return parsed.data;
 }

@@ -76,6 +76,12 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.equal(r.code, 0, r.out + r.err);
   });
 
+  it('ships the GpuFault CRD in crds/, which Helm installs before the templates', () => {
+    const r = helm(e, ['show', 'crds', chart]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^ {2}name: gpufaults\.fakegpu\.dev$/m);
+  });
+
   it('renders objects the real API server accepts (server-side dry run)', () => {
     const r = template(e, [
       '--namespace',
@@ -272,6 +278,23 @@ describe('Helm chart deploy/helm/fakegpu', () => {
         throw new Error(`${String(err)}; last attempt: ${last}`, { cause: err });
       }
 
+      // GpuFaults: read them all, patch only their status (the admission policy covers slices only).
+      const canPlugin = (verb: string, resource: string, sub?: string): string =>
+        kubectl(e, [
+          'auth',
+          'can-i',
+          verb,
+          resource,
+          '--as',
+          `system:serviceaccount:${ns}:${sa}`,
+          ...(sub ? ['--subresource', sub] : []),
+        ]).out.trim();
+      for (const v of ['get', 'list', 'watch'])
+        assert.equal(canPlugin(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
+      assert.equal(canPlugin('patch', 'gpufaults.fakegpu.dev', 'status'), 'yes', 'patch gpufaults/status');
+      for (const v of ['create', 'update', 'patch', 'delete'])
+        assert.equal(canPlugin(v, 'gpufaults.fakegpu.dev'), 'no', `${v} gpufaults`);
+
       // Its own node: create, update and delete all pass.
       const own = plugin(['create', '-f', '-'], slice('vap-own', TEST_NODE));
       assert.equal(own.code, 0, own.err);
@@ -381,6 +404,24 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     for (const v of ['list', 'watch', 'create', 'update', 'delete'])
       assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'yes', `${v} resourceslices`);
     assert.equal(can('create', 'events.events.k8s.io'), 'yes');
+    for (const v of ['get', 'list', 'watch'])
+      assert.equal(can(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
+    assert.equal(
+      kubectl(e, [
+        'auth',
+        'can-i',
+        'patch',
+        'gpufaults.fakegpu.dev',
+        '--subresource',
+        'status',
+        '--as',
+        as,
+      ]).out.trim(),
+      'yes',
+      'patch gpufaults/status',
+    );
+    for (const v of ['create', 'patch', 'delete'])
+      assert.equal(can(v, 'gpufaults.fakegpu.dev'), 'no', `${v} gpufaults`);
     assert.equal(can('update', 'nodes'), 'no');
     assert.equal(can('get', 'resourceclaims.resource.k8s.io'), 'no');
     assert.equal(can('list', 'secrets'), 'no');

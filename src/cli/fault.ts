@@ -1,0 +1,423 @@
+import { Command, Option } from 'commander';
+import { KubeConfig } from '@kubernetes/client-node';
+import { FakegpuError, schemaError, show } from '../errors.js';
+import { apiFailure, KubeFaultApi } from '../fault/api.js';
+import {
+  checkGpuFault,
+  DNS_LABEL,
+  FAULT_LIMITS,
+  FRACTION,
+  GPUFAULT_API_VERSION,
+  GPUFAULT_CRD,
+  GPUFAULT_KIND,
+  GpuFaultSpec,
+  nameOf,
+  parseTime,
+  type FaultSpec,
+  type GpuFault,
+  type GpuFaultSpecInput,
+  type NewGpuFault,
+} from '../fault/resource.js';
+import { formatSelector, parseSelector } from '../fault/selector.js';
+import { hitsOf } from '../fault/status.js';
+import { KubeApi } from '../k8s/api.js';
+import { ApiError, clientOf } from '../k8s/client.js';
+import { checkNodeName } from '../render.js';
+import { checkKubeconfig, envOption, intFlag, sourceOf } from './options.js';
+import { serialize, table } from './output.js';
+
+/** `fakegpu fault`: GpuFault objects from the command line. Every flag is checked before any request. */
+
+interface InjectFlags {
+  node?: string;
+  selector?: string;
+  device: string[];
+  index: string[];
+  count?: string;
+  fraction?: string;
+  seed?: string;
+  xid?: string;
+  gpuInstance?: string;
+  computeInstance?: string;
+  eccSbe?: string | true;
+  eccDbe?: string | true;
+  gpuLost?: true;
+  unmonitored?: true;
+  name?: string;
+  start?: string;
+  repair?: string;
+  kubeconfig?: string;
+}
+
+const collect = (v: string, all: string[]): string[] => [...all, v];
+
+function kubeconfigOption(): Option {
+  return envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG');
+}
+
+/** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
+async function kubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
+  await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+const LATEST = 10 * 365 * 24 * 3600; // seconds: a fault ten years out is a typo
+
+/** `+1h30m`, `+30s`, or an RFC 3339 time with a zone, as milliseconds since the epoch. */
+export function parseWhen(text: string, field: string, now: number): number {
+  const rel = /^\+(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
+  if (rel && text !== '+') {
+    const s = Number(rel[1] ?? 0) * 3600 + Number(rel[2] ?? 0) * 60 + Number(rel[3] ?? 0);
+    if (s > LATEST) throw new FakegpuError(field, `${show(text)} is more than ten years from now`);
+    return now + s * 1000;
+  }
+  const t = parseTime(text);
+  if (t === null)
+    throw new FakegpuError(
+      field,
+      `${show(text)} is not a time: give an RFC 3339 time with a zone ("2026-01-02T15:04:05Z") or an offset from now ("+30s", "+5m", "+1h30m")`,
+    );
+  return t;
+}
+
+function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/** The one flag of a group that may be given; `given` are the flags given, in the group's order. */
+function atMostOne(given: string[], group: string): void {
+  if (given.length > 1)
+    throw new FakegpuError(given[1] ?? '', `not with ${given[0] ?? ''}; give at most one of ${group}`);
+}
+
+const FAULT_FLAGS = '--xid N, --ecc-sbe [n], --ecc-dbe [n], --gpu-lost and --unmonitored';
+
+function faultOf(f: InjectFlags): { fault: FaultSpec; tag: string } {
+  const given = [
+    f.xid !== undefined && '--xid',
+    f.eccSbe !== undefined && '--ecc-sbe',
+    f.eccDbe !== undefined && '--ecc-dbe',
+    f.gpuLost && '--gpu-lost',
+    f.unmonitored && '--unmonitored',
+  ].filter((x): x is string => typeof x === 'string');
+  if (given.length === 0) throw new FakegpuError('fault inject', `give one fault: one of ${FAULT_FLAGS}`);
+  atMostOne(given, FAULT_FLAGS);
+  const mig = f.gpuInstance !== undefined || f.computeInstance !== undefined;
+  if (mig && f.xid === undefined)
+    throw new FakegpuError(
+      f.gpuInstance !== undefined ? '--gpu-instance' : '--compute-instance',
+      'only with --xid: an XID on a static MIG device',
+    );
+  if (f.xid !== undefined) {
+    const xid = intFlag(f.xid, '--xid', FAULT_LIMITS.xid.min, FAULT_LIMITS.xid.max);
+    if (mig && (f.gpuInstance === undefined || f.computeInstance === undefined))
+      throw new FakegpuError(
+        f.gpuInstance === undefined ? '--gpu-instance' : '--compute-instance',
+        'give both --gpu-instance and --compute-instance, or neither',
+      );
+    const ids =
+      f.gpuInstance !== undefined && f.computeInstance !== undefined
+        ? {
+            gpuInstanceId: intFlag(f.gpuInstance, '--gpu-instance', 0, FAULT_LIMITS.instanceId.max),
+            computeInstanceId: intFlag(
+              f.computeInstance,
+              '--compute-instance',
+              0,
+              FAULT_LIMITS.instanceId.max,
+            ),
+          }
+        : {};
+    return { fault: { type: 'Xid', xid, ...ids }, tag: `xid-${xid}` };
+  }
+  const ecc = (v: string | true, flag: string): number | undefined =>
+    v === true ? undefined : intFlag(v, flag, 1, FAULT_LIMITS.eccCount.max);
+  if (f.eccSbe !== undefined) {
+    const count = ecc(f.eccSbe, '--ecc-sbe');
+    return { fault: { type: 'EccSingleBit', ...(count ? { count } : {}) }, tag: 'ecc-sbe' };
+  }
+  if (f.eccDbe !== undefined) {
+    const count = ecc(f.eccDbe, '--ecc-dbe');
+    return { fault: { type: 'EccDoubleBit', ...(count ? { count } : {}) }, tag: 'ecc-dbe' };
+  }
+  return f.gpuLost
+    ? { fault: { type: 'GpuLost' }, tag: 'gpu-lost' }
+    : { fault: { type: 'Unmonitored' }, tag: 'unmonitored' };
+}
+
+/** The fault the flags describe, refused in one line naming the flag; nothing is asked of the cluster. */
+export function faultFromFlags(f: InjectFlags, now: number): NewGpuFault {
+  if ((f.node === undefined) === (f.selector === undefined))
+    throw new FakegpuError(
+      f.node === undefined ? '--node' : '--selector',
+      f.node === undefined
+        ? 'give exactly one of --node and --selector'
+        : 'not with --node; give exactly one of --node and --selector',
+    );
+  const spec: GpuFaultSpecInput = { fault: { type: 'GpuLost' } };
+  if (f.node !== undefined) spec.nodeName = checkNodeName(f.node, '--node');
+  if (f.selector !== undefined) spec.nodeSelector = parseSelector(f.selector, '--selector');
+
+  const choices = [
+    f.device.length > 0 && '--device',
+    f.index.length > 0 && '--index',
+    f.count !== undefined && '--count',
+    f.fraction !== undefined && '--fraction',
+  ].filter((x): x is string => typeof x === 'string');
+  atMostOne(choices, '--device, --index, --count and --fraction');
+  if (f.device.length > 0) {
+    for (const d of f.device)
+      if (d.length > 63 || !DNS_LABEL.test(d))
+        throw new FakegpuError(
+          '--device',
+          `${show(d)} is not a device name such as "gpu-3" or "gpu-0-mig-1g10gb-19-6"`,
+        );
+    spec.devices = unique(f.device, '--device', FAULT_LIMITS.gpus);
+  }
+  if (f.index.length > 0)
+    spec.indexes = unique(
+      f.index.map((i) => intFlag(i, '--index', 0, FAULT_LIMITS.gpuIndex.max)),
+      '--index',
+      FAULT_LIMITS.gpus,
+    );
+  if (f.count !== undefined) spec.count = intFlag(f.count, '--count', 1, FAULT_LIMITS.gpus);
+  if (f.fraction !== undefined) {
+    if (f.fraction.length > 16 || !FRACTION.test(f.fraction))
+      throw new FakegpuError(
+        '--fraction',
+        `${show(f.fraction)} is not a decimal in (0, 1], e.g. "0.01" or "1"`,
+      );
+    spec.fraction = f.fraction;
+  }
+  if (f.seed !== undefined) spec.seed = intFlag(f.seed, '--seed', 0, FAULT_LIMITS.seed.max);
+
+  const { fault, tag } = faultOf(f);
+  spec.fault = fault;
+
+  const start = f.start === undefined ? undefined : parseWhen(f.start, '--start', now);
+  const repair = f.repair === undefined ? undefined : parseWhen(f.repair, '--repair', now);
+  if (start !== undefined) spec.start = rfc3339(start);
+  if (repair !== undefined) {
+    spec.repair = rfc3339(repair);
+    const begins = start === undefined ? now : start;
+    if (Math.floor(repair / 1000) <= Math.floor(begins / 1000))
+      throw new FakegpuError(
+        '--repair',
+        `${show(f.repair)} is not after the fault begins (${start === undefined ? 'now' : `--start ${rfc3339(start)}`})`,
+      );
+  }
+
+  // The flags are checked above one by one; this is the CRD's whole rule set, as the plugin reads it.
+  const checked = GpuFaultSpec.safeParse(spec);
+  if (!checked.success) throw schemaError(checked.error, spec, 'spec');
+
+  let metadata: NewGpuFault['metadata'];
+  if (f.name !== undefined) metadata = { name: checkName(f.name) };
+  else
+    // The API server appends five random characters (and cuts a long prefix), as for a pod's name.
+    metadata = { generateName: `${tag}-${f.node === undefined ? '' : `${f.node}-`}` };
+  return { apiVersion: GPUFAULT_API_VERSION, kind: GPUFAULT_KIND, metadata, spec };
+}
+
+function unique<T>(list: T[], flag: string, max: number): T[] {
+  const seen = new Set<T>();
+  for (const x of list) {
+    if (seen.has(x)) throw new FakegpuError(flag, `${show(x)} is given twice`);
+    seen.add(x);
+  }
+  if (list.length > max) throw new FakegpuError(flag, `given ${list.length} times; at most ${max}`);
+  return list;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function checkName(name: string): string {
+  if (name.length > 253 || !NAME.test(name))
+    throw new FakegpuError(
+      '--name',
+      `${show(name)} is not a valid object name; expected lower-case a-z, 0-9, '-' and '.', at most 253 characters`,
+    );
+  return name;
+}
+
+/** An API request's failure as the command's one line. */
+async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    if (e instanceof FakegpuError) throw e;
+    if (e instanceof ApiError && e.code === 404 && what.includes('GpuFaults'))
+      throw new FakegpuError(
+        what,
+        `the GpuFault CRD (${GPUFAULT_CRD}) is not installed: kubectl apply -f deploy/crds/gpufault.yaml`,
+      );
+    throw new FakegpuError(what, apiFailure(e));
+  }
+}
+
+async function listAll(api: KubeFaultApi): Promise<unknown[]> {
+  let items: unknown[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await api.listFaults({ limit: 500, continue: cont });
+    items = items.concat(page.items);
+    cont = page.continue;
+  } while (cont !== undefined);
+  return items;
+}
+
+function describeFault(f: FaultSpec): string {
+  if (f.type === 'Xid')
+    return `Xid ${f.xid ?? '?'}${f.gpuInstanceId !== undefined ? ` gi=${f.gpuInstanceId} ci=${f.computeInstanceId ?? '?'}` : ''}`;
+  if (f.count !== undefined && f.count > 1) return `${f.type} x${f.count}`;
+  return f.type;
+}
+
+function describeTarget(f: GpuFault): string {
+  const s = f.spec;
+  const where = s.nodeName ?? `{${formatSelector(s.nodeSelector ?? {})}}`;
+  const which =
+    s.devices !== undefined
+      ? s.devices.join(',')
+      : s.indexes !== undefined
+        ? `indexes ${s.indexes.join(',')}`
+        : s.count !== undefined
+          ? `${s.count} GPU(s), seed ${s.seed}`
+          : s.fraction !== undefined
+            ? `fraction ${s.fraction}, seed ${s.seed}`
+            : 'all GPUs';
+  return `${where}: ${which}`;
+}
+
+export function faultCommand(write: (s: string) => void): Command {
+  const cmd = new Command('fault').description(
+    'inject GPU failures as NVIDIA’s driver would report them (GpuFault objects), list and clear them',
+  );
+  cmd
+    .command('inject')
+    .description('create a GpuFault; prints its name')
+    .option('--node <name>', 'the node of the fault')
+    .option('--selector <labels>', 'the nodes of the fault, by label selector ("k=v,k2 in (a,b)")')
+    .option(
+      '--device <name>',
+      'a published device, e.g. gpu-3 or a static MIG device (repeatable)',
+      collect,
+      [],
+    )
+    .option('--index <n>', 'a GPU index (repeatable)', collect, [])
+    .option('--count <n>', 'this many GPUs per node, chosen by --seed')
+    .option('--fraction <p>', 'each GPU hit with this probability, e.g. 0.01, chosen by --seed')
+    .option('--seed <n>', 'seed of --count and --fraction (default 0)')
+    .option('--xid <n>', 'an XID error (1-999), e.g. 79 (GPU has fallen off the bus)')
+    .option('--gpu-instance <id>', 'with --xid and --compute-instance: on that static MIG device')
+    .option('--compute-instance <id>', 'with --xid and --gpu-instance')
+    .option('--ecc-sbe [n]', 'n single-bit ECC errors (default 1)')
+    .option('--ecc-dbe [n]', 'n double-bit ECC errors (default 1)')
+    .option('--gpu-lost', 'the GPU is lost (NVML_ERROR_GPU_IS_LOST)')
+    .option('--unmonitored', 'the driver cannot monitor the GPU')
+    .option('--name <name>', 'name of the GpuFault (default: generated, e.g. xid-79-<node>-<5 random>)')
+    .option('--start <time>', 'when the fault begins: RFC 3339 or +30s, +5m, +1h (default: now)')
+    .option('--repair <time>', 'when the GPU is repaired: RFC 3339 or +30s, +5m, +1h (default: never)')
+    .addOption(kubeconfigOption())
+    .action(async (f: InjectFlags, c: Command) => {
+      const fault = faultFromFlags(f, Date.now());
+      const kc = await kubeconfig(f.kubeconfig, c);
+      const http = clientOf(kc);
+      if (f.node !== undefined) {
+        const node = f.node;
+        await asking('--node', async () => {
+          try {
+            await new KubeApi(http).readNode(node);
+          } catch (e) {
+            if (e instanceof ApiError && e.code === 404)
+              throw new FakegpuError('--node', `there is no node ${show(node)} in the cluster`);
+            throw e;
+          }
+        });
+      }
+      const created = await asking('fault inject', () => new KubeFaultApi(http).createFault(fault));
+      write(`${created.name}\n`);
+    });
+  cmd
+    .command('clear')
+    .description('delete GpuFaults: by name, all of them, or those naming a node')
+    .argument('[name...]', 'GpuFaults to delete')
+    .option('--all', 'every GpuFault')
+    .option('--node <name>', 'the GpuFaults whose nodeName is this node')
+    .addOption(kubeconfigOption())
+    .action(async (names: string[], f: { all?: true; node?: string; kubeconfig?: string }, c: Command) => {
+      const forms = [names.length > 0 && 'NAME', f.all && '--all', f.node !== undefined && '--node'].filter(
+        (x): x is string => typeof x === 'string',
+      );
+      if (forms.length !== 1)
+        throw new FakegpuError(
+          'fault clear',
+          forms.length === 0
+            ? 'give names, --all or --node'
+            : `${forms.join(' and ')} together; give names, --all or --node`,
+        );
+      if (f.node !== undefined) checkNodeName(f.node, '--node');
+      const kc = await kubeconfig(f.kubeconfig, c);
+      const api = new KubeFaultApi(clientOf(kc));
+      const all = await asking('fault clear: listing GpuFaults', () => listAll(api));
+      const present = new Map(all.map((o) => [nameOf(o), o]));
+      let doomed: string[];
+      if (names.length > 0) {
+        // All or nothing: a typo in one name deletes none.
+        const missing = names.filter((n) => !present.has(n));
+        if (missing.length)
+          throw new FakegpuError('fault clear', `no GpuFault ${missing.map((n) => show(n)).join(', ')}`);
+        doomed = [...new Set(names)];
+      } else if (f.all) doomed = [...present.keys()];
+      else
+        doomed = [...present]
+          .filter(([, o]) => (o as { spec?: { nodeName?: unknown } }).spec?.nodeName === f.node)
+          .map(([n]) => n);
+      for (const n of doomed)
+        await asking(`fault clear ${n}`, async () => {
+          try {
+            await api.deleteFault(n);
+          } catch (e) {
+            // Gone meanwhile: what was asked for holds.
+            if (!(e instanceof ApiError && e.code === 404)) throw e;
+          }
+        });
+      write(doomed.map((n) => `${n}\n`).join(''));
+    });
+  cmd
+    .command('list')
+    .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS')
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['table', 'json', 'yaml'])
+        .default('table'),
+    )
+    .addOption(kubeconfigOption())
+    .action(async (f: { output: 'table' | 'json' | 'yaml'; kubeconfig?: string }, c: Command) => {
+      const kc = await kubeconfig(f.kubeconfig, c);
+      const all = await asking('fault list: listing GpuFaults', () =>
+        listAll(new KubeFaultApi(clientOf(kc))),
+      );
+      if (f.output !== 'table') {
+        write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));
+        return;
+      }
+      const rows = all.map((o) => {
+        const r = checkGpuFault(o);
+        if (!('fault' in r)) return [nameOf(o), 'invalid', `${r.field}: ${r.detail}`, '-', '-', '-'];
+        const x = r.fault;
+        return [
+          x.metadata.name,
+          describeFault(x.spec.fault),
+          describeTarget(x),
+          x.spec.start ?? '-',
+          x.spec.repair ?? '-',
+          String(hitsOf(x)),
+        ];
+      });
+      write(table(['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS'], rows));
+    });
+  return cmd;
+}
