@@ -21,7 +21,7 @@ import {
   type DeviceTaints,
 } from '../src/health/taints.js';
 import type { DeviceTaint, ResourceSlice } from '../src/k8s/resource.js';
-import type { NvmlFault } from '../src/nvml/state.js';
+import type { HardwareFault, NvmlFault } from '../src/nvml/state.js';
 import { FileMigStateStore } from '../src/nvml/state-file.js';
 import { NO_INSTANCE, NVML_EVENT, NVML_MEMORY_ERROR, NVML_RETURN, NvmlError } from '../src/nvml/types.js';
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
@@ -453,13 +453,13 @@ describe('the taints the fleet publishes equal what the monitor ends with', () =
       );
       const unmonitored = list.some((f) => f.fault.kind === 'unmonitored');
       const text = (t: DeviceTaints) => JSON.stringify([...t].sort());
-      const bySource = new Map<string, Map<string, Omit<NvmlFault, 'source'>[]>>();
+      const bySource = new Map<string, Map<string, HardwareFault[]>>();
       const r = await monitored(
         m,
         () => {
           for (const { uuid, fault } of list) {
             const { source, ...rest } = fault;
-            const s = bySource.get(source) ?? new Map<string, Omit<NvmlFault, 'source'>[]>();
+            const s = bySource.get(source) ?? new Map<string, HardwareFault[]>();
             bySource.set(source, s.set(uuid, [...(s.get(uuid) ?? []), rest]));
             m.nvml.setFaults(source, s);
           }

@@ -5,7 +5,8 @@ import type { Semver } from '../k8s/version.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import type { DeviceTaints } from '../health/taints.js';
 import { renderNode, renderSlices, type NicRenderOptions } from '../render.js';
-import { gpuSkeleton, taintSlices, type NodeGpu } from './health.js';
+import { gpuSkeleton, type NodeGpu } from '../health/gpus.js';
+import { taintSlices } from './health.js';
 import type { Pools } from './pools.js';
 import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';
 

@@ -3,7 +3,7 @@ import type { ResourceSlice } from '../k8s/resource.js';
 import type { ResolvedProfile } from '../profile/load.js';
 import { canonicalSpec, keyOfCanonical, specKey } from '../publish/pool.js';
 import { renderNode, type NodeModel, type RenderOptions } from '../render.js';
-import { gpuSkeleton, type GpuSkeleton } from './health.js';
+import { gpuSkeleton, type GpuSkeleton } from '../health/gpus.js';
 
 /**
  * A profile's slices rendered once, as text with holes where each node differs: its name and the

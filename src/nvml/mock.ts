@@ -5,7 +5,7 @@ import type { GpuHardware, Machine } from '../hardware/machine.js';
 import { nvmlBusId } from '../hardware/pci.js';
 import { refusal, type Placed } from '../mig/placement.js';
 import { eccCount, faultKey, MockEventSet, SUPPORTED_EVENTS } from './events.js';
-import type { GpuMigState, MigState, MigStateStore, NvmlFault } from './state.js';
+import type { GpuMigState, MigState, MigStateStore, NvmlFault, HardwareFault } from './state.js';
 import {
   CI_PROFILE_SLICES,
   fullComputeInstanceProfile,
@@ -122,14 +122,14 @@ export class MockNvml implements Nvml {
    * every registered set, ones no longer listed are repaired hardware and raise nothing. Saved before it
    * returns. Returns whether anything changed.
    */
-  setFaults(source: string, byGpu: ReadonlyMap<string, readonly Omit<NvmlFault, 'source'>[]>): boolean {
+  setFaults(source: string, byGpu: ReadonlyMap<string, readonly HardwareFault[]>): boolean {
     for (const uuid of byGpu.keys()) this.gpuState(uuid);
     const raised: [MockDevice, NvmlFault][] = [];
     let changed = false;
     for (const d of this.devices) {
       const s = this.gpuState(d.hw.uuid);
       const before = s.faults ?? [];
-      const wanted = (byGpu.get(d.hw.uuid) ?? []).map((f) => ({ ...f, source }) as NvmlFault);
+      const wanted = (byGpu.get(d.hw.uuid) ?? []).map((f) => ({ ...f, source }));
       const had = new Set(before.filter((f) => f.source === source).map(faultKey));
       const keep = new Set(wanted.map(faultKey));
       const after = before.filter((f) => f.source !== source || keep.has(faultKey(f)));

@@ -23,6 +23,12 @@ export const NvmlFaultSchema = z.discriminatedUnion('kind', [
   z.strictObject({ source: z.string(), kind: z.literal('unmonitored') }),
 ]);
 export type NvmlFault = z.infer<typeof NvmlFaultSchema>;
+/** A fault as the hardware has it, before it is recorded with its source. */
+export type HardwareFault = NvmlFault extends infer F
+  ? F extends NvmlFault
+    ? Omit<F, 'source'>
+    : never
+  : never;
 
 /**
  * The part of NVML that changes at run time: MIG mode, the GPU/compute instances created, and injected
