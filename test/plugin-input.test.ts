@@ -7,7 +7,7 @@ import { checkEndpoint, checkKubeconfig } from '../src/cli/options.js';
 import { parseGates } from '../src/cli/options.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
 import { splitEndpoint } from '../src/net/endpoint.js';
-import { slicesFromFile } from '../src/plugin/run.js';
+import { slicesFromFile } from '../src/plugin/machine.js';
 
 /** The plugin's and the cluster's own inputs: each refused with the field, the value and what is allowed. */
 describe('plugin and cluster inputs', () => {

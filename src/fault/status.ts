@@ -141,11 +141,14 @@ export function invalidPatch(obj: unknown, why: string, now: Date): StatusPatch 
           reason: 'Invalid',
           message,
           ...(generation === undefined ? {} : { observedGeneration: generation }),
-          lastTransitionTime: new Date(Math.floor(now.getTime() / 1000) * 1000)
-            .toISOString()
-            .replace('.000Z', 'Z'),
+          lastTransitionTime: apiTime(now),
         },
       ],
     },
   };
+}
+
+/** RFC 3339 in whole seconds, as the API server writes times. */
+export function apiTime(d: Date): string {
+  return new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }

@@ -1,20 +1,19 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { writeIfChanged } from '../durable/file.js';
 import { KubeApi } from '../k8s/api.js';
 import { fullJitter, PUBLISH_BACKOFF } from '../k8s/backoff.js';
-import { ApiClient, clientOf, serverVersion } from '../k8s/client.js';
+import { clientOf, serverVersion } from '../k8s/client.js';
 import { splitEndpoint } from '../net/endpoint.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../config/nvidia.js';
 import type { DriverRelease } from '../device/release.js';
-import { FakegpuError } from '../errors.js';
+import { KubeFaultApi } from '../fault/api.js';
+import { gpuSkeleton } from '../health/gpus.js';
 import { ignoredXids } from '../health/taints.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
@@ -23,13 +22,15 @@ import { refuseServed, socketPaths, startServers, type RunningServers } from '..
 import type { HealthSource } from '../kubelet/health.js';
 import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
-import { parseYamlDocuments, resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import type { ResolvedProfile } from '../profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
 import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
 import { buildSlices } from '../slice/build.js';
 import { draHandlers } from './handlers.js';
+import { chooseProfile, slicesFromFile } from './machine.js';
+import { NodeFaults } from './faults.js';
 import { NodeHealth } from './health.js';
 import { pluginMetrics } from './metrics.js';
 import { refuseRealDriver } from './preflight.js';
@@ -67,67 +68,6 @@ export interface RunningPlugin {
   stop(): Promise<void>;
 }
 
-/** Slices replayed from a file: the node's name goes where the capture had its own. */
-export function slicesFromFile(path: string, nodeName: string, driverName: string): ResourceSlice[] {
-  const docs = parseYamlDocuments(readFileSync(path, 'utf8'), '--slices-file');
-  const items = docs.flatMap((d) => {
-    const o = d as { kind?: string; items?: unknown[] };
-    return o.kind === 'List' || o.kind === 'ResourceSliceList' ? (o.items ?? []) : [d];
-  }) as Partial<ResourceSlice>[];
-  if (items.length === 0) throw new FakegpuError('--slices-file', `${path} holds no ResourceSlice`);
-  return items.map((s, i) => {
-    if (s.kind !== 'ResourceSlice' || !s.spec)
-      throw new FakegpuError(
-        '--slices-file',
-        `${path}: item ${i} is a ${s.kind ?? 'object without kind'}, not a ResourceSlice`,
-      );
-    return {
-      apiVersion: 'resource.k8s.io/v1',
-      kind: 'ResourceSlice',
-      metadata: { generateName: `${i.toString(16).padStart(5, '0')}-${driverName}-${nodeName}-` },
-      spec: {
-        ...s.spec,
-        driver: driverName,
-        nodeName,
-        pool: { name: nodeName, generation: 1, resourceSliceCount: items.length },
-      },
-    };
-  });
-}
-
-/**
- * The machine this node pretends to be. A node label may name it, read when the plugin starts; the
- * choice is remembered in the state dir, so a start while the API server is away picks the same
- * machine its checkpoint was made for, and unprepare keeps working.
- */
-async function chooseProfile(o: PluginOptions, kc: KubeConfig, log: Logger): Promise<ResolvedProfile> {
-  if (!o.profileLabel) return o.profile;
-  const remembered = join(o.stateDir, 'profile-choice.json');
-  let value: string | null;
-  try {
-    const node = await new KubeApi(new ApiClient(kc, { timeoutMs: PROFILE_LABEL_WAIT_MS })).readNode(
-      o.nodeName,
-    );
-    value = node.metadata?.labels?.[o.profileLabel] ?? null;
-    writeIfChanged(remembered, `${JSON.stringify({ label: o.profileLabel, value })}\n`, { mode: 0o600 });
-  } catch (e) {
-    try {
-      value = (JSON.parse(readFileSync(remembered, 'utf8')) as { value: string | null }).value;
-    } catch {
-      value = null;
-    }
-    log.warn(
-      { err: e instanceof Error ? e.message : String(e), label: o.profileLabel, value },
-      'reading the node label failed; using the machine chosen at the last start',
-    );
-  }
-  if (!value) return o.profile;
-  log.info({ label: o.profileLabel, profile: value }, 'profile chosen by node label');
-  return resolveProfile(value, `node label ${o.profileLabel}`);
-}
-
-const PROFILE_LABEL_WAIT_MS = 10_000;
-
 /** One driver on this node: its claims, its kubelet sockets, and later its slices. */
 interface Driver {
   name: string;
@@ -139,6 +79,8 @@ interface Driver {
   changes?: (listener: () => void) => () => void;
   /** Device health for the kubelet, when the driver serves it. */
   health?: HealthSource | undefined;
+  /** Told the slices the pool equals after each publish. */
+  published?: (slices: readonly ResourceSlice[]) => void;
 }
 
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
@@ -182,16 +124,31 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const m = pluginMetrics(reg);
   const drivers: Driver[] = [];
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
+  const gpuState = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
+    driverName: o.driverName,
+    nodeName: o.nodeName,
+    cdiRoot: o.cdiRoot,
+    stateDir: o.stateDir,
+    gates: o.gates,
+  });
+  // Slices replayed from a file have no hardware behind them to break.
+  const faults = o.slicesFile
+    ? null
+    : new NodeFaults({
+        nodeName: o.nodeName,
+        api: new KubeFaultApi(kc),
+        nodeLabels: async () => (await new KubeApi(kc).readNode(o.nodeName)).metadata?.labels ?? {},
+        nvml: model.nvml,
+        gpus: gpuSkeleton(model.machine, model.devices).gpus(o.nodeName),
+        health,
+        refreshFiles: () => gpuState.refreshFiles(),
+        release: o.release,
+        log,
+      });
   drivers.push({
     name: o.driverName,
     checkpoint,
-    state: new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
-      driverName: o.driverName,
-      nodeName: o.nodeName,
-      cdiRoot: o.cdiRoot,
-      stateDir: o.stateDir,
-      gates: o.gates,
-    }),
+    state: gpuState,
     slices: (version) =>
       o.slicesFile
         ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
@@ -209,6 +166,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
           subscribe: (listener) => health.subscribe(listener),
         }
       : undefined,
+    published: (slices) => faults?.published(slices),
   });
   // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
   // sockets, slices, checkpoint and state dir.
@@ -302,8 +260,9 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         nodeName: o.nodeName,
         driverName: d.name,
         log,
-        onSync: (_writes, devices) => {
+        onSync: (_writes, devices, slices) => {
           m.published.set({ driver: d.name }, devices);
+          d.published?.(slices);
         },
       });
       publisher.start(d.slices(version));
@@ -312,6 +271,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       });
       publishers.push(publisher);
     }
+    faults?.start();
   };
   const publishing = publish();
 
@@ -346,6 +306,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       stopped = true;
       stopping.abort();
       await publishing;
+      await faults?.stop();
       await health.stop();
       for (const p of publishers) p.stop();
       for (const s of servers) await s.stop();

@@ -19,8 +19,8 @@ export interface PublisherOptions {
   nodeName: string;
   driverName: string;
   log: Logger;
-  /** Called after every sync with how many writes it made. */
-  onSync?: (writes: number, devices: number) => void;
+  /** Called after every sync with how many writes it made and the slices it made the pool equal to. */
+  onSync?: (writes: number, devices: number, slices: readonly ResourceSlice[]) => void;
   /** The API server; default: the kubeconfig's, with `REQUEST_TIMEOUT_MS` per request. */
   api?: ClusterApi;
   /** The backoff's random source, for tests. */
@@ -99,11 +99,14 @@ export class Publisher {
     }
     this.running = true;
     try {
-      const writes = await this.reconcile();
+      // What this pass publishes: an update while it runs is the next pass's.
+      const desired = this.desired;
+      const writes = await this.reconcile(desired);
       this.failures = 0;
       this.o.onSync?.(
         writes,
-        this.desired.reduce((n, s) => n + (s.spec.devices?.length ?? 0), 0),
+        desired.reduce((n, s) => n + (s.spec.devices?.length ?? 0), 0),
+        desired,
       );
       // Safety net besides the watch.
       this.schedule(60_000);
@@ -124,7 +127,7 @@ export class Publisher {
     }
   }
 
-  private async reconcile(): Promise<number> {
+  private async reconcile(desired: readonly ResourceSlice[]): Promise<number> {
     const { nodeName, driverName } = this.o;
     const node = await this.api.readNode(nodeName);
     const owner: NodeOwner = {
@@ -137,7 +140,7 @@ export class Publisher {
     const list = await this.api.listSlices({ fieldSelector: this.selector() });
     const plan = planPool(
       list.items.map((x) => published(x, true)),
-      keyed(this.desired),
+      keyed(desired),
       driverName,
       nodeName,
     );
@@ -159,7 +162,7 @@ export class Publisher {
       writes++;
     }
     const next = plan.generation;
-    this.o.log.info({ generation: next, slices: this.desired.length, writes }, 'published ResourceSlices');
+    this.o.log.info({ generation: next, slices: desired.length, writes }, 'published ResourceSlices');
     return writes;
   }
 }
