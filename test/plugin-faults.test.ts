@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { gpuSkeleton } from '../src/health/gpus.js';
+import { ignoredXids } from '../src/health/taints.js';
+import { NodeFaults } from '../src/plugin/faults.js';
+import { NodeHealth } from '../src/plugin/health.js';
+import { resolveProfile } from '../src/profile/load.js';
+import { modelNode } from '../src/render.js';
+import { buildSlices } from '../src/slice/build.js';
+import { FakeFaultApi } from './support/fake-faults.js';
+
+const NODE = 'node-a';
+const log = pino({ level: 'silent' });
+
+function fault(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+  return {
+    apiVersion: 'fakegpu.dev/v1alpha1',
+    kind: 'GpuFault',
+    metadata: { name, uid: `uid-${name}`, generation: 1, creationTimestamp: '2026-12-01T00:00:00Z' },
+    spec: { seed: 0, ...spec },
+  };
+}
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function setup(release: '0.5' | '25.12' = '0.5') {
+  const model = modelNode(resolveProfile('dgx-h100'), {
+    nodeName: NODE,
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release,
+  });
+  const health = new NodeHealth(model.nvml, model.devices, {
+    enabled: true,
+    release,
+    ignoredXids: ignoredXids(''),
+    log,
+  });
+  const api = new FakeFaultApi();
+  let refreshed = 0;
+  const faults = new NodeFaults({
+    nodeName: NODE,
+    api,
+    nodeLabels: () => Promise.resolve({ pool: 'a' }),
+    nvml: model.nvml,
+    gpus: gpuSkeleton(model.machine, model.devices).gpus(NODE),
+    health,
+    refreshFiles: () => {
+      refreshed++;
+      return Promise.resolve();
+    },
+    release,
+    log,
+  });
+  const slices = () =>
+    buildSlices(health.devices(), {
+      nodeName: NODE,
+      driverName: 'gpu.nvidia.com',
+      dynamicMig: false,
+      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+      release,
+    });
+  return { model, health, api, faults, slices, refreshed: () => refreshed };
+}
+
+describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → slices and status", () => {
+  it('an XID on gpu-3 reaches NVML, taints gpu-3, and the status says so once published', async () => {
+    const s = setup();
+    s.health.start();
+    s.faults.start();
+    s.api.put(
+      fault('xid79', { nodeName: NODE, devices: ['gpu-3', 'gpu-42'], fault: { type: 'Xid', xid: 79 } }),
+    );
+    const gpu3 = s.model.machine.gpus[3]?.uuid ?? '';
+    await until('the fault in NVML', () => s.model.nvml.faults(gpu3).length === 1);
+    await until('the taint', () => s.health.taints().has('gpu-3'));
+    assert.equal(s.refreshed(), 1, 'running containers see the change');
+    s.faults.published(s.slices());
+    await until('the status', () =>
+      s.api.patches.some((p) => p.patch.status.nodes?.[NODE]?.devices.length === 1),
+    );
+    const entry = s.api.patches.map((p) => p.patch.status.nodes?.[NODE]).find((e) => e?.devices.length === 1);
+    assert.deepEqual(
+      entry?.devices.map(({ publishedAt: _, ...d }) => d),
+      [{ name: 'gpu-3', taint: { key: 'gpu.nvidia.com/xid', value: '79', effect: 'NoSchedule' } }],
+    );
+    assert.equal(entry.message, `not on node ${NODE}: gpu-42`);
+
+    // Deleted: repaired hardware; NVIDIA keeps the taint until the plugin restarts.
+    s.api.remove('xid79');
+    await until('the fault repaired in NVML', () => s.model.nvml.faults(gpu3).length === 0);
+    assert.ok(s.health.taints().has('gpu-3'));
+    await s.faults.stop();
+    await s.health.stop();
+  });
+
+  it('a selector fault on another node, or one not started yet, does nothing here', async () => {
+    const s = setup();
+    s.faults.start();
+    s.api.put(fault('other', { nodeSelector: { matchLabels: { pool: 'b' } }, fault: { type: 'GpuLost' } }));
+    s.api.put(fault('later', { nodeName: NODE, start: '2999-01-01T00:00:00Z', fault: { type: 'GpuLost' } }));
+    s.api.put(
+      fault('mine', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        indexes: [1],
+        fault: { type: 'EccDoubleBit', count: 2 },
+      }),
+    );
+    const gpus = s.model.machine.gpus.map((g) => g.uuid);
+    await until('the ECC fault in NVML', () => s.model.nvml.faults(gpus[1] ?? '').length === 1);
+    assert.deepEqual(
+      gpus.map((u) => s.model.nvml.faults(u).length),
+      [0, 1, 0, 0, 0, 0, 0, 0],
+    );
+    await s.faults.stop();
+  });
+
+  it('release 25.12: the failed device leaves the slice and the status says removed', async () => {
+    const s = setup('25.12');
+    s.health.start();
+    s.faults.start();
+    s.api.put(fault('xid48', { nodeName: NODE, devices: ['gpu-2'], fault: { type: 'Xid', xid: 48 } }));
+    await until('the taint', () => s.health.taints().has('gpu-2'));
+    const sl = s.slices();
+    assert.ok(!sl.flatMap((x) => x.spec.devices ?? []).some((d) => d.name === 'gpu-2'));
+    s.faults.published(sl);
+    await until('the status', () =>
+      s.api.patches.some((p) => p.patch.status.nodes?.[NODE]?.devices[0]?.removed === true),
+    );
+    await s.faults.stop();
+    await s.health.stop();
+  });
+});
