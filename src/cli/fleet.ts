@@ -1,10 +1,12 @@
 import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { FakegpuError } from '../errors.js';
 import { parseRelease } from '../device/release.js';
+import { KubeFaultApi } from '../fault/api.js';
 import { Fleet } from '../fleet/fleet.js';
+import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
 import { loadPools } from '../fleet/pools.js';
 import { PooledKubeConfig } from '../k8s/client.js';
 import { DRANET } from '../nic/attributes.js';
@@ -40,6 +42,8 @@ interface Flags {
   requestTimeout: string;
   kubeconfig?: string;
   httpEndpoint: string;
+  additionalXidsToIgnore: string;
+  faults: boolean;
 }
 
 /**
@@ -118,8 +122,25 @@ export function fleetCommand(): Command {
         '127.0.0.1:51517',
       ),
     )
+    .addOption(
+      envOption(
+        '--additional-xids-to-ignore <xids>',
+        'XIDs of injected faults tainted with effect None besides 13,31,43,45,68,109',
+        'ADDITIONAL_XIDS_TO_IGNORE',
+        '',
+      ),
+    )
+    .addOption(
+      new Option('--no-faults', "do not apply GpuFaults (fakegpu.dev) to the nodes' slices").env(
+        'FAKEGPU_NO_FAULTS',
+      ),
+    )
     .action(async (f: Flags, cmd: Command) => {
       // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
+      const ignored = checkIgnoredXids(
+        f.additionalXidsToIgnore,
+        sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
+      );
       const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
       const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
       const nics = f.nics
@@ -160,6 +181,18 @@ export function fleetCommand(): Command {
       const kc = new PooledKubeConfig(concurrency, { timeoutMs });
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
       else kc.loadFromDefault();
+      const reg = new Registry();
+      const applied = new Counter({
+        name: 'fakegpu_fleet_faults_applied_total',
+        help: 'devices GpuFaults hit on served nodes, counted when their slices change',
+        registers: [reg],
+      });
+      const publish = new Histogram({
+        name: 'fakegpu_fleet_fault_publish_seconds',
+        help: 'seconds from a GpuFault seen to the slices of every node it hits written',
+        buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+        registers: [reg],
+      });
       const fleet = new Fleet(kc, {
         nodeSelector: f.nodeSelector || undefined,
         profileLabel: f.profileLabel,
@@ -173,8 +206,15 @@ export function fleetCommand(): Command {
         qps,
         burst,
         log,
+        faults: f.faults ? new KubeFaultApi(kc) : undefined,
+        ignoredXids: ignoredXids(ignored),
+        onFaultApplied: (n) => {
+          applied.inc(n);
+        },
+        onFaultPublished: (sec) => {
+          publish.observe(sec);
+        },
       });
-      const reg = new Registry();
       collectDefaultMetrics({ register: reg, prefix: 'fakegpu_fleet_' });
       const gauge = (name: string, help: string, read: () => number): void => {
         new Gauge({

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
+import type { FaultApi } from '../fault/api.js';
+import { ignoredXids } from '../health/taints.js';
 import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../k8s/api.js';
 import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
 import type { PooledKubeConfig } from '../k8s/client.js';
@@ -10,9 +12,10 @@ import { ResumableWatch } from '../k8s/watch.js';
 import type { NicRenderOptions } from '../render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
-import { Machines, type NodeMachine } from './machines.js';
+import { Machines } from './machines.js';
 import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
+import { FleetFaults, type FaultedNode } from './faults.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):
@@ -49,9 +52,15 @@ export interface FleetOptions {
   api?: ClusterApi | undefined;
   /** The backoffs' random source, for tests. */
   random?: (() => number) | undefined;
+  /** GpuFaults to apply to the nodes' slices; absent: none. */
+  faults?: FaultApi | undefined;
+  /** XIDs NVIDIA's monitor taints with effect None. */
+  ignoredXids?: ReadonlySet<number> | undefined;
+  onFaultApplied?: ((devices: number) => void) | undefined;
+  onFaultPublished?: ((seconds: number) => void) | undefined;
 }
 
-interface NodeState extends NodeMachine {
+interface NodeState extends FaultedNode {
   uid: string;
 }
 
@@ -79,6 +88,7 @@ export class Fleet {
   private readonly queue: WorkQueue;
   private readonly writer: SliceWriter;
   private readonly machines: Machines;
+  private readonly faults: FleetFaults | null;
   /** The node watch, then one slice watch per driver. */
   private watches: ResumableWatch[] = [];
   /** resourceVersions of the last lists: nodes, then each driver's slices; watches start there. */
@@ -107,6 +117,21 @@ export class Fleet {
     this.api = o.api ?? new KubeApi(kc);
     this.drivers = [o.driverName, ...(o.nics ? [o.nics.driverName] : [])];
     this.machines = new Machines(o);
+    this.faults = o.faults
+      ? new FleetFaults({
+          api: o.faults,
+          machines: this.machines,
+          release: o.release,
+          ignoredXids: o.ignoredXids ?? ignoredXids(''),
+          nodes: () => this.nodes.entries(),
+          enqueue: (node) => {
+            this.queue.add(node);
+          },
+          log: o.log,
+          onApplied: o.onFaultApplied,
+          onPublished: o.onFaultPublished,
+        })
+      : null;
     this.writer = new SliceWriter(this.api, this.index, new RateLimiter(o.qps, o.burst), this.stats);
     this.queue = new WorkQueue({
       concurrency: o.concurrency,
@@ -134,6 +159,7 @@ export class Fleet {
     // Awaited after the lists; until then a failure must not count as unhandled and end the process.
     this.version.catch(() => undefined);
     await this.relist();
+    this.faults?.start();
     this.o.log.info(
       {
         nodes: this.nodes.size,
@@ -168,6 +194,7 @@ export class Fleet {
 
   stop(): void {
     this.stopped = true;
+    this.faults?.stop();
     this.queue.stop();
     for (const w of this.watches) w.stop();
   }
@@ -271,9 +298,11 @@ export class Fleet {
     const profile = label ?? (pool === null ? (this.o.defaultProfile ?? null) : null);
     const prev = this.nodes.get(name);
     const uid = n.metadata?.uid ?? '';
-    this.nodes.set(name, { uid, profile, pool });
+    const st = { uid, profile, pool, labels };
+    this.nodes.set(name, st);
     this.leaving.delete(name);
     if (!prev || prev.profile !== profile || prev.pool !== pool || prev.uid !== uid) this.queue.add(name);
+    this.faults?.refresh(name, st);
   }
 
   /**
@@ -282,6 +311,7 @@ export class Fleet {
    */
   private removeNode(name: string): void {
     this.nodes.delete(name);
+    this.faults?.removed(name);
     this.reported.delete(name);
     this.leaving.add(name);
     this.queue.add(name);
@@ -402,7 +432,7 @@ export class Fleet {
       this.leaving.delete(node);
       return;
     }
-    const want = this.machines.desired(node, st);
+    const want = this.machines.desired(node, st, this.faults?.taintsOf(node));
     if (want instanceof FakegpuError) {
       if (!this.reported.has(node)) {
         this.reported.add(node);
@@ -418,6 +448,7 @@ export class Fleet {
         driver,
         want.filter((s) => s.driver === driver),
       );
+    this.faults?.written(node);
     this.reported.delete(node);
   }
 }

@@ -1,0 +1,220 @@
+import type { Logger } from 'pino';
+import type { DriverRelease } from '../device/release.js';
+import { activeOn, hitsOn, nvmlFaultList, outcome, targetName, type NodeHit } from '../fault/apply.js';
+import { apiFailure, type FaultApi } from '../fault/api.js';
+import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../fault/resource.js';
+import { apiTime, invalidPatch, nodesStatusPatch, summaryPatch, type StatusPatch } from '../fault/status.js';
+import { FaultWatcher } from '../fault/watcher.js';
+import { expectedTaints } from '../health/expected.js';
+import { removedIn2512, type DeviceTaints } from '../health/taints.js';
+import type { Machines, NodeMachine } from './machines.js';
+
+/**
+ * Faults on the fleet's nodes. No plugin runs there, so no NVML either: each node's taints are what
+ * NVIDIA's monitor would end with (`expectedTaints`), applied to the node's slices by its next
+ * reconcile, which writes only the faulted nodes. Unlike a node plugin, which keeps taints until it
+ * restarts, a repaired fault here is a node whose plugin restarted on repaired hardware: its taints go.
+ * Each fault's status gets one patch for all the fleet's nodes it hit, after their slices are written.
+ */
+
+export interface FaultedNode extends NodeMachine {
+  labels: Record<string, string>;
+}
+
+export interface FleetFaultsOptions {
+  api: FaultApi;
+  machines: Machines;
+  release: DriverRelease;
+  ignoredXids: ReadonlySet<number>;
+  /** The nodes served now. */
+  nodes: () => Iterable<[string, FaultedNode]>;
+  /** The node's slices must be written again. */
+  enqueue: (node: string) => void;
+  log: Logger;
+  /** Devices hit, once per fault and device, and seconds from a fault seen to all its nodes written. */
+  onApplied?: (devices: number) => void;
+  onPublished?: (seconds: number) => void;
+  now?: () => Date;
+  flushMs?: number;
+}
+
+interface NodeFaults {
+  hits: NodeHit[];
+  taints: DeviceTaints;
+  /** The taints as text, to tell a change. */
+  key: string;
+  /** When slices with these taints were written; null until then. */
+  writtenAt: string | null;
+}
+
+export class FleetFaults {
+  private readonly watcher: FaultWatcher;
+  private faults: GpuFault[] = [];
+  private readonly byNode = new Map<string, NodeFaults>();
+  /** When the fleet first saw each fault (by UID), until all its nodes are written. */
+  private readonly seen = new Map<string, number>();
+  private readonly dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly now: () => Date;
+
+  constructor(private readonly o: FleetFaultsOptions) {
+    this.now = o.now ?? (() => new Date());
+    this.watcher = new FaultWatcher({
+      api: o.api,
+      log: o.log,
+      onChange: (faults) => {
+        this.changed(faults);
+      },
+      onStatus: (f) => {
+        const p = summaryPatch(f, (n) => this.byNode.has(n));
+        if (p) void this.patch(f.metadata.name, p);
+      },
+      onInvalid: (name, why, obj) => {
+        const p = invalidPatch(obj, why, this.now());
+        if (p) void this.patch(name, p);
+      },
+    });
+  }
+
+  start(): void {
+    this.watcher.start();
+  }
+
+  stop(): void {
+    this.watcher.stop();
+    clearTimeout(this.flushTimer);
+  }
+
+  taintsOf(node: string): DeviceTaints | undefined {
+    return this.byNode.get(node)?.taints;
+  }
+
+  private changed(faults: GpuFault[]): void {
+    this.faults = faults;
+    const t = performance.now();
+    for (const f of faults) if (!this.seen.has(uid(f))) this.seen.set(uid(f), t);
+    const names = new Set(faults.map(uid));
+    for (const k of this.seen.keys()) if (!names.has(k)) this.seen.delete(k);
+    for (const f of faults) this.dirty.add(f.metadata.name);
+    for (const [name, st] of this.o.nodes()) this.refresh(name, st);
+    this.scheduleFlush();
+  }
+
+  /** Recomputes one node's faults (a new node, new labels, changed faults); queues it when they changed. */
+  refresh(name: string, st: FaultedNode): void {
+    const prev = this.byNode.get(name);
+    const node = { name, labels: st.labels };
+    const now = this.now();
+    if (activeOn(this.faults, node, now).length === 0) {
+      if (prev) {
+        this.byNode.delete(name);
+        this.o.enqueue(name);
+        for (const h of prev.hits) this.dirty.add(h.fault.metadata.name);
+      }
+      return;
+    }
+    const gpus = this.o.machines.gpus(name, st);
+    if (!gpus) return;
+    const hits = hitsOn(this.faults, node, gpus, now);
+    const taints = expectedTaints(gpus, nvmlFaultList(hits), this.o.ignoredXids);
+    const key = JSON.stringify([...taints].sort(([a], [b]) => (a < b ? -1 : 1)));
+    const same = prev?.key === key;
+    this.byNode.set(name, { hits, taints, key, writtenAt: same ? prev.writtenAt : null });
+    if (!same) {
+      this.o.enqueue(name);
+      this.o.onApplied?.(hits.reduce((n, h) => n + h.targets.length, 0));
+    }
+  }
+
+  /** The node forgotten: its entries are removed with the next flush. */
+  removed(name: string): void {
+    const prev = this.byNode.get(name);
+    if (!prev) return;
+    this.byNode.delete(name);
+    for (const h of prev.hits) this.dirty.add(h.fault.metadata.name);
+    this.scheduleFlush();
+  }
+
+  /** The node's slices, with its taints, are on the API server. */
+  written(name: string): void {
+    const n = this.byNode.get(name);
+    if (!n || n.writtenAt !== null) return;
+    n.writtenAt = apiTime(this.now());
+    for (const h of n.hits) this.dirty.add(h.fault.metadata.name);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      void this.flush();
+    }, this.o.flushMs ?? 200);
+  }
+
+  /** One status patch per changed fault, with the entries of every node of the fleet it concerns. */
+  private async flush(): Promise<void> {
+    const faults = [...this.dirty];
+    this.dirty.clear();
+    const served = new Set([...this.o.nodes()].map(([n]) => n));
+    for (const name of faults) {
+      const f = this.faults.find((x) => x.metadata.name === name);
+      const entries = new Map<string, NodeFaultStatus | null>();
+      let pending = false;
+      for (const [node, n] of this.byNode) {
+        const h = n.hits.find((x) => x.fault.metadata.name === name);
+        if (!h) continue;
+        if (n.writtenAt === null) {
+          pending = true;
+          continue;
+        }
+        entries.set(node, this.entry(h, n, n.writtenAt));
+      }
+      // Entries of our nodes the fault no longer hits go; other writers' entries stay.
+      for (const node of Object.keys(f?.status?.nodes ?? {}))
+        if (
+          served.has(node) &&
+          !entries.has(node) &&
+          !this.byNode.get(node)?.hits.some((x) => x.fault.metadata.name === name)
+        )
+          entries.set(node, null);
+      if (!f || entries.size === 0) continue;
+      await this.patch(name, nodesStatusPatch(entries));
+      const since = this.seen.get(uid(f));
+      if (!pending && since !== undefined) {
+        this.seen.delete(uid(f));
+        this.o.onPublished?.((performance.now() - since) / 1000);
+      }
+    }
+  }
+
+  private entry(h: NodeHit, n: NodeFaults, at: string): NodeFaultStatus {
+    const devices: DeviceFaultStatus[] = [];
+    for (const t of h.targets) {
+      const name = targetName(t);
+      const taints = n.taints.get(name);
+      const present = !(this.o.release === '25.12' && taints && removedIn2512(taints));
+      const o = outcome(h.fault.spec.fault.type, taints, present, this.o.release);
+      if (o !== null) devices.push({ name, ...o, publishedAt: at });
+    }
+    return {
+      devices,
+      ...(h.unknown.length > 0 ? { message: `not on this node: ${h.unknown.join(', ')}` } : {}),
+      observedGeneration: h.fault.metadata.generation ?? 0,
+    };
+  }
+
+  private async patch(name: string, p: StatusPatch): Promise<void> {
+    try {
+      await this.o.api.patchFaultStatus(name, p);
+    } catch (e) {
+      this.dirty.add(name);
+      this.o.log.warn({ fault: name, err: apiFailure(e) }, 'writing the fault status failed; again later');
+      setTimeout(() => {
+        this.scheduleFlush();
+      }, 2000).unref();
+    }
+  }
+}
+
+const uid = (f: GpuFault): string => f.metadata.uid ?? f.metadata.name;
