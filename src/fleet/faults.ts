@@ -62,6 +62,8 @@ export class FleetFaults {
     this.watcher = new FaultWatcher({
       api: o.api,
       log: o.log,
+      // A fault is applied to thousands of nodes at once: waiting for more events to batch gains little.
+      debounceMs: 20,
       onChange: (faults) => {
         this.changed(faults);
       },
