@@ -144,6 +144,31 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
   });
 
+  it('renders the health values as the plugin reads them: gates, extra ignored XIDs, the health service', () => {
+    const r = template(e, [
+      '--set',
+      'featureGates=NVMLDeviceHealthCheck=true',
+      '--set',
+      'plugin.healthService=true',
+      '--set-string',
+      'plugin.additionalXidsToIgnore=48\\,79',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const env = container(objects(r.out), 'DaemonSet').env ?? [];
+    const names = ['FEATURE_GATES', 'ADDITIONAL_XIDS_TO_IGNORE', 'FAKEGPU_HEALTH_SERVICE'];
+    assert.deepEqual(
+      env.filter((v) => names.includes(v.name)),
+      [
+        { name: 'FEATURE_GATES', value: 'NVMLDeviceHealthCheck=true' },
+        { name: 'ADDITIONAL_XIDS_TO_IGNORE', value: '48,79' },
+        { name: 'FAKEGPU_HEALTH_SERVICE', value: 'true' },
+      ],
+    );
+    const bad = helm(e, ['template', 'fakegpu', chart, '--set-string', 'plugin.additionalXidsToIgnore=x']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /\/plugin\/additionalXidsToIgnore/);
+  });
+
   it("binds the admission policy to the plugin's service account only, and leaves it out when disabled", () => {
     const r = helm(e, [
       'template',
