@@ -42,6 +42,8 @@ import {
   startFleet,
   stopFleet,
   until,
+  checked as checkedFlag,
+  median,
 } from './support.js';
 
 const opts = new Command('bench:faults')
@@ -62,14 +64,7 @@ const opts = new Command('bench:faults')
   }>();
 
 const log = logger('bench/faults');
-function checked<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (e) {
-    process.stderr.write(`bench:faults: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exit(2);
-  }
-}
+const checked = <T>(parse: () => T): T => checkedFlag('bench/faults', parse);
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 20000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
@@ -320,11 +315,6 @@ try {
 } finally {
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
 }
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-};
 const ceilingS = median(r.rounds.map((x) => x.ceilingS));
 const fleetS = median(r.rounds.map((x) => x.fleetS));
 console.log(

@@ -47,6 +47,8 @@ import {
   stopFleet,
   until,
   type Node,
+  checked as checkedFlag,
+  median,
 } from './support.js';
 
 const opts = new Command('bench:fleet')
@@ -69,16 +71,7 @@ const opts = new Command('bench:fleet')
     keep?: boolean;
   }>();
 
-/** A bad flag stops the run before any cluster starts, with one line naming it. */
-function checked<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (e) {
-    if (!(e instanceof FakegpuError)) throw e;
-    process.stderr.write(`bench/fleet: ${e.message}\n`);
-    process.exit(2);
-  }
-}
+const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 20000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
@@ -369,11 +362,6 @@ try {
 }
 
 const mode = dynamicMig ? 'dynamic MIG' : 'plain';
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-};
 const spread = (xs: readonly number[], d = 2): string =>
   xs.length > 1 ? `${f(Math.min(...xs), d)} – ${f(Math.max(...xs), d)}` : '';
 const idleKiB = median(r.idleKiB);

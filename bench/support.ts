@@ -184,3 +184,20 @@ export async function stopFleet(p: ChildProcess): Promise<void> {
   p.kill('SIGTERM');
   await gone;
 }
+
+/** A bad flag stops the run before any cluster starts, with one line naming it. */
+export function checked<T>(bench: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    if (!(e instanceof FakegpuError)) throw e;
+    process.stderr.write(`${bench}: ${e.message}\n`);
+    process.exit(2);
+  }
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+}

@@ -8,7 +8,7 @@ import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import type { DeviceTaint } from '../src/k8s/resource.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
-import { FakeFaultApi } from './support/fake-faults.js';
+import { FakeFaultApi, faultObject as fault } from './support/fake-faults.js';
 import { until } from './support/http.js';
 
 /** Faults across the fleet's nodes against in-memory API servers: taints on slices, status, repair. */
@@ -57,15 +57,6 @@ function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE) {
       (s.spec.devices ?? []).map((d) => `${s.spec.nodeName}/${d.name}`),
     );
   return { api, faults, fleet, taints, devices, published, applied: () => applied };
-}
-
-function fault(name: string, spec: Record<string, unknown>): Record<string, unknown> {
-  return {
-    apiVersion: 'fakegpu.dev/v1alpha1',
-    kind: 'GpuFault',
-    metadata: { name, uid: `uid-${name}`, generation: 1, creationTimestamp: '2026-12-01T00:00:00Z' },
-    spec: { seed: 0, ...spec },
-  };
 }
 
 /** The hits the fleet reported in the fault's status, as node/device. */

@@ -8,19 +8,10 @@ import { NodeHealth } from '../src/plugin/health.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { modelNode } from '../src/render.js';
 import { buildSlices } from '../src/slice/build.js';
-import { FakeFaultApi } from './support/fake-faults.js';
+import { FakeFaultApi, faultObject as fault } from './support/fake-faults.js';
 
 const NODE = 'node-a';
 const log = pino({ level: 'silent' });
-
-function fault(name: string, spec: Record<string, unknown>): Record<string, unknown> {
-  return {
-    apiVersion: 'fakegpu.dev/v1alpha1',
-    kind: 'GpuFault',
-    metadata: { name, uid: `uid-${name}`, generation: 1, creationTimestamp: '2026-12-01T00:00:00Z' },
-    spec: { seed: 0, ...spec },
-  };
-}
 
 async function until(what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + 3000;

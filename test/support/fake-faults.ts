@@ -205,3 +205,13 @@ export class FakeFaultApi implements FaultApi {
     });
   }
 }
+
+/** A GpuFault object as the API server would hold it, created at a fixed time. */
+export function faultObject(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+  return {
+    apiVersion: 'fakegpu.dev/v1alpha1',
+    kind: 'GpuFault',
+    metadata: { name, uid: `uid-${name}`, generation: 1, creationTimestamp: '2026-12-01T00:00:00Z' },
+    spec: { seed: 0, ...spec },
+  };
+}
