@@ -150,3 +150,18 @@ describe('faults on the fleet', () => {
     await until('repaired', () => s.taints().size === 0);
   });
 });
+
+describe('a fault naming a node that does not exist', () => {
+  it('gets Accepted=False, NodeNotFound, from the fleet', async () => {
+    const s = setup(1);
+    await s.fleet.start();
+    s.faults.put(fault('nowhere', { nodeName: 'node-zz', fault: { type: 'GpuLost' } }));
+    await until('the condition', () => {
+      const o = s.faults.objects.get('nowhere') as {
+        status?: { conditions?: { reason: string; message: string }[] };
+      };
+      const c = o.status?.conditions?.[0];
+      return c?.reason === 'NodeNotFound' && c.message === 'node node-zz does not exist';
+    });
+  });
+});

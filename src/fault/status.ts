@@ -114,7 +114,7 @@ export const ACCEPTED = 'Accepted';
  * `Accepted=False` with why, for a fault object that does not parse (`obj` as the API server sent it),
  * or null when the object already says so: every writer reports the same line, once.
  */
-export function invalidPatch(obj: unknown, why: string, now: Date): StatusPatch | null {
+export function invalidPatch(obj: unknown, why: string, now: Date, reason = 'Invalid'): StatusPatch | null {
   const o = obj as {
     metadata?: { generation?: unknown };
     status?: { conditions?: unknown };
@@ -138,7 +138,7 @@ export function invalidPatch(obj: unknown, why: string, now: Date): StatusPatch 
         {
           type: ACCEPTED,
           status: 'False',
-          reason: 'Invalid',
+          reason,
           message,
           ...(generation === undefined ? {} : { observedGeneration: generation }),
           lastTransitionTime: apiTime(now),

@@ -28,6 +28,8 @@ export interface FleetFaultsOptions {
   ignoredXids: ReadonlySet<number>;
   /** The nodes served now. */
   nodes: () => Iterable<[string, FaultedNode]>;
+  /** Whether a node exists in the cluster, for faults naming one the fleet does not serve. */
+  nodeExists?: (name: string) => Promise<boolean>;
   /** The node's slices must be written again. */
   enqueue: (node: string) => void;
   log: Logger;
@@ -54,6 +56,8 @@ export class FleetFaults {
   /** When the fleet first saw each fault (by UID), until all its nodes are written. */
   private readonly seen = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  /** Faults (UID/generation) whose node was looked up, so each is looked up once. */
+  private readonly checkedNodes = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly now: () => Date;
 
@@ -100,6 +104,35 @@ export class FleetFaults {
     for (const f of faults) this.dirty.add(f.metadata.name);
     for (const [name, st] of this.o.nodes()) this.refresh(name, st);
     this.scheduleFlush();
+    void this.checkNodes(faults);
+  }
+
+  /**
+   * A fault naming a node that does not exist would otherwise sit silent (no plugin or fleet serves
+   * it): the fleet, which sees every fault, says so in an `Accepted=False` condition.
+   */
+  private async checkNodes(faults: readonly GpuFault[]): Promise<void> {
+    const exists = this.o.nodeExists;
+    if (!exists) return;
+    const served = new Set([...this.o.nodes()].map(([n]) => n));
+    for (const f of faults) {
+      const node = f.spec.nodeName;
+      const key = `${uid(f)}/${f.metadata.generation ?? 0}`;
+      if (node === undefined || served.has(node) || this.checkedNodes.has(key)) continue;
+      this.checkedNodes.add(key);
+      try {
+        if (await exists(node)) continue;
+      } catch (e) {
+        this.checkedNodes.delete(key);
+        this.o.log.warn(
+          { fault: f.metadata.name, err: apiFailure(e) },
+          'looking up the node of a fault failed',
+        );
+        continue;
+      }
+      const p = invalidPatch(f, `node ${node} does not exist`, this.now(), 'NodeNotFound');
+      if (p) await this.patch(f.metadata.name, p);
+    }
   }
 
   /** Recomputes one node's faults (a new node, new labels, changed faults); queues it when they changed. */

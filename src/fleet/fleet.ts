@@ -5,7 +5,7 @@ import type { FaultApi } from '../fault/api.js';
 import { ignoredXids } from '../health/taints.js';
 import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../k8s/api.js';
 import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
-import type { PooledKubeConfig } from '../k8s/client.js';
+import { ApiError, type PooledKubeConfig } from '../k8s/client.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import type { Semver } from '../k8s/version.js';
 import { ResumableWatch } from '../k8s/watch.js';
@@ -124,6 +124,15 @@ export class Fleet {
           release: o.release,
           ignoredXids: o.ignoredXids ?? ignoredXids(''),
           nodes: () => this.nodes.entries(),
+          nodeExists: async (name) => {
+            try {
+              await this.api.readNode(name);
+              return true;
+            } catch (e) {
+              if (e instanceof ApiError && e.code === 404) return false;
+              throw e;
+            }
+          },
           enqueue: (node) => {
             this.queue.add(node);
           },
