@@ -47,6 +47,8 @@ interface NodeFaults {
   key: string;
   /** When slices with these taints were written; null until then. */
   writtenAt: string | null;
+  /** The same, as `performance.now()`, for the publish time. */
+  writtenMs: number;
 }
 
 export class FleetFaults {
@@ -154,7 +156,13 @@ export class FleetFaults {
     const taints = expectedTaints(gpus, nvmlFaultList(hits), this.o.ignoredXids);
     const key = JSON.stringify([...taints].sort(([a], [b]) => (a < b ? -1 : 1)));
     const same = prev?.key === key;
-    this.byNode.set(name, { hits, taints, key, writtenAt: same ? prev.writtenAt : null });
+    this.byNode.set(name, {
+      hits,
+      taints,
+      key,
+      writtenAt: same ? prev.writtenAt : null,
+      writtenMs: same ? prev.writtenMs : 0,
+    });
     if (!same) {
       this.o.enqueue(name);
       this.o.onApplied?.(hits.reduce((n, h) => n + h.targets.length, 0));
@@ -175,16 +183,19 @@ export class FleetFaults {
     const n = this.byNode.get(name);
     if (!n || n.writtenAt !== null) return;
     n.writtenAt = apiTime(this.now());
+    n.writtenMs = performance.now();
     for (const h of n.hits) this.dirty.add(h.fault.metadata.name);
     this.scheduleFlush();
   }
 
   private scheduleFlush(): void {
     if (this.flushTimer) return;
+    // Long enough that the status of a fault on many nodes is one patch after their writes, not a
+    // patch competing with them.
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
       void this.flush();
-    }, this.o.flushMs ?? 200);
+    }, this.o.flushMs ?? 500);
   }
 
   /** One status patch per changed fault, with the entries of every node of the fleet it concerns. */
@@ -196,6 +207,7 @@ export class FleetFaults {
       const f = this.faults.find((x) => x.metadata.name === name);
       const entries = new Map<string, NodeFaultStatus | null>();
       let pending = false;
+      let lastWrittenMs = 0;
       for (const [node, n] of this.byNode) {
         const h = n.hits.find((x) => x.fault.metadata.name === name);
         if (!h) continue;
@@ -203,6 +215,7 @@ export class FleetFaults {
           pending = true;
           continue;
         }
+        lastWrittenMs = Math.max(lastWrittenMs, n.writtenMs);
         entries.set(node, this.entry(h, n, n.writtenAt));
       }
       // Entries of our nodes the fault no longer hits go; other writers' entries stay.
@@ -218,7 +231,7 @@ export class FleetFaults {
       const since = this.seen.get(uid(f));
       if (!pending && since !== undefined) {
         this.seen.delete(uid(f));
-        this.o.onPublished?.((performance.now() - since) / 1000);
+        this.o.onPublished?.((lastWrittenMs - since) / 1000);
       }
     }
   }
