@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkEndpoint, checkKubeconfig } from '../src/cli/options.js';
-import { parseGates } from '../src/cli/options.js';
+import { checkEndpoint, checkKubeconfig, GATES, parseGates } from '../src/cli/options.js';
+import { REPO_ROOT } from '../src/cluster/repo.js';
 import { clusterRestart } from '../src/cluster/cluster.js';
 import { splitEndpoint } from '../src/net/endpoint.js';
 import { slicesFromFile } from '../src/plugin/machine.js';
@@ -17,6 +17,16 @@ describe('plugin and cluster inputs', () => {
     writeFileSync(p, text);
     return p;
   };
+
+  it("--feature-gates: the chart's values schema allows exactly the gates the plugin knows", () => {
+    const schema = JSON.parse(
+      readFileSync(join(REPO_ROOT, 'deploy', 'helm', 'fakegpu', 'values.schema.json'), 'utf8'),
+    ) as { properties: { featureGates: { pattern: string } } };
+    const pattern = schema.properties.featureGates.pattern;
+    const names = /\(\(([A-Za-z|]+)\)=/.exec(pattern)?.[1]?.split('|') ?? [];
+    assert.deepEqual([...names].sort(), [...GATES].sort());
+    assert.match(`${GATES.join('=true,')}=true`, new RegExp(pattern));
+  });
 
   it('--feature-gates: NVIDIA gate names with true or false', () => {
     assert.deepEqual(parseGates('TimeSlicingSettings=true, MPSSupport=false'), {

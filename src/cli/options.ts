@@ -127,7 +127,8 @@ export function sourceOf(cmd: Command, key: string, flag: string): string {
   return cmd.getOptionValueSource(key) === 'env' && option?.envVar ? option.envVar : flag;
 }
 
-const GATES: (keyof FeatureGates)[] = [
+/** NVIDIA's gates fakegpu knows; the chart's values schema lists the same (a test holds them together). */
+export const GATES: (keyof FeatureGates)[] = [
   'TimeSlicingSettings',
   'MPSSupport',
   'NVMLDeviceHealthCheck',
