@@ -4,6 +4,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import { REPO_ROOT } from '../../src/cluster/repo.js';
+import { hitsOn, nvmlFaultList } from '../../src/fault/apply.js';
+import { parseGpuFault } from '../../src/fault/resource.js';
+import { expectedTaints } from '../../src/health/expected.js';
+import { gpuSkeleton } from '../../src/health/gpus.js';
+import { ignoredXids } from '../../src/health/taints.js';
+import { resolveProfile } from '../../src/profile/load.js';
+import { modelNode } from '../../src/render.js';
 import { eventually, kubectl, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,
@@ -332,38 +339,72 @@ describe('GPU failures as NVIDIA reports them', () => {
       '--xid',
       '79',
     );
+    // What the seeded fault must hit, by the same rules, computed here from the node names alone.
+    const kwok = mustKubectl(e, [
+      'get',
+      'nodes',
+      '-l',
+      'type=kwok',
+      '-o',
+      'jsonpath={.items[*].metadata.name}',
+    ])
+      .split(' ')
+      .filter(Boolean);
+    assert.equal(kwok.length, FAULTS_KWOK_NODES);
+    const model = modelNode(resolveProfile('dgx-h100'), {
+      nodeName: 'template',
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+      release: '0.5',
+    });
+    const skeleton = gpuSkeleton(model.machine, model.devices);
+    const spec = parseGpuFault(JSON.parse(mustKubectl(e, ['get', 'gpufault', 'fleet-xid', '-o', 'json'])));
+    const want = kwok
+      .flatMap((n) => {
+        const gpus = skeleton.gpus(n);
+        const hits = hitsOn([spec], { name: n, labels: { type: 'kwok' } }, gpus, new Date());
+        return [...expectedTaints(gpus, nvmlFaultList(hits), ignoredXids('')).keys()].map((d) => `${n}/${d}`);
+      })
+      .sort();
+    const gpuCount = FAULTS_KWOK_NODES * 8;
+    // 1% of 8,000 is 80; the binomial spread makes 50..110 far beyond four standard deviations.
+    assert.ok(want.length >= 50 && want.length <= 110, `${want.length} GPUs hit of ${gpuCount}`);
+    const tainted79 = (): string[] =>
+      slices(e)
+        .filter((s) => s.spec.nodeName !== FAULTS_NODE)
+        .flatMap((s) =>
+          (s.spec.devices ?? [])
+            .filter((d) =>
+              d.taints?.some(
+                (t) => t.key === 'gpu.nvidia.com/xid' && t.value === '79' && t.effect === 'NoSchedule',
+              ),
+            )
+            .map((d) => `${s.spec.nodeName}/${d.name}`),
+        )
+        .sort();
+    await eventually(
+      'exactly the chosen GPUs tainted',
+      () => (JSON.stringify(tainted79()) === JSON.stringify(want) ? true : undefined),
+      120_000,
+    );
+    log(`fleet fault published in ${Date.now() - t0} ms`);
     const status = await eventually(
-      'the fault applied on every hit node',
+      'the status naming every hit, published',
       () => {
         const f = JSON.parse(mustKubectl(e, ['get', 'gpufault', 'fleet-xid', '-o', 'json'])) as {
           status?: { nodes?: Record<string, { devices?: { name: string; publishedAt?: string }[] }> };
         };
         const nodes = f.status?.nodes ?? {};
-        const hits = Object.values(nodes).flatMap((n) => n.devices ?? []);
-        return hits.length > 0 && hits.every((h) => h.publishedAt) ? nodes : undefined;
-      },
-      120_000,
-    );
-    log(`fleet fault published in ${Date.now() - t0} ms`);
-    const hit = Object.entries(status)
-      .flatMap(([node, s]) => (s.devices ?? []).map((d) => `${node}/${d.name}`))
-      .sort();
-    const gpuCount = FAULTS_KWOK_NODES * 8;
-    // 1% of 8,000 is 80; the binomial spread makes 50..110 far beyond four standard deviations.
-    assert.ok(hit.length >= 50 && hit.length <= 110, `${hit.length} GPUs hit of ${gpuCount}`);
-    const published = slices(e)
-      .filter((s) => s.spec.nodeName !== FAULTS_NODE)
-      .flatMap((s) =>
-        (s.spec.devices ?? [])
-          .filter((d) =>
-            d.taints?.some(
-              (t) => t.key === 'gpu.nvidia.com/xid' && t.value === '79' && t.effect === 'NoSchedule',
-            ),
+        const hit = Object.entries(nodes)
+          .flatMap(([node, n]) =>
+            (n.devices ?? []).filter((d) => d.publishedAt).map((d) => `${node}/${d.name}`),
           )
-          .map((d) => `${s.spec.nodeName}/${d.name}`),
-      )
-      .sort();
-    assert.deepEqual(published, hit, 'exactly the GPUs the status names are tainted');
+          .sort();
+        return JSON.stringify(hit) === JSON.stringify(want) ? nodes : undefined;
+      },
+      60_000,
+    );
 
     // On a hit node, all eight GPUs cannot be had; the untainted ones can.
     const [node = '', ...rest] = Object.keys(status);
