@@ -522,6 +522,7 @@ export const GPU_MODELS: readonly GpuModel[] = [
     powerLimitW: 1200,
     mig: gb200,
     coherentWithCpu: true,
+    nvlinkFabric: true,
     provenance: facts(seen('S1, S38, DRANET'), {
       multiprocessors: inferred('FAKEGPU', 'only seen in a unit-test stub'),
     }),
@@ -539,6 +540,7 @@ export const GPU_MODELS: readonly GpuModel[] = [
     powerLimitW: 1400,
     mig: gb300,
     coherentWithCpu: true,
+    nvlinkFabric: true,
     provenance: facts(
       seen('DRANET', 'Azure ND GB300 v6 and OCI GB300 captured slices: name, CC 10.3, 284208Mi, ATS'),
       {

@@ -96,5 +96,10 @@ export interface GpuModel {
   mig?: MigCapability;
   /** CPU and GPU share a coherent address space (Grace); NVML reports addressing mode ATS there. */
   coherentWithCpu?: boolean;
+  /**
+   * The GPU joins a multi-node NVLink fabric (NVL72 racks): NVML reports its cluster UUID and clique;
+   * elsewhere `nvmlDeviceGetGpuFabricInfo` answers NOT_SUPPORTED.
+   */
+  nvlinkFabric?: boolean;
   provenance: Record<GpuFact, Source>;
 }

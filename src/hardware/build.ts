@@ -11,7 +11,7 @@ import {
   DEFAULT_DRIVER_VERSION,
   hasAddressingModeCall,
 } from './driver.js';
-import { gpuUuid, nicMac } from './identity.js';
+import { gpuUuid, nicMac, rackFabric } from './identity.js';
 import type { AddressingMode, GpuHardware, Machine, NicHardware } from './machine.js';
 import { canonicalBusId, canonicalPcieRoot, rootOfOwnBus } from './pci.js';
 
@@ -21,6 +21,8 @@ export interface BuildOptions {
   dynamicMig: boolean;
   /** Overrides the profile's driver version (the `--driver-version` flag). */
   driverVersion?: string | undefined;
+  /** The node's rack, for GPUs in an NVLink fabric; default: the profile's, else the node itself. */
+  rack?: string | undefined;
 }
 
 /** A GPU before identities are fixed: each field remembers which input line set it, for error messages. */
@@ -335,5 +337,20 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
     cudaDriverVersion,
     gpus: gpus.map(({ field: _field, ...g }) => g),
     nics,
+    fabric: fabricOf(spec.fabric, gpus, opts),
+  };
+}
+
+/** Every GPU of an NVLink-fabric model reports the rack's domain; a mix of models has none. */
+function fabricOf(
+  spec: ProfileSpec['fabric'],
+  gpus: readonly GpuHardware[],
+  opts: BuildOptions,
+): Machine['fabric'] {
+  if (gpus.length === 0 || !gpus.every((g) => g.model.nvlinkFabric === true)) return null;
+  const derived = rackFabric(opts.rack ?? spec?.rack ?? opts.nodeName);
+  return {
+    clusterUuid: spec?.clusterUuid ?? derived.clusterUuid,
+    cliqueId: spec?.cliqueId ?? derived.cliqueId,
   };
 }

@@ -25,3 +25,12 @@ export function nicMac(nodeName: string, busId: string): string {
   bytes[0] = ((bytes[0] ?? 0) & 0xfc) | 0x02;
   return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
+
+/**
+ * A rack's NVLink domain: its cluster UUID, and a clique number of the kind sites assign (real ones seen
+ * are small integers such as 388 or 2478), both stable functions of the rack's name.
+ */
+export function rackFabric(rack: string): { clusterUuid: string; cliqueId: number } {
+  const h = createHash('sha256').update(['fabric', rack].join('\0')).digest();
+  return { clusterUuid: uuidFrom('fabric', rack), cliqueId: 1 + (h.readUInt16BE(0) % 32767) };
+}

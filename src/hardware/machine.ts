@@ -16,6 +16,15 @@ export interface Machine {
   cudaDriverVersion: number;
   gpus: GpuHardware[];
   nics: NicHardware[];
+  /** The NVLink fabric its GPUs report; null where they have none. */
+  fabric: Fabric | null;
+}
+
+/** What `nvmlDeviceGetGpuFabricInfo` reports for every GPU of a node in an NVLink domain. */
+export interface Fabric {
+  /** Lower-case UUID, the same for every node of the NVLink domain (rack). */
+  clusterUuid: string;
+  cliqueId: number;
 }
 
 export type AddressingMode = 'HMM' | 'ATS' | 'None';

@@ -11,6 +11,7 @@ import {
   fullComputeInstanceProfile,
   type ComputeInstanceInfo,
   type ComputeInstanceProfileInfo,
+  type GpuFabricInfo,
   type GpuInstanceInfo,
   type GpuInstancePlacement,
   type GpuInstanceProfileInfo,
@@ -19,6 +20,7 @@ import {
   NVML_ADDRESSING,
   NVML_ARCH,
   NVML_BRAND,
+  NVML_GPU_FABRIC_STATE,
   NVML_MEMORY_ERROR,
   NVML_RETURN,
   type NvmlEventSet,
@@ -364,6 +366,18 @@ class MockDevice implements NvmlDevice {
   private alive(): void {
     if ((this.mig.faults ?? []).some((f) => f.kind === 'lost'))
       throw new NvmlError(NVML_RETURN.ERROR_GPU_IS_LOST, `${this.hw.uuid} is lost`);
+  }
+
+  getGpuFabricInfo(): GpuFabricInfo {
+    const f = this.nvml.machine.fabric;
+    if (!f)
+      throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, `${this.hw.model.name} has no NVLink fabric`);
+    return {
+      clusterUuid: f.clusterUuid,
+      status: 0,
+      cliqueId: f.cliqueId,
+      state: NVML_GPU_FABRIC_STATE.COMPLETED,
+    };
   }
 
   getTemperature(): number {

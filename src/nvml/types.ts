@@ -146,6 +146,8 @@ export interface NvmlDevice {
   getTotalEccErrors(errorType: number): bigint;
   /** GPU core temperature in °C; like every query of a GPU that fell off the bus, GPU_IS_LOST then. */
   getTemperature(): number;
+  /** NOT_SUPPORTED on GPUs outside a multi-node NVLink fabric. */
+  getGpuFabricInfo(): GpuFabricInfo;
 }
 
 /** nvml.h `nvmlEventType*`: the bits of an event mask. */
@@ -174,6 +176,24 @@ export const NO_INSTANCE = 0xffffffff;
 export interface NvmlEventSet {
   wait(timeoutMs: number): Promise<NvmlEventData>;
   free(): void;
+}
+
+/** nvml.h `NVML_GPU_FABRIC_STATE_*`. */
+export const NVML_GPU_FABRIC_STATE = {
+  NOT_SUPPORTED: 0,
+  NOT_STARTED: 1,
+  IN_PROGRESS: 2,
+  COMPLETED: 3,
+} as const;
+
+/** `nvmlGpuFabricInfo_t`: the GPU's NVLink fabric registration. */
+export interface GpuFabricInfo {
+  /** `clusterUuid[16]`, as a lower-case UUID string. */
+  clusterUuid: string;
+  /** An NVML return code: 0 once registration succeeded. */
+  status: number;
+  cliqueId: number;
+  state: number;
 }
 
 /** `nvmlDeviceGetTotalEccErrors`'s error types. */

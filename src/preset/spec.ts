@@ -114,6 +114,22 @@ export const DriverSpec = strict({
   cudaVersion: nonEmpty.optional(),
 });
 
+/**
+ * The machine's place in a multi-node NVLink fabric, for GPUs that have one: NVL72 racks give every
+ * GPU of a rack (one NVLink partition) the same cluster UUID and clique. Unset: derived from the rack.
+ */
+export const FabricSpec = strict({
+  /** Names the rack (NVLink domain) the node is in; nodes of one rack share a clique. Default: the node. */
+  rack: nonEmpty.optional(),
+  clusterUuid: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'must be a lower-case UUID')
+    .optional(),
+  /** NVML's `cliqueId`: the NVLink partition within the cluster. */
+  cliqueId: z.number().int().min(0).max(0xffffffff).optional(),
+});
+export type FabricSpec = z.infer<typeof FabricSpec>;
+
 export const ProfileSpec = strict({
   preset: nonEmpty.optional(),
   description: z.string().optional(),
@@ -126,5 +142,6 @@ export const ProfileSpec = strict({
   overrides: z.array(GpuOverride).optional(),
   /** Replaces the preset's NICs when given. */
   nics: z.array(NicEntry).optional(),
+  fabric: FabricSpec.optional(),
 });
 export type ProfileSpec = z.infer<typeof ProfileSpec>;
