@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Exports } from '../../src/cluster/cluster.js';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/cluster/repo.js';
+import { CHANNEL_CLASS, computeDomainSlices, DAEMON_CLASS } from '../../src/compute-domain/slice.js';
 import type { ResourceSlice } from '../../src/k8s/resource.js';
 import { PRESETS } from '../../src/preset/index.js';
 import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
@@ -38,6 +41,50 @@ describe('the real kube-apiserver accepts rendered slices', () => {
         }
       });
     }
+  });
+
+  it("accepts the compute-domain driver's slice and NVIDIA's two compute-domain DeviceClasses", () => {
+    const [slice] = computeDomainSlices({ nodeName: 'validate-cd' });
+    const name = mustKubectl(e, ['create', '-o', 'name', '-f', '-'], JSON.stringify(slice)).trim();
+    try {
+      const stored = JSON.parse(mustKubectl(e, ['get', '-o', 'json', name])) as ResourceSlice;
+      assert.deepEqual(stored.spec, slice?.spec);
+    } finally {
+      mustKubectl(e, ['delete', '--wait=false', name]);
+    }
+    // The classes `cluster up --profile` installs, CEL included, checked by the server without keeping them.
+    const classes = mustKubectl(e, [
+      'apply',
+      '--dry-run=server',
+      '-o',
+      'name',
+      '-f',
+      join(REPO_ROOT, 'deploy', 'deviceclasses.yaml'),
+    ]);
+    for (const c of [CHANNEL_CLASS, DAEMON_CLASS]) assert.ok(classes.includes(`/${c}`), classes);
+  });
+
+  it('rejects a slice of 65 devices when one is tainted, and takes 64', () => {
+    const list = render('aws-p4d.24xlarge', { node: 'validate-taints' });
+    const slice = list.items[0];
+    assert.ok(slice?.spec.devices);
+    const [first] = slice.spec.devices;
+    assert.ok(first);
+    const devices = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        ...first,
+        name: `gpu-${i}`,
+        ...(i === 0
+          ? { taints: [{ key: 'gpu.nvidia.com/xid', value: '79', effect: 'NoSchedule' as const }] }
+          : {}),
+      }));
+    slice.spec.devices = devices(65);
+    const r = kubectl(e, ['create', '-f', '-'], JSON.stringify(slice));
+    assert.notEqual(r.code, 0);
+    assert.match(r.err, /Too many: 65: must have at most 64 items/);
+    slice.spec.devices = devices(64);
+    const name = mustKubectl(e, ['create', '-o', 'name', '-f', '-'], JSON.stringify(slice)).trim();
+    mustKubectl(e, ['delete', '--wait=false', name]);
   });
 
   it('rejects a slice over the API limit (129 devices), so this test can fail', () => {
