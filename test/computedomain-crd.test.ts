@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { crdText, readCrd, type Crd, type Schema } from './support/crd.js';
 import { crdNames } from '../src/cluster/crds.js';
 
 /**
@@ -15,48 +15,9 @@ import { crdNames } from '../src/cluster/crds.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GROUP = 'resource.nvidia.com';
 
-interface Schema {
-  type?: string;
-  enum?: unknown[];
-  minimum?: number;
-  default?: unknown;
-  required?: string[];
-  properties?: Record<string, Schema>;
-  items?: Schema;
-  'x-kubernetes-list-type'?: string;
-  'x-kubernetes-list-map-keys'?: string[];
-  'x-kubernetes-validations'?: { rule: string; message: string }[];
-}
+const text = crdText;
 
-interface Crd {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string };
-  spec: {
-    group: string;
-    scope: string;
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[] };
-    versions: {
-      name: string;
-      served: boolean;
-      storage: boolean;
-      subresources?: { status?: object };
-      additionalPrinterColumns?: unknown[];
-      schema: { openAPIV3Schema: Schema };
-    }[];
-  };
-}
-
-const text = (file: string): string => readFileSync(join(root, 'deploy', 'crds', file), 'utf8');
-
-function crd(file: string): Crd {
-  const docs = parseAllDocuments(text(file));
-  assert.equal(docs.length, 1);
-  const [doc] = docs;
-  assert.ok(doc);
-  assert.deepEqual(doc.errors, []);
-  return doc.toJS() as Crd;
-}
+const crd = (file: string): Crd => readCrd(file);
 
 function at(s: Schema, ...path: string[]): Schema {
   let cur = s;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { crdText, readCrd, type Crd, type Schema } from './support/crd.js';
 import {
   DNS_LABEL,
   FAULT_LIMITS,
@@ -20,53 +20,9 @@ import {
 import { DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, LIMITS, SELECTOR_OPERATORS } from '../src/fault/selector.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const crdText = readFileSync(join(root, 'deploy', 'crds', 'gpufault.yaml'), 'utf8');
+const gpufaultText = crdText('gpufault.yaml');
 
-interface Schema {
-  type?: string;
-  enum?: unknown[];
-  pattern?: string;
-  maxLength?: number;
-  maxItems?: number;
-  maxProperties?: number;
-  minimum?: number;
-  maximum?: number;
-  format?: string;
-  default?: unknown;
-  required?: string[];
-  properties?: Record<string, Schema>;
-  additionalProperties?: Schema;
-  items?: Schema;
-  'x-kubernetes-validations'?: { rule: string; message: string }[];
-}
-
-interface Crd {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string };
-  spec: {
-    group: string;
-    scope: string;
-    names: { kind: string; plural: string; shortNames: string[] };
-    versions: {
-      name: string;
-      served: boolean;
-      storage: boolean;
-      subresources: { status?: object };
-      additionalPrinterColumns: { name: string; jsonPath: string }[];
-      schema: { openAPIV3Schema: Schema };
-    }[];
-  };
-}
-
-function crd(): Crd {
-  const docs = parseAllDocuments(crdText);
-  assert.equal(docs.length, 1);
-  const [doc] = docs;
-  assert.ok(doc);
-  assert.deepEqual(doc.errors, []);
-  return doc.toJS() as Crd;
-}
+const crd = (): Crd => readCrd('gpufault.yaml');
 
 function at(s: Schema, ...path: string[]): Schema {
   let cur = s;
@@ -88,7 +44,7 @@ describe('the GpuFault CRD', () => {
   it('is byte-identical in the Helm chart, which installs crds/ before its templates', () => {
     assert.equal(
       readFileSync(join(root, 'deploy', 'helm', 'fakegpu', 'crds', 'gpufault.yaml'), 'utf8'),
-      crdText,
+      gpufaultText,
     );
   });
 
@@ -108,7 +64,7 @@ describe('the GpuFault CRD', () => {
     assert.ok(v.served && v.storage);
     assert.deepEqual(v.subresources, { status: {} });
     assert.deepEqual(
-      v.additionalPrinterColumns.map((p) => p.name),
+      (v.additionalPrinterColumns ?? []).map((p) => p.name),
       ['Fault', 'XID', 'Node', 'Selector', 'Hits', 'Start', 'Repair', 'Age'],
     );
   });
