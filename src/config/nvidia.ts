@@ -4,7 +4,9 @@
  * a claim that the real driver rejects is rejected here with the same words.
  */
 
-export const GROUP_VERSION = 'resource.nvidia.com/v1beta1';
+import { ConfigError, isObject, registeredKind, strict, typeError } from './decode.js';
+
+export { ConfigError, GROUP_VERSION } from './decode.js';
 export const KINDS = ['GpuConfig', 'MigDeviceConfig', 'VfioDeviceConfig'] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -37,30 +39,6 @@ export interface FeatureGates {
   NVMLDeviceHealthCheck?: boolean;
   /** NVIDIA's name for what `--dynamic-mig` turns on. */
   DynamicMIG?: boolean;
-}
-
-export class ConfigError extends Error {}
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Kubernetes' strict decoder names every unknown field by its JSON path. */
-function strict(obj: Json, allowed: readonly string[], path: string): void {
-  const unknown = Object.keys(obj).filter((k) => !allowed.includes(k));
-  if (unknown.length > 0) {
-    throw new ConfigError(
-      `strict decoding error: ${unknown.map((k) => `unknown field "${path}${k}"`).join(', ')}`,
-    );
-  }
-}
-
-function typeError(path: string, want: string, got: unknown): ConfigError {
-  return new ConfigError(
-    `json: cannot unmarshal ${Array.isArray(got) ? 'array' : typeof got} into Go struct field ${path} of type ${want}`,
-  );
 }
 
 const UNITS: Record<string, bigint> = {
@@ -177,31 +155,17 @@ function decodeSharing(raw: unknown, kind: Kind, gates: FeatureGates): Sharing {
 
 /** Decodes one `opaque.parameters` object for our driver. Throws ConfigError with the driver's wording. */
 export function decodeConfig(parameters: unknown, gates: FeatureGates): DeviceConfig {
-  if (!isObject(parameters))
-    throw new ConfigError('error decoding config parameters: parameters must be a JSON object');
-  const apiVersion = parameters['apiVersion'];
-  const kind = parameters['kind'];
-  if (apiVersion !== GROUP_VERSION) {
-    throw new ConfigError(
-      `error decoding config parameters: no kind "${String(kind)}" is registered for version "${String(apiVersion)}"`,
-    );
-  }
-  if (!KINDS.includes(kind as Kind)) {
-    throw new ConfigError(
-      `error decoding config parameters: no kind "${String(kind)}" is registered for version "${GROUP_VERSION}"`,
-    );
-  }
-  const k = kind as Kind;
+  const { kind: k, params } = registeredKind(parameters, KINDS);
   try {
     const fields =
       k === 'VfioDeviceConfig' ? ['apiVersion', 'kind', 'iommu'] : ['apiVersion', 'kind', 'sharing'];
-    strict(parameters, fields, '');
+    strict(params, fields, '');
     if (k === 'VfioDeviceConfig') {
       throw new ConfigError(
         'VfioDeviceConfig needs the PassthroughSupport feature gate, which fakegpu does not emulate',
       );
     }
-    const sharing = parameters['sharing'];
+    const sharing = params['sharing'];
     return sharing === undefined ? { kind: k } : { kind: k, sharing: decodeSharing(sharing, k, gates) };
   } catch (e) {
     if (e instanceof ConfigError && e.message.startsWith('strict decoding error')) {
