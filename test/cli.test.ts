@@ -231,6 +231,44 @@ describe('bad input on the command line', () => {
       /^fakegpu: --no-fleet: needs --kwok-nodes\n$/,
     ],
     [
+      'cluster gates without a plugin',
+      ['cluster', 'up', '--feature-gates', 'NVMLDeviceHealthCheck=true'],
+      /^fakegpu: --feature-gates: needs --profile: it is a setting of the node plugin that --profile starts\n$/,
+    ],
+    [
+      'cluster health gate with dynamic MIG',
+      ['cluster', 'up', '-p', 'dgx-h100', '--dynamic-mig', '--feature-gates', 'NVMLDeviceHealthCheck=true'],
+      /^fakegpu: --feature-gates: feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG\n$/,
+    ],
+    [
+      'cluster health service without the gate',
+      ['cluster', 'up', '-p', 'dgx-h100', '--health-service'],
+      /^fakegpu: --health-service: needs --feature-gates NVMLDeviceHealthCheck=true: health is what its monitor finds\n$/,
+    ],
+    [
+      'plugin health service without the gate',
+      ['plugin', '--node-name', 'n1', '-p', 'dgx-h100', '--health-service'],
+      /^fakegpu: --health-service: needs the feature gate NVMLDeviceHealthCheck=true: health is what its monitor finds\n$/,
+    ],
+    [
+      'plugin health gate with the DynamicMIG gate',
+      [
+        'plugin',
+        '--node-name',
+        'n1',
+        '-p',
+        'dgx-h100',
+        '--feature-gates',
+        'NVMLDeviceHealthCheck=true,DynamicMIG=true',
+      ],
+      /^fakegpu: --feature-gates: feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG\n$/,
+    ],
+    [
+      'fleet ignored XIDs',
+      ['fleet', '--additional-xids-to-ignore', '79,x'],
+      /^fakegpu: --additional-xids-to-ignore: "x" is not an XID; expected a comma-separated list of numbers\n$/,
+    ],
+    [
       'fleet concurrency',
       ['fleet', '--concurrency', '0'],
       /^fakegpu: --concurrency: "0" is not an integer >= 1\n$/,
