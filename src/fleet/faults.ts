@@ -117,9 +117,12 @@ export class FleetFaults {
     const exists = this.o.nodeExists;
     if (!exists) return;
     const served = new Set([...this.o.nodes()].map(([n]) => n));
+    const keyOf = (f: GpuFault): string => `${uid(f)}/${f.metadata.generation ?? 0}`;
+    const live = new Set(faults.map(keyOf));
+    for (const k of this.checkedNodes) if (!live.has(k)) this.checkedNodes.delete(k);
     for (const f of faults) {
       const node = f.spec.nodeName;
-      const key = `${uid(f)}/${f.metadata.generation ?? 0}`;
+      const key = keyOf(f);
       if (node === undefined || served.has(node) || this.checkedNodes.has(key)) continue;
       this.checkedNodes.add(key);
       try {

@@ -122,6 +122,7 @@ export class NodeFaults {
     for (const s of this.lastSlices) for (const d of s.spec.devices ?? []) taints.set(d.name, d.taints);
     const published = this.lastSlices.length > 0;
     const entries = new Map<string, NodeFaultStatus | null>();
+    const shown = new Set<string>();
     for (const h of this.hits) {
       const devices: DeviceFaultStatus[] = [];
       for (const t of h.targets) {
@@ -133,6 +134,7 @@ export class NodeFaults {
         const key = `${h.fault.metadata.uid ?? h.fault.metadata.name}/${name}/${JSON.stringify(o)}`;
         const at = this.shownAt.get(key) ?? apiTime(this.now());
         this.shownAt.set(key, at);
+        shown.add(key);
         devices.push({ name, ...o, publishedAt: at });
       }
       const message = h.unknown.length > 0 ? `not on node ${node}: ${h.unknown.join(', ')}` : undefined;
@@ -142,6 +144,8 @@ export class NodeFaults {
         observedGeneration: h.fault.metadata.generation ?? 0,
       });
     }
+    // Times of what the slices no longer show (faults deleted, devices retainted) are not kept forever.
+    if (published) for (const k of this.shownAt.keys()) if (!shown.has(k)) this.shownAt.delete(k);
     for (const f of this.watcher.current()) {
       const next = entries.get(f.metadata.name) ?? null;
       if (!entryUnchanged(f, node, next)) await this.patch(f.metadata.name, nodeStatusPatch(node, next));
