@@ -102,3 +102,11 @@ export function renderNicSlices(machine: Machine, opts: NicRenderOptions): Resou
     driverName: opts.driverName,
   });
 }
+
+/**
+ * Whether the profile's machine has an NVLink fabric (GB200, GB300: every GPU a fabric model), and so
+ * runs NVIDIA's compute-domain side too.
+ */
+export function hasNvlinkFabric(profile: ResolvedProfile): boolean {
+  return buildMachine(profile, { nodeName: 'fabric-check', dynamicMig: false }).fabric !== null;
+}

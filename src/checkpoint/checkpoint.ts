@@ -28,9 +28,19 @@ const PreparedDevice = z.strictObject({
   cdiDeviceIds: z.array(z.string()),
   /** The device's identity: GPU or MIG UUID, a NIC's PCI address; empty for a MIG device not yet made. */
   uuid: z.string(),
-  type: z.enum(['gpu', 'mig', 'nic']),
+  type: z.enum(['gpu', 'mig', 'nic', 'channel', 'daemon']),
   /** A MIG device made at prepare (dynamic MIG), destroyed at unprepare. */
   migInstance: MigInstance.optional(),
+  /** An IMEX channel or daemon: its domain as prepare found it, so files and unprepare need no API. */
+  computeDomain: z
+    .strictObject({
+      uid: z.string(),
+      name: z.string(),
+      namespace: z.string(),
+      cliqueID: z.string(),
+      allocationMode: z.string().optional(),
+    })
+    .optional(),
 });
 export type PreparedDevice = z.infer<typeof PreparedDevice>;
 

@@ -3,6 +3,8 @@ import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { FakegpuError } from '../errors.js';
+import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
+import { checkNamespace } from '../k8s/objects.js';
 import { parseRelease } from '../device/release.js';
 import { KubeFaultApi } from '../fault/api.js';
 import { Fleet } from '../fleet/fleet.js';
@@ -35,6 +37,8 @@ interface Flags {
   driverName: string;
   draDriverRelease: string;
   nics?: boolean;
+  computeDomains: boolean;
+  driverNamespace: string;
   nicDriverName: string;
   concurrency: string;
   qps: string;
@@ -93,6 +97,20 @@ export function fleetCommand(): Command {
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
     .addOption(noNicsOption())
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(
+      new Option(
+        '--no-compute-domains',
+        "do not play NVIDIA's compute-domain node side (slices, node labels, IMEX daemon entries) on nodes with NVLink fabric",
+      ).env('FAKEGPU_NO_COMPUTE_DOMAINS'),
+    )
+    .addOption(
+      envOption(
+        '--driver-namespace <ns>',
+        "the driver's namespace: ComputeDomainCliques and IMEX daemon pods live there",
+        'POD_NAMESPACE',
+        DEFAULT_DRIVER_NAMESPACE,
+      ),
+    )
     .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
       envOption(
@@ -143,6 +161,10 @@ export function fleetCommand(): Command {
       );
       const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
       const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
+      const driverNamespace = checkNamespace(
+        f.driverNamespace,
+        sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
+      );
       const nics = f.nics
         ? {
             driverName: checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name')),
@@ -208,6 +230,7 @@ export function fleetCommand(): Command {
         log,
         faults: f.faults ? new KubeFaultApi(kc) : undefined,
         ignoredXids: ignoredXids(ignored),
+        computeDomains: f.computeDomains ? { namespace: driverNamespace } : undefined,
         onFaultApplied: (n) => {
           applied.inc(n);
         },

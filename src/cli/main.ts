@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { FakegpuError, show } from '../errors.js';
 import { clusterCommand } from './cluster.js';
+import { computeDomainControllerCommand } from './compute-domain.js';
 import { demoCommand } from './demo.js';
 import { faultCommand } from './fault.js';
 import { pluginCommand } from './plugin.js';
@@ -88,6 +89,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(fleetCommand());
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
+  program.addCommand(computeDomainControllerCommand());
   program.addCommand(demoCommand(write));
   program.addCommand(faultCommand(write));
   inherit(program);

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
+import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
+import { checkNamespace } from '../k8s/objects.js';
 import { pino } from 'pino';
 import { parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
@@ -42,6 +44,9 @@ interface Flags {
   healthService?: boolean;
   resetCheckpoint?: boolean;
   nics: boolean;
+  computeDomains: boolean;
+  driverNamespace: string;
+  gpuCliqueLabel?: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
 }
@@ -153,6 +158,26 @@ export function pluginCommand(): Command {
     )
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
+    .addOption(
+      new Option(
+        '--no-compute-domains',
+        'do not run the compute-domain.nvidia.com side on a machine with NVLink fabric (GB200, GB300)',
+      ).env('FAKEGPU_NO_COMPUTE_DOMAINS'),
+    )
+    .addOption(
+      envOption(
+        '--driver-namespace <ns>',
+        "the driver's namespace: ComputeDomainCliques and IMEX daemon pods live there",
+        'POD_NAMESPACE',
+        DEFAULT_DRIVER_NAMESPACE,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--gpu-clique-label',
+        "label the node nvidia.com/gpu.clique=<clusterUUID>.<cliqueId> (NVIDIA's gpuCliqueLabelEnabled; else GPU Feature Discovery's job)",
+      ).env('FAKEGPU_GPU_CLIQUE_LABEL'),
+    )
     .action(async (f: Flags, cmd: Command) => {
       // Every input is checked before anything starts (sockets, API calls), each refused in one line.
       const nodeField = sourceOf(cmd, 'nodeName', '--node-name');
@@ -222,6 +247,15 @@ export function pluginCommand(): Command {
         healthService: f.healthService === true,
         resetCheckpoint: f.resetCheckpoint === true,
         nics,
+        computeDomains: f.computeDomains
+          ? {
+              namespace: checkNamespace(
+                f.driverNamespace,
+                sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
+              ),
+              gpuCliqueLabel: f.gpuCliqueLabel === true,
+            }
+          : undefined,
         log,
       });
       await new Promise<void>((resolve) => {

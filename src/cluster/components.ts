@@ -104,6 +104,7 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
       ];
     case 'fakegpu-plugin':
     case 'fakegpu-fleet':
+    case 'fakegpu-compute-domain-controller':
       throw new Error(`${name} is started by its own function`);
     case 'kubelet':
       return [

@@ -24,7 +24,12 @@ export async function clusterDown(o: DownOptions): Promise<void> {
   const left: string[] = [];
   // The plugin deregisters while the kubelet still runs; then pods go while the runtime still runs, so
   // their shims, mounts and veths go with them.
-  for (const name of ['fakegpu-plugin', 'fakegpu-fleet', 'kubelet'] as const)
+  for (const name of [
+    'fakegpu-plugin',
+    'fakegpu-fleet',
+    'fakegpu-compute-domain-controller',
+    'kubelet',
+  ] as const)
     left.push(...(await stopComponent(l, name, o.log)));
   const containerdPid = readPid(l.run, 'containerd');
   if (state && containerdPid !== null && isAlive(containerdPid)) {

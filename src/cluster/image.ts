@@ -14,6 +14,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { FakegpuError } from '../errors.js';
+import { DAEMON_SCRIPT } from '../compute-domain/daemon-script.js';
 import { cacheRoot } from './build.js';
 
 /**
@@ -23,6 +24,8 @@ import { cacheRoot } from './build.js';
 
 export const PAUSE_IMAGE = 'fakegpu.local/pause:1.0.0';
 export const TEST_IMAGE = 'fakegpu.local/busybox:1.35.0';
+/** fakegpu's IMEX daemon stand-in (busybox and a script); the tag follows the script. */
+export const DAEMON_IMAGE = `fakegpu.local/compute-domain-daemon:0.1.0-${sha256(DAEMON_SCRIPT).slice(0, 8)}`;
 
 function run(cmd: string, args: string[], what: string, cwd?: string): string {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -35,7 +38,9 @@ function run(cmd: string, args: string[], what: string, cwd?: string): string {
   return r.stdout;
 }
 
-const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+function sha256(b: Buffer | string): string {
+  return createHash('sha256').update(b).digest('hex');
+}
 
 interface ImageConfig {
   entrypoint?: string[];
@@ -184,7 +189,7 @@ function busyboxRootfs(busybox: string, root: string): void {
 export function ensureImageArchives(
   pauseBinary: string,
   log: (s: string) => void,
-): { pause: string; test: string } {
+): { pause: string; test: string; daemon: string } {
   const dir = join(cacheRoot(), 'images');
   const pause = join(dir, 'pause.tar');
   const test = join(dir, 'busybox.tar');
@@ -208,5 +213,18 @@ export function ensureImageArchives(
       rmSync(root, { recursive: true, force: true });
     }
   }
-  return { pause, test };
+  const daemon = join(dir, `compute-domain-daemon-${DAEMON_IMAGE.split('-').pop() ?? ''}.tar`);
+  if (!existsSync(daemon)) {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-rootfs-'));
+    try {
+      busyboxRootfs(ensureBusybox(log), root);
+      const script = join(root, 'usr', 'bin', 'compute-domain-daemon');
+      mkdirSync(dirname(script), { recursive: true });
+      writeFileSync(script, DAEMON_SCRIPT, { mode: 0o755 });
+      ociArchive(root, DAEMON_IMAGE, { entrypoint: ['compute-domain-daemon'], cmd: ['run'] }, daemon);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+  return { pause, test, daemon };
 }

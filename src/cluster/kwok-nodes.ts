@@ -1,4 +1,6 @@
+import { MAX_NODES_PER_IMEX_DOMAIN, RACK_LABEL } from '../compute-domain/resource.js';
 import { FakegpuError } from '../errors.js';
+import { needsComputeDomains } from './compute-domain-process.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import { isProfileFile } from '../profile/load.js';
 import type { Toolchain } from './build.js';
@@ -25,6 +27,8 @@ export async function createKwokNodes(
   const fleet = s.kwokFleet !== false;
   log(`creating ${n} KWOK node(s) of ${profile}`);
   const labelled = !isProfileFile(profile);
+  // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
+  const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
   // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
   // (--force-conflicts takes back labels changed since) or, beyond this run's count, to remove.
   const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
@@ -35,7 +39,7 @@ export async function createKwokNodes(
   if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
   for (let from = 0; from < n; from += 500) {
     const items = Array.from({ length: Math.min(500, n - from) }, (_, k) =>
-      kwokNode(from + k, labelled ? profile : null),
+      kwokNode(from + k, labelled ? profile : null, perRack),
     );
     const r = kubectl(
       l,
@@ -64,7 +68,8 @@ export async function createKwokNodes(
   );
 }
 
-export function kwokNode(i: number, profile: string | null): unknown {
+/** Node `i`; with `perRack`, labelled with its NVLink domain (`nvl72-<i / perRack>`). */
+export function kwokNode(i: number, profile: string | null, perRack = 0): unknown {
   const name = `${KWOK_PREFIX}${i}`;
   return {
     apiVersion: 'v1',
@@ -78,6 +83,7 @@ export function kwokNode(i: number, profile: string | null): unknown {
         'kubernetes.io/os': 'linux',
         'kubernetes.io/arch': 'amd64',
         ...(profile ? { [PROFILE_LABEL]: profile } : {}),
+        ...(perRack > 0 ? { [RACK_LABEL]: `nvl72-${Math.floor(i / perRack)}` } : {}),
       },
     },
     spec: { taints: [{ key: KWOK_ANNOTATION, value: 'fake', effect: 'NoSchedule' }] },

@@ -37,6 +37,8 @@ export async function startPlugin(
     `--feature-gates=${[PLUGIN_FEATURE_GATES, s.pluginGates ?? ''].filter(Boolean).join(',')}`,
     ...(s.healthService ? ['--health-service'] : []),
     `--profile-label=${PROFILE_LABEL}`,
+    // No GPU Feature Discovery here: the plugin sets the clique label in its place.
+    ...(s.computeDomains ? ['--gpu-clique-label'] : []),
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
     `--nic-numa-attribute=${s.nicNumaAttribute ?? 'dranet'}`,
   ];

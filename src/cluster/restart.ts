@@ -2,6 +2,7 @@ import { FakegpuError } from '../errors.js';
 import type { Toolchain } from './build.js';
 import { layout, PORTS } from './config.js';
 import { startComponent } from './components.js';
+import { startComputeDomainController } from './compute-domain-process.js';
 import { startFleet } from './fleet-process.js';
 import { startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
@@ -14,6 +15,7 @@ export const RESTARTABLE = [
   'kubelet',
   'fakegpu-plugin',
   'fakegpu-fleet',
+  'fakegpu-compute-domain-controller',
   'kwok',
   'kube-scheduler',
   'kube-controller-manager',
@@ -43,6 +45,15 @@ export async function clusterRestart(
   const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
   if (name === 'fakegpu-plugin') {
     await startPlugin(l, t, s, log);
+    return;
+  }
+  if (name === 'fakegpu-compute-domain-controller') {
+    if (!s.computeDomains)
+      throw new FakegpuError(
+        'cluster restart',
+        'this cluster runs no ComputeDomain controller (no machine with NVLink fabric)',
+      );
+    await startComputeDomainController(l, t, s, log);
     return;
   }
   if (name === 'fakegpu-fleet') {

@@ -14,6 +14,7 @@ export const COMPONENT_ORDER = [
   'kube-scheduler',
   'containerd',
   'kubelet',
+  'fakegpu-compute-domain-controller',
   'fakegpu-plugin',
   'kwok',
   'fakegpu-fleet',
@@ -43,6 +44,8 @@ export interface State {
   kwokProfile?: string | null;
   /** Absent: true (state files from before the option). */
   kwokFleet?: boolean;
+  /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */
+  computeDomains?: boolean;
 }
 
 export function readState(l: Layout): State | null {
@@ -61,6 +64,7 @@ export function writeState(l: Layout, s: State): void {
 export function componentsOf(s: State | null): ComponentName[] {
   return COMPONENT_ORDER.filter((n) => {
     if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
+    if (n === 'fakegpu-compute-domain-controller') return s?.computeDomains === true;
     if (n === 'kwok') return (s?.kwokNodes ?? 0) > 0;
     if (n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0 && s?.kwokFleet !== false;
     return true;

@@ -8,7 +8,7 @@ function ours(name: ComponentName, pid: number): boolean {
   const exe = exeOf(pid);
   // Unreadable: trust the pid file.
   if (exe === null) return true;
-  if (name === 'fakegpu-plugin' || name === 'fakegpu-fleet') {
+  if (name.startsWith('fakegpu-')) {
     const a = argsOf(pid);
     return a.some((x) => x.endsWith('/bin/fakegpu.js')) && a.includes(name.slice('fakegpu-'.length));
   }

@@ -12,6 +12,7 @@ import { clusterDown } from './down.js';
 import { startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
+import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
 import { startPlugin } from './plugin-process.js';
@@ -154,6 +155,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
   };
+  if (needsComputeDomains([s.profile, s.kwokNodes ? s.kwokProfile : null])) s.computeDomains = true;
   writeState(l, s);
 
   const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
@@ -184,7 +186,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         encoding: 'utf8',
       });
     await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
-    for (const archive of [images.pause, images.test]) {
+    for (const archive of [images.pause, images.test, images.daemon]) {
       const r = ctr(['images', 'import', '--local', archive]);
       if (r.status !== 0)
         throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
@@ -212,6 +214,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
       60_000,
     );
+    if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
     if (profile !== null) await startPlugin(l, t, s, o.log);
     if ((s.kwokNodes ?? 0) > 0) {
       const kwok = start('kwok');

@@ -8,8 +8,6 @@
 
 export const CHANNELS = 2048;
 export const CHANNEL_DIR = '/dev/nvidia-caps-imex-channels';
-/** The node label the plugin sets on prepare, which the domain's DaemonSet selects. */
-export const DOMAIN_LABEL = 'resource.nvidia.com/computeDomain';
 
 export interface ChannelClaim {
   uid: string;
@@ -34,22 +32,20 @@ export interface ChannelPrepareInput {
   clique: string | null;
 }
 
-export type ChannelPrepareResult =
-  { ok: true; labelNode: boolean; deviceNodes: string[] } | { ok: false; retry: boolean; message: string };
+export type ChannelPrepareResult = { ok: true; labelNode: boolean; deviceNodes: string[] } | ChannelFailure;
 
 export function channelDeviceNodes(allocationMode: string): string[] {
   const n = allocationMode === 'All' ? CHANNELS : 1;
   return Array.from({ length: n }, (_, i) => `${CHANNEL_DIR}/channel${i}`);
 }
 
-export function prepareChannel(i: ChannelPrepareInput): ChannelPrepareResult {
+/** Steps 1–3 (checkpoint, domain, namespace, label); whether to label the node comes with a pass. */
+export function checkChannel(
+  i: Omit<ChannelPrepareInput, 'nodeReady' | 'clique'>,
+): { ok: true; labelNode: boolean } | ChannelFailure {
   const { claim } = i;
   if (i.channelHeldBy !== null && i.channelHeldBy !== claim.uid)
-    return fail(
-      claim,
-      `channel 0 already allocated by claim ${i.channelHeldBy} (according to checkpoint)`,
-      false,
-    );
+    return fail(claim, channelHeldMessage(i.channelHeldBy), false);
   if (!i.domain) return fail(claim, `ComputeDomain not found: ${claim.domainID}`, true);
   if (i.domain.namespace !== claim.namespace)
     return fail(
@@ -59,23 +55,41 @@ export function prepareChannel(i: ChannelPrepareInput): ChannelPrepareResult {
     );
   if (i.nodeLabel !== null && i.nodeLabel !== claim.domainID)
     return fail(claim, 'label already exists for a different ComputeDomain', true);
-  if (!i.nodeReady)
-    return fail(
-      claim,
-      'error applying config: error asserting ComputeDomain Ready: current node not ready in ComputeDomain',
-      true,
-    );
+  return { ok: true, labelNode: i.nodeLabel === null };
+}
+
+export function channelHeldMessage(holder: string): string {
+  return `channel 0 already allocated by claim ${holder} (according to checkpoint)`;
+}
+
+/** Step 4: the node is not (yet) Ready in the domain; the pod waits. */
+export function notReady(claim: ChannelClaim): ChannelFailure {
+  return fail(
+    claim,
+    'error applying config: error asserting ComputeDomain Ready: current node not ready in ComputeDomain',
+    true,
+  );
+}
+
+/** All four steps, and the channel's device nodes: what one prepare call decides. */
+export function prepareChannel(i: ChannelPrepareInput): ChannelPrepareResult {
+  const checked = checkChannel(i);
+  if (!checked.ok) return checked;
+  if (!i.nodeReady) return notReady(i.claim);
   return {
     ok: true,
-    labelNode: i.nodeLabel === null,
-    deviceNodes: i.clique === null ? [] : channelDeviceNodes(claim.allocationMode),
+    labelNode: checked.labelNode,
+    deviceNodes: i.clique === null ? [] : channelDeviceNodes(i.claim.allocationMode),
   };
 }
 
-function fail(c: ChannelClaim, why: string, retry: boolean): ChannelPrepareResult {
-  return {
-    ok: false,
-    retry,
-    message: `error preparing devices for claim '${c.namespace}/${c.name}:${c.uid}': prepare devices failed: ${why}`,
-  };
+export type ChannelFailure = { ok: false; retry: boolean; message: string };
+
+/** NVIDIA's wording around the cause, quotes included. */
+export function prepareFailure(c: { namespace: string; name: string; uid: string }, why: string): string {
+  return `error preparing devices for claim '${c.namespace}/${c.name}:${c.uid}': prepare devices failed: ${why}`;
+}
+
+function fail(c: ChannelClaim, why: string, retry: boolean): ChannelFailure {
+  return { ok: false, retry, message: prepareFailure(c, why) };
 }

@@ -26,9 +26,14 @@ export function nodeClique(nvml: Nvml): string | null {
         `GPU ${d.getUUID()}: NVLink fabric not ready (state ${info.state}, status ${info.status})`,
       );
     if (info.clusterUuid === ZERO_UUID) return null;
-    ids.add(`${info.clusterUuid}.${info.cliqueId}`);
+    ids.add(cliqueOf(info));
   }
   if (ids.size > 1)
     throw new FakegpuError('NVML', `the GPUs report different cliques: ${[...ids].join(', ')}`);
   return [...ids][0] ?? null;
+}
+
+/** NVIDIA's clique ID, as the node label `nvidia.com/gpu.clique` and ComputeDomain status carry it. */
+export function cliqueOf(f: { clusterUuid: string; cliqueId: number }): string {
+  return `${f.clusterUuid}.${f.cliqueId}`;
 }

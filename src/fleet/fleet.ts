@@ -16,6 +16,10 @@ import { Machines } from './machines.js';
 import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
+import { FleetComputeDomains } from './compute-domains.js';
+import { RACK_LABEL } from '../compute-domain/resource.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { KubeObjects, type ObjectApi } from '../k8s/objects.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):
@@ -58,6 +62,8 @@ export interface FleetOptions {
   ignoredXids?: ReadonlySet<number> | undefined;
   onFaultApplied?: ((devices: number) => void) | undefined;
   onFaultPublished?: ((seconds: number) => void) | undefined;
+  /** NVIDIA's ComputeDomain node side for nodes with NVLink fabric; absent: off. */
+  computeDomains?: { namespace: string; api?: ObjectApi | undefined; periodMs?: number } | undefined;
 }
 
 interface NodeState extends FaultedNode {
@@ -89,6 +95,7 @@ export class Fleet {
   private readonly writer: SliceWriter;
   private readonly machines: Machines;
   private readonly faults: FleetFaults | null;
+  private readonly domains: FleetComputeDomains | null;
   /** The node watch, then one slice watch per driver. */
   private watches: ResumableWatch[] = [];
   /** resourceVersions of the last lists: nodes, then each driver's slices; watches start there. */
@@ -115,8 +122,28 @@ export class Fleet {
         'a cluster reached through proxy-url is not supported by the fleet',
       );
     this.api = o.api ?? new KubeApi(kc);
-    this.drivers = [o.driverName, ...(o.nics ? [o.nics.driverName] : [])];
-    this.machines = new Machines(o);
+    this.drivers = [
+      o.driverName,
+      ...(o.nics ? [o.nics.driverName] : []),
+      ...(o.computeDomains ? [COMPUTE_DOMAIN_DRIVER] : []),
+    ];
+    this.machines = new Machines({ ...o, computeDomains: o.computeDomains !== undefined });
+    this.domains = o.computeDomains
+      ? new FleetComputeDomains({
+          api: o.computeDomains.api ?? new KubeObjects(kc),
+          namespace: o.computeDomains.namespace,
+          periodMs: o.computeDomains.periodMs,
+          log: o.log,
+          view: {
+            cliqueOf: (node) => {
+              const st = this.nodes.get(node);
+              return st ? this.machines.clique(node, st) : undefined;
+            },
+            labels: (node) => this.nodes.get(node)?.labels,
+            nodes: () => this.nodes.keys(),
+          },
+        })
+      : null;
     this.faults = o.faults
       ? new FleetFaults({
           api: o.faults,
@@ -169,6 +196,7 @@ export class Fleet {
     this.version.catch(() => undefined);
     await this.relist();
     this.faults?.start();
+    this.domains?.start();
     this.o.log.info(
       {
         nodes: this.nodes.size,
@@ -204,6 +232,7 @@ export class Fleet {
   stop(): void {
     this.stopped = true;
     this.faults?.stop();
+    void this.domains?.stop();
     this.queue.stop();
     for (const w of this.watches) w.stop();
   }
@@ -310,7 +339,14 @@ export class Fleet {
     const st = { uid, profile, pool, labels };
     this.nodes.set(name, st);
     this.leaving.delete(name);
-    if (!prev || prev.profile !== profile || prev.pool !== pool || prev.uid !== uid) this.queue.add(name);
+    if (
+      !prev ||
+      prev.profile !== profile ||
+      prev.pool !== pool ||
+      prev.uid !== uid ||
+      prev.labels[RACK_LABEL] !== labels[RACK_LABEL]
+    )
+      this.queue.add(name);
     this.faults?.refresh(name, st);
   }
 

@@ -4,7 +4,11 @@ import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../k8s/version.js';
 import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
 import type { DeviceTaints } from '../health/taints.js';
-import { renderNode, renderSlices, type NicRenderOptions } from '../render.js';
+import { RACK_LABEL } from '../compute-domain/resource.js';
+import { computeDomainSlices } from '../compute-domain/slice.js';
+import { cliqueOf } from '../device/clique.js';
+import { nodeFabric } from '../hardware/build.js';
+import { hasNvlinkFabric, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
 import { gpuSkeleton, type NodeGpu } from '../health/gpus.js';
 import { taintSlices } from './health.js';
 import type { Pools } from './pools.js';
@@ -16,6 +20,7 @@ export interface NodeMachine {
   profile: string | null;
   /** From the pools' label, when the profile label is absent. */
   pool: string | null;
+  labels?: Record<string, string>;
 }
 
 export interface MachineOptions {
@@ -25,6 +30,8 @@ export interface MachineOptions {
   driverName: string;
   release: DriverRelease;
   nics?: NicRenderOptions | undefined;
+  /** Publish NVIDIA's compute-domain slice on nodes with NVLink fabric. */
+  computeDomains?: boolean | undefined;
   log: Logger;
 }
 
@@ -34,6 +41,8 @@ export interface MachineOptions {
  */
 export class Machines {
   private readonly profiles = new Map<string, ResolvedProfile | FakegpuError>();
+  /** By profile: whether its machine has an NVLink fabric. */
+  private readonly fabric = new Map<ResolvedProfile, boolean>();
   /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
   private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
@@ -46,6 +55,32 @@ export class Machines {
    * machine cannot be rendered.
    */
   desired(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {
+    const gpus = this.gpuSlices(node, st, taints);
+    if (gpus instanceof FakegpuError || !this.o.computeDomains || this.clique(node, st) === null) return gpus;
+    return [...gpus, ...nodeSlices(computeDomainSlices({ nodeName: node }))];
+  }
+
+  /**
+   * The clique NVIDIA's compute-domain plugin would read on the node (`<clusterUUID>.<cliqueId>`, from
+   * its profile's fabric and its rack label); null: no NVLink fabric.
+   */
+  clique(node: string, st: NodeMachine): string | null {
+    const m = this.machineOf(st);
+    if (m === null || m instanceof FakegpuError) return null;
+    let fabric = this.fabric.get(m.profile);
+    if (fabric === undefined) {
+      try {
+        fabric = hasNvlinkFabric(m.profile);
+      } catch {
+        fabric = false;
+      }
+      this.fabric.set(m.profile, fabric);
+    }
+    if (!fabric) return null;
+    return cliqueOf(nodeFabric(m.profile.spec.fabric, node, st.labels?.[RACK_LABEL]));
+  }
+
+  private gpuSlices(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {
     const m = this.machineOf(st);
     if (m === null) return [];
     if (m instanceof FakegpuError) return m;

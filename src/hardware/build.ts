@@ -12,7 +12,7 @@ import {
   hasAddressingModeCall,
 } from './driver.js';
 import { gpuUuid, nicMac, rackFabric } from './identity.js';
-import type { AddressingMode, GpuHardware, Machine, NicHardware } from './machine.js';
+import type { AddressingMode, Fabric, GpuHardware, Machine, NicHardware } from './machine.js';
 import { canonicalBusId, canonicalPcieRoot, rootOfOwnBus } from './pci.js';
 
 export interface BuildOptions {
@@ -348,7 +348,12 @@ function fabricOf(
   opts: BuildOptions,
 ): Machine['fabric'] {
   if (gpus.length === 0 || !gpus.every((g) => g.model.nvlinkFabric === true)) return null;
-  const derived = rackFabric(opts.rack ?? spec?.rack ?? opts.nodeName);
+  return nodeFabric(spec, opts.nodeName, opts.rack);
+}
+
+/** The fabric a node of an NVLink-fabric machine reports: the profile's fixed values, else its rack's. */
+export function nodeFabric(spec: ProfileSpec['fabric'], nodeName: string, rack?: string): Fabric {
+  const derived = rackFabric(rack ?? spec?.rack ?? nodeName);
   return {
     clusterUuid: spec?.clusterUuid ?? derived.clusterUuid,
     cliqueId: spec?.cliqueId ?? derived.cliqueId,

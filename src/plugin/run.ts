@@ -29,6 +29,8 @@ import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
 import { buildSlices } from '../slice/build.js';
 import { draHandlers } from './handlers.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { computeDomainNode, type ComputeDomainNodeOptions } from './compute-domains.js';
 import { chooseProfile, slicesFromFile } from './machine.js';
 import { NodeFaults } from './faults.js';
 import { NodeHealth } from './health.js';
@@ -61,6 +63,8 @@ export interface PluginOptions {
   devRoot?: string | undefined;
   /** DRANET's NICs beside the GPUs; absent: GPUs only. */
   nics?: (NicRenderOptions & { stateDir: string }) | undefined;
+  /** NVIDIA's compute-domain.nvidia.com beside the GPUs, on a machine with NVLink fabric; absent: off. */
+  computeDomains?: ComputeDomainNodeOptions | undefined;
   log?: Logger;
 }
 
@@ -69,7 +73,7 @@ export interface RunningPlugin {
 }
 
 /** One driver on this node: its claims, its kubelet sockets, and later its slices. */
-interface Driver {
+export interface Driver {
   name: string;
   state: ClaimLifecycle;
   checkpoint: CheckpointStore;
@@ -88,7 +92,11 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   refuseRealDriver(o.devRoot);
   // Before the checkpoint is touched: a second plugin on the node would otherwise roll back and sweep
   // what the live one is in the middle of.
-  for (const driverName of [o.driverName, ...(o.nics ? [o.nics.driverName] : [])]) {
+  for (const driverName of [
+    o.driverName,
+    ...(o.nics ? [o.nics.driverName] : []),
+    ...(o.computeDomains ? [COMPUTE_DOMAIN_DRIVER] : []),
+  ]) {
     const paths = socketPaths({
       driverName,
       pluginsDir: o.kubeletPluginsDir,
@@ -185,6 +193,20 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       slices: () => nicSlices,
     });
   }
+  // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
+  const domains =
+    o.computeDomains && model.machine.fabric
+      ? computeDomainNode(model.nvml, {
+          ...o.computeDomains,
+          nodeName: o.nodeName,
+          kc,
+          cdiRoot: o.cdiRoot,
+          kubeletPluginsDir: o.kubeletPluginsDir,
+          resetCheckpoint: o.resetCheckpoint,
+          log,
+        })
+      : null;
+  if (domains) drivers.push(domains.driver);
   // Before serving: finish or undo what a crash left, and sweep what no claim holds.
   for (const d of drivers) {
     if (d.checkpoint.resetFrom !== null)
@@ -272,6 +294,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       publishers.push(publisher);
     }
     faults?.start();
+    await domains?.start();
   };
   const publishing = publish();
 
@@ -307,6 +330,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       stopping.abort();
       await publishing;
       await faults?.stop();
+      await domains?.stop();
       await health.stop();
       for (const p of publishers) p.stop();
       for (const s of servers) await s.stop();

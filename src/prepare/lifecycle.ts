@@ -26,6 +26,8 @@ export interface ClaimHooks {
   readonly cdiKind: string;
   /** What this driver puts between the claim and the cause in its error strings. */
   readonly errorPrefix: string;
+  /** The whole error string, for a driver whose wording differs (quotes, prefix). */
+  failure?(claim: { namespace: string; name: string; uid: string }, cause: string): string;
   /** Checks the allocation and decides the devices and their config; changes nothing on the node. */
   plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim;
   /**
@@ -129,6 +131,7 @@ export class ClaimLifecycle {
 
   private fail(claim: ResourceClaim, cause: string): PrepareError {
     const m = claim.metadata;
+    if (this.hooks.failure) return new PrepareError(this.hooks.failure(m, cause));
     return new PrepareError(
       `error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: ${this.hooks.errorPrefix}${cause}`,
     );

@@ -1,0 +1,132 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../k8s/client.js';
+import type { ObjectApi } from '../k8s/objects.js';
+import {
+  CLIQUE_LABEL,
+  cliqueName,
+  cliquesPath,
+  DOMAIN_LABEL,
+  podsPath,
+  type ComputeDomainClique,
+  type DaemonPod,
+} from './resource.js';
+import { enterClique, type DaemonSelf } from './status.js';
+
+/**
+ * The IMEX daemon's part towards the API server, played for the daemon pods of the nodes fakegpu serves
+ * (the node plugin's own node; the fleet's KWOK nodes). NVIDIA's daemon enters itself into its clique
+ * from inside its pod; our daemon image only honours the `check` contract, and this stand-in writes
+ * the same entry from outside: node, pod IP, clique, lowest free index, NotReady until the pod is Ready,
+ * removed when the pod goes; the pod gets its clique label. Written by resourceVersion, so agents of
+ * different nodes never lose each other's entries. Facts: compute-domains.md §2, §4.
+ */
+
+export const STAND_IN_PERIOD_MS = 1000;
+
+export interface StandInOptions {
+  api: ObjectApi;
+  /** The driver's namespace: daemon pods and cliques live there. */
+  namespace: string;
+  /** The clique of a node this agent speaks for ("" without NVLink fabric); undefined: not ours. */
+  cliqueOf(node: string): string | undefined;
+  log: Logger;
+  periodMs?: number;
+}
+
+type Pod = DaemonPod & { metadata: { uid: string } };
+
+export class DaemonStandIn {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(private readonly o: StandInOptions) {}
+
+  start(): void {
+    const loop = () => {
+      if (this.stopped) return;
+      this.running = this.tick()
+        .catch((e: unknown) => {
+          this.o.log.warn(
+            { err: e instanceof Error ? e.message : String(e) },
+            'IMEX daemon entries not written',
+          );
+        })
+        .finally(() => {
+          this.running = null;
+          if (!this.stopped) this.timer = setTimeout(loop, this.o.periodMs ?? STAND_IN_PERIOD_MS);
+        });
+    };
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  async tick(): Promise<void> {
+    const { api, namespace: ns } = this.o;
+    const sel = { labelSelector: DOMAIN_LABEL };
+    const pods = await api.list<Pod>(podsPath(ns), sel);
+    const liveUids = new Set(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.uid));
+    /** By clique object name: the domain, clique and this agent's daemons in it. */
+    const groups = new Map<string, { uid: string; cliqueID: string; present: DaemonSelf[] }>();
+    for (const p of pods) {
+      const node = p.spec?.nodeName;
+      const clique = node === undefined ? undefined : this.o.cliqueOf(node);
+      if (node === undefined || clique === undefined || p.metadata.deletionTimestamp) continue;
+      if (p.status?.phase !== 'Running') continue;
+      const uid = p.metadata.labels?.[DOMAIN_LABEL] ?? '';
+      if (p.metadata.labels?.[CLIQUE_LABEL] !== clique)
+        await this.ignoreGone(
+          api.patch(`${podsPath(ns)}/${p.metadata.name}`, {
+            metadata: { labels: { [CLIQUE_LABEL]: clique } },
+          }),
+        );
+      // Without a clique the daemon idles: the controller reads its pod instead.
+      if (clique === '' || uid === '') continue;
+      const key = cliqueName(uid, clique);
+      const g = groups.get(key) ?? { uid, cliqueID: clique, present: [] };
+      g.present.push({ nodeName: node, cliqueID: clique, pod: p });
+      groups.set(key, g);
+    }
+    const cliques = await api.list<ComputeDomainClique>(cliquesPath(ns), sel);
+    const byName = new Map(cliques.map((c) => [c.metadata.name, c]));
+    for (const c of cliques) {
+      const uid = c.metadata.labels?.[DOMAIN_LABEL];
+      const cliqueID = c.metadata.labels?.[CLIQUE_LABEL];
+      if (uid && cliqueID && !groups.has(c.metadata.name))
+        groups.set(c.metadata.name, { uid, cliqueID, present: [] });
+    }
+    for (const [name, g] of groups) {
+      const current = byName.get(name) ?? null;
+      const gone = new Set(
+        (current?.daemons ?? [])
+          .map((d) => d.nodeName)
+          .filter((n) => this.o.cliqueOf(n) !== undefined && !g.present.some((d) => d.nodeName === n)),
+      );
+      const next = enterClique(g.uid, g.cliqueID, ns, current, g.present, gone, liveUids);
+      if (next === null) continue;
+      const at = `${cliquesPath(ns)}/${name}`;
+      try {
+        if ('delete' in next) await api.delete(at);
+        else if (current) await api.replace(at, next);
+        else await api.create(cliquesPath(ns), next);
+      } catch (e) {
+        // Another node's daemon wrote first: the next pass reads its entry and adds ours beside it.
+        if (e instanceof ApiError && (e.code === 409 || e.code === 404)) continue;
+        throw e;
+      }
+    }
+  }
+
+  private async ignoreGone(p: Promise<unknown>): Promise<void> {
+    try {
+      await p;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 404)) throw e;
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { listPage, type ListQuery } from './api.js';
+import { FakegpuError, show } from '../errors.js';
+import { ApiClient, ApiError, clientOf } from './client.js';
+
+/**
+ * Any object by its path, for the small controllers that read and write a few kinds of object each
+ * (ComputeDomains): the real one over `ApiClient`, and in tests an in-memory store
+ * (test/support/fake-objects.ts). Objects come back parsed but untyped; callers know their kinds.
+ */
+export interface ObjectApi {
+  /** Every item of a collection (all pages). */
+  list<T>(collection: string, q?: ListQuery): Promise<T[]>;
+  /** null: 404. */
+  get<T>(path: string): Promise<T | null>;
+  /** Rejects with `ApiError` 409 when it exists. */
+  create<T>(collection: string, obj: object): Promise<T>;
+  /** With `metadata.resourceVersion` in the body, only that version (else 409). */
+  replace<T>(path: string, obj: object): Promise<T>;
+  /** A JSON merge patch; rejects with `ApiError` 404 when the object is gone. */
+  patch<T>(path: string, patch: object): Promise<T>;
+  /** False: already gone. */
+  delete(path: string): Promise<boolean>;
+}
+
+const MERGE = 'application/merge-patch+json';
+const PAGE = 500;
+
+export class KubeObjects implements ObjectApi {
+  private readonly http: ApiClient;
+
+  constructor(kc: KubeConfig | ApiClient) {
+    this.http = kc instanceof ApiClient ? kc : clientOf(kc);
+  }
+
+  async list<T>(collection: string, q: ListQuery = {}): Promise<T[]> {
+    const out: T[] = [];
+    let cont: string | undefined;
+    do {
+      const page = await listPage<T>(
+        this.http,
+        collection,
+        { ...q, limit: PAGE, continue: cont },
+        'application/json',
+      );
+      out.push(...page.items);
+      cont = page.continue;
+    } while (cont);
+    return out;
+  }
+
+  async get<T>(path: string): Promise<T | null> {
+    try {
+      return JSON.parse(await this.http.send('GET', path)) as T;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 404) return null;
+      throw e;
+    }
+  }
+
+  async create<T>(collection: string, obj: object): Promise<T> {
+    return JSON.parse(await this.http.send('POST', collection, JSON.stringify(obj))) as T;
+  }
+
+  async replace<T>(path: string, obj: object): Promise<T> {
+    return JSON.parse(await this.http.send('PUT', path, JSON.stringify(obj))) as T;
+  }
+
+  async patch<T>(path: string, patch: object): Promise<T> {
+    return JSON.parse(
+      await this.http.send('PATCH', path, JSON.stringify(patch), 'application/json', MERGE),
+    ) as T;
+  }
+
+  async delete(path: string): Promise<boolean> {
+    try {
+      await this.http.send('DELETE', path);
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 404) return false;
+      throw e;
+    }
+  }
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A namespace name as the API server takes it (an RFC 1123 label), refused in one line. */
+export function checkNamespace(name: string, field: string): string {
+  if (name.length > 63 || !DNS_LABEL.test(name))
+    throw new FakegpuError(
+      field,
+      `${show(name)} is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and '-', at most 63 characters)`,
+    );
+  return name;
+}
