@@ -1,7 +1,8 @@
 // `npm run e2e`: the end-to-end suite. Starts a local cluster whose node runs fakegpu's plugin as a DGX
 // H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
 // with dynamic MIG for test/e2e-mig, with a statically partitioned A100 for test/e2e-static-mig, a
-// p4d for GPU–NIC topology, and GPU failures with a KWOK fleet for test/e2e-faults.
+// p4d for GPU–NIC topology, GPU failures with a KWOK fleet for test/e2e-faults, and a GB200 tray with
+// two KWOK NVL72 racks for test/e2e-compute-domains.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 import { cacheDir, testFiles, withCluster } from './suite.mjs';
@@ -76,5 +77,14 @@ ok =
       '1000',
     ],
     files: testFiles(join(root, 'dist', 'test', 'e2e-faults')),
+  }) && ok;
+// ComputeDomains: a GB200 tray with NVIDIA's compute-domain side, and two KWOK NVL72 racks.
+ok =
+  withCluster({
+    what: 'end-to-end tests, ComputeDomains',
+    dir: process.env.FAKEGPU_E2E_CD_CLUSTER_DIR ?? join(cacheDir(), 'e2e-cd-cluster'),
+    dirEnv: 'FAKEGPU_E2E_CD_CLUSTER_DIR',
+    upArgs: ['--node', 'fakegpu-gb200-node', '--profile', 'oci-bm.gpu.gb200.4', '--kwok-nodes', '36'],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-compute-domains')),
   }) && ok;
 process.exit(ok ? 0 : 1);

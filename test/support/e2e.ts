@@ -67,6 +67,23 @@ export function faultsCluster(): Promise<Exports> {
   });
 }
 
+export const CD_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_CD_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-cd-cluster');
+export const CD_NODE = 'fakegpu-gb200-node';
+export const CD_PROFILE = 'oci-bm.gpu.gb200.4';
+/** Two NVL72 racks of GB200 trays beside the local one. */
+export const CD_KWOK_NODES = 36;
+
+/** A GB200 tray whose plugin also serves ComputeDomains, beside two KWOK racks. */
+export function computeDomainsCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: CD_CLUSTER_DIR,
+    nodeName: CD_NODE,
+    profile: CD_PROFILE,
+    kwokNodes: CD_KWOK_NODES,
+  });
+}
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }
