@@ -293,6 +293,12 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       });
       publishers.push(publisher);
     }
+    // A node relabelled from a GB200 to a machine without NVLink fabric: its old channel and daemon go.
+    if (o.computeDomains && !domains && !stopped) {
+      const retired = new Publisher(kc, { nodeName: o.nodeName, driverName: COMPUTE_DOMAIN_DRIVER, log });
+      retired.start([]);
+      publishers.push(retired);
+    }
     faults?.start();
     await domains?.start();
   };

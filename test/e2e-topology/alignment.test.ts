@@ -105,12 +105,15 @@ async function machineIs(e: Exports, product: string, nicDevice: string): Promis
     const s = JSON.parse(
       mustKubectl(e, ['get', 'resourceslices', `--field-selector=spec.nodeName=${TOPO_NODE}`, '-o', 'json']),
     ) as Slices;
+    // GPUs and NICs: a GB200 also publishes NVIDIA's compute-domain channel and daemon.
     const seen = new Set(
-      s.items.flatMap((x) =>
-        (x.spec.devices ?? []).map(
-          (d) => d.attributes?.['productName']?.string ?? d.attributes?.['dra.net/pciDevice']?.string,
+      s.items
+        .filter((x) => x.spec.driver !== 'compute-domain.nvidia.com')
+        .flatMap((x) =>
+          (x.spec.devices ?? []).map(
+            (d) => d.attributes?.['productName']?.string ?? d.attributes?.['dra.net/pciDevice']?.string,
+          ),
         ),
-      ),
     );
     return seen.size === 2 && seen.has(product) && seen.has(nicDevice) ? true : undefined;
   });
