@@ -610,6 +610,26 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',
     ],
     [
+      'plugin --driver-namespace',
+      [...plugin, '-p', 'oci-bm.gpu.gb200.4', '--driver-namespace', 'NVIDIA_DRA'],
+      '--driver-namespace: "NVIDIA_DRA" is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and \'-\', at most 63 characters)',
+    ],
+    [
+      'fleet --driver-namespace',
+      ['fleet', ...kc, '--driver-namespace', 'a.b'],
+      '--driver-namespace: "a.b" is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and \'-\', at most 63 characters)',
+    ],
+    [
+      'compute-domain-controller --image-pull-policy',
+      ['compute-domain-controller', ...kc, '--image-pull-policy', 'Sometimes'],
+      '--image-pull-policy: "Sometimes" is not a pull policy; expected one of IfNotPresent, Never, Always',
+    ],
+    [
+      'compute-domain-controller --driver-namespace',
+      ['compute-domain-controller', ...kc, '--driver-namespace', ''],
+      '--driver-namespace: "" is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and \'-\', at most 63 characters)',
+    ],
+    [
       'fleet --driver-name',
       ['fleet', ...kc, '--driver-name', 'GPU'],
       '--driver-name: "GPU" is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"',

@@ -197,6 +197,15 @@ export function pluginCommand(): Command {
           'needs the feature gate NVMLDeviceHealthCheck=true: health is what its monitor finds',
         );
       const profile = resolveProfile(f.profile);
+      const computeDomains = f.computeDomains
+        ? {
+            namespace: checkNamespace(
+              f.driverNamespace,
+              sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
+            ),
+            gpuCliqueLabel: f.gpuCliqueLabel === true,
+          }
+        : undefined;
       const nicDriverName = f.nics
         ? checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))
         : f.nicDriverName;
@@ -247,15 +256,7 @@ export function pluginCommand(): Command {
         healthService: f.healthService === true,
         resetCheckpoint: f.resetCheckpoint === true,
         nics,
-        computeDomains: f.computeDomains
-          ? {
-              namespace: checkNamespace(
-                f.driverNamespace,
-                sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
-              ),
-              gpuCliqueLabel: f.gpuCliqueLabel === true,
-            }
-          : undefined,
+        computeDomains,
         log,
       });
       await new Promise<void>((resolve) => {
