@@ -7,6 +7,7 @@ import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/cluster/cluster.js';
+import { CHANNEL_CLASS, DAEMON_CLASS } from '../../src/compute-domain/slice.js';
 import { parsePools } from '../../src/fleet/pools.js';
 import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster, type Result } from '../support/cluster.js';
 
@@ -29,14 +30,19 @@ function helm(e: Exports, args: string[]): { code: number | null; out: string; e
 
 interface Container {
   name: string;
-  env?: { name: string; value?: string }[];
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
   securityContext?: unknown;
+  livenessProbe?: unknown;
+  readinessProbe?: unknown;
 }
 
 interface Doc {
   kind: string;
-  metadata: { name: string };
+  metadata: { name: string; namespace?: string };
+  rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   spec?: {
+    replicas?: number;
     template?: { spec: { containers: Container[] } };
     matchConditions?: { name: string; expression: string }[];
     policyName?: string;
@@ -53,11 +59,17 @@ function mustResult(r: Result): string {
   return r.out;
 }
 
-/** The one container of the workload of this kind. */
-function container(all: Doc[], kind: string): Container {
-  const c = all.find((d) => d.kind === kind)?.spec?.template?.spec.containers[0];
-  assert.ok(c, `a ${kind} with a container`);
+/** The one container of the workload of this kind (and name). */
+function container(all: Doc[], kind: string, name?: string): Container {
+  const c = all.find((d) => d.kind === kind && (name === undefined || d.metadata.name === name))?.spec
+    ?.template?.spec.containers[0];
+  assert.ok(c, `a ${kind} ${name ?? ''} with a container`);
   return c;
+}
+
+/** A container's plain environment variables, by name. */
+function envOf(c: Container): Map<string, string | undefined> {
+  return new Map((c.env ?? []).map((v) => [v.name, v.value]));
 }
 
 /** `helm template` of the chart for the cluster's Kubernetes version, with more arguments. */
@@ -97,11 +109,21 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       .sort();
     assert.deepEqual(kinds, [
       'ClusterRole',
+      'ClusterRole',
+      'ClusterRoleBinding',
       'ClusterRoleBinding',
       'DaemonSet',
+      'Deployment',
       'DeviceClass',
       'DeviceClass',
       'DeviceClass',
+      'DeviceClass',
+      'DeviceClass',
+      'Role',
+      'Role',
+      'RoleBinding',
+      'RoleBinding',
+      'ServiceAccount',
       'ServiceAccount',
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding',
@@ -388,6 +410,8 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'ClusterRoleBinding',
       'ConfigMap',
       'Deployment',
+      'Role',
+      'RoleBinding',
       'ServiceAccount',
     ]);
     // The mounted map is a pools file the fleet accepts.
@@ -408,7 +432,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
     assert.equal(env.get('NODE_OPTIONS'), FLEET_NODE_FLAGS.join(' '));
     for (const [k, v] of Object.entries(FLEET_MALLOC_ENV)) assert.equal(env.get(k), v, k);
-    assert.deepEqual(container(objects(r.out), 'Deployment').securityContext, {
+    assert.deepEqual(container(objects(r.out), 'Deployment', 'fleet-fleet').securityContext, {
       runAsNonRoot: true,
       runAsUser: 65534,
       privileged: false,
@@ -450,8 +474,235 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.equal(can('update', 'nodes'), 'no');
     assert.equal(can('get', 'resourceclaims.resource.k8s.io'), 'no');
     assert.equal(can('list', 'secrets'), 'no');
+    // ComputeDomains (on by default): its nodes' labels from the claims and domains it lists, and in the
+    // driver's namespace the IMEX daemon pods' labels and their clique entries.
+    assert.equal(env.get('FAKEGPU_NO_COMPUTE_DOMAINS'), undefined);
+    assert.equal(can('patch', 'nodes'), 'yes');
+    assert.equal(can('list', 'resourceclaims.resource.k8s.io'), 'yes');
+    for (const v of ['get', 'list']) assert.equal(can(v, 'computedomains.resource.nvidia.com'), 'yes', v);
+    assert.equal(can('patch', 'computedomains.resource.nvidia.com'), 'no');
+    const canIn = (ns: string, verb: string, resource: string): string =>
+      kubectl(e, ['auth', 'can-i', verb, resource, '-n', ns, '--as', as]).out.trim();
+    for (const v of ['list', 'patch']) assert.equal(canIn('fakegpu-fleet', v, 'pods'), 'yes', `${v} pods`);
+    for (const v of ['create', 'update', 'delete'])
+      assert.equal(canIn('fakegpu-fleet', v, 'computedomaincliques.resource.nvidia.com'), 'yes', v);
+    assert.equal(canIn('default', 'patch', 'pods'), 'no', "pods outside the driver's namespace");
     kubectl(e, ['delete', '--wait=false', '-f', '-'], r.out);
     kubectl(e, ['delete', 'namespace', 'fakegpu-fleet', '--wait=false']);
+  });
+
+  it('runs the ComputeDomain controller in the release namespace, with the daemon image and its probes', () => {
+    const r = helm(e, [
+      'template',
+      'cd',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--namespace',
+      'fakegpu-cd',
+      '--set',
+      'image.repository=registry.example/fakegpu',
+      '--set',
+      'image.tag=1.2.3',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const all = objects(r.out);
+    const mine = all.filter((d) => d.metadata.name === 'cd-compute-domain-controller');
+    assert.deepEqual(mine.map((d) => d.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Deployment',
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
+    const deployment = mine.find((d) => d.kind === 'Deployment');
+    assert.equal(deployment?.spec?.replicas, 1);
+    const c = container(all, 'Deployment', 'cd-compute-domain-controller');
+    assert.deepEqual(c.args, ['compute-domain-controller']);
+    // The driver's namespace is the pod's own, that is the release's.
+    assert.deepEqual(
+      c.env?.find((v) => v.name === 'POD_NAMESPACE'),
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    );
+    const env = envOf(c);
+    // By default the daemons run the chart's own image, which carries compute-domain-daemon.
+    assert.equal(env.get('FAKEGPU_DAEMON_IMAGE'), 'registry.example/fakegpu:1.2.3');
+    assert.equal(env.get('FAKEGPU_IMAGE_PULL_POLICY'), 'IfNotPresent');
+    assert.equal(env.get('HTTP_ENDPOINT'), ':51518');
+    assert.deepEqual(c.livenessProbe, { httpGet: { path: '/healthz', port: 'http' } });
+    assert.deepEqual(c.readinessProbe, { httpGet: { path: '/readyz', port: 'http' } });
+    assert.deepEqual(c.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65534,
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    for (const d of mine.filter((x) => x.kind === 'Role' || x.kind === 'RoleBinding'))
+      assert.equal(d.metadata.namespace, 'fakegpu-cd', `${d.kind} in the driver's namespace`);
+    const classes = all.filter((d) => d.kind === 'DeviceClass').map((d) => d.metadata.name);
+    assert.ok(classes.includes(CHANNEL_CLASS) && classes.includes(DAEMON_CLASS), classes.join(', '));
+    // The plugin learns the namespace the same way, and keeps its container resources without the switch.
+    const plugin = container(all, 'DaemonSet');
+    assert.deepEqual(
+      plugin.env?.find((v) => v.name === 'POD_NAMESPACE'),
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    );
+    assert.equal(envOf(plugin).has('FAKEGPU_NO_COMPUTE_DOMAINS'), false);
+    assert.equal(
+      envOf(plugin).has('FAKEGPU_GPU_CLIQUE_LABEL'),
+      false,
+      "NVIDIA's gpuCliqueLabelEnabled is off",
+    );
+    assert.doesNotMatch(r.out, /^\s+computeDomains:/m);
+
+    const custom = helm(e, [
+      'template',
+      'cd',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--set',
+      'computeDomains.daemonImage.repository=registry.example/imex',
+      '--set-string',
+      'computeDomains.daemonImage.tag=7',
+      '--set',
+      'computeDomains.daemonImage.pullPolicy=Always',
+      '--set',
+      'computeDomains.gpuCliqueLabel=true',
+    ]);
+    assert.equal(custom.code, 0, custom.err);
+    const customEnv = envOf(container(objects(custom.out), 'Deployment', 'cd-compute-domain-controller'));
+    assert.equal(customEnv.get('FAKEGPU_DAEMON_IMAGE'), 'registry.example/imex:7');
+    assert.equal(customEnv.get('FAKEGPU_IMAGE_PULL_POLICY'), 'Always');
+    assert.equal(envOf(container(objects(custom.out), 'DaemonSet')).get('FAKEGPU_GPU_CLIQUE_LABEL'), 'true');
+  });
+
+  it("gives the ComputeDomain controller and the plugin what they do, in the driver's namespace where it lives", () => {
+    const ns = 'fakegpu-cd-rbac';
+    const r = helm(e, [
+      'template',
+      'cdr',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--namespace',
+      ns,
+      '--show-only',
+      'templates/rbac.yaml',
+      '--show-only',
+      'templates/compute-domain-controller.yaml',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    // Its accounts and RBAC only: the controller's image cannot be built here.
+    const rbac = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: objects(r.out).filter((d) => d.kind !== 'Deployment'),
+    });
+    kubectl(e, ['create', 'namespace', ns]);
+    try {
+      mustKubectl(e, ['apply', '-f', '-'], rbac);
+      const can = (
+        sa: string,
+        verb: string,
+        resource: string,
+        o: { ns?: string; sub?: string } = {},
+      ): string =>
+        kubectl(e, [
+          'auth',
+          'can-i',
+          verb,
+          resource,
+          '--as',
+          `system:serviceaccount:${ns}:${sa}`,
+          ...(o.ns ? ['-n', o.ns] : []),
+          ...(o.sub ? ['--subresource', o.sub] : []),
+        ]).out.trim();
+      const ctl = 'cdr-compute-domain-controller';
+      const cd = 'computedomains.resource.nvidia.com';
+      const cliques = 'computedomaincliques.resource.nvidia.com';
+      const rcts = 'resourceclaimtemplates.resource.k8s.io';
+      for (const v of ['get', 'list', 'watch', 'patch', 'update'])
+        assert.equal(can(ctl, v, cd, { ns: 'default' }), 'yes', `controller ${v} computedomains`);
+      for (const v of ['patch', 'update'])
+        assert.equal(can(ctl, v, cd, { ns: 'default', sub: 'status' }), 'yes', `controller ${v} status`);
+      assert.equal(can(ctl, 'delete', cd, { ns: 'default' }), 'no', 'controller delete computedomains');
+      // The workload's claim template goes into the domain's namespace, any namespace.
+      for (const v of ['get', 'list', 'create', 'delete', 'patch'])
+        assert.equal(can(ctl, v, rcts, { ns: 'default' }), 'yes', `controller ${v} resourceclaimtemplates`);
+      for (const v of ['get', 'list', 'patch'])
+        assert.equal(can(ctl, v, 'nodes'), 'yes', `controller ${v} nodes`);
+      for (const v of ['get', 'list', 'create', 'delete', 'patch'])
+        assert.equal(can(ctl, v, 'daemonsets.apps', { ns }), 'yes', `controller ${v} daemonsets`);
+      assert.equal(can(ctl, 'create', 'daemonsets.apps', { ns: 'default' }), 'no', 'daemonsets elsewhere');
+      for (const v of ['get', 'list'])
+        assert.equal(can(ctl, v, 'pods', { ns }), 'yes', `controller ${v} pods`);
+      for (const v of ['get', 'list', 'create', 'update', 'delete'])
+        assert.equal(can(ctl, v, cliques, { ns }), 'yes', `controller ${v} cliques`);
+      assert.equal(can(ctl, 'list', 'secrets', { ns }), 'no');
+
+      const plugin = 'cdr-plugin';
+      for (const v of ['get', 'list'])
+        assert.equal(can(plugin, v, cd, { ns: 'default' }), 'yes', `plugin ${v} cd`);
+      assert.equal(can(plugin, 'patch', cd, { ns: 'default' }), 'no', 'plugin patch computedomains');
+      assert.equal(can(plugin, 'patch', 'nodes'), 'yes', 'plugin patch nodes');
+      for (const v of ['list', 'patch'])
+        assert.equal(can(plugin, v, 'pods', { ns }), 'yes', `plugin ${v} pods`);
+      assert.equal(
+        can(plugin, 'patch', 'pods', { ns: 'default' }),
+        'no',
+        "pods outside the driver's namespace",
+      );
+      for (const v of ['get', 'list', 'create', 'update', 'delete'])
+        assert.equal(can(plugin, v, cliques, { ns }), 'yes', `plugin ${v} cliques`);
+    } finally {
+      kubectl(e, ['delete', '--ignore-not-found', '-f', '-'], rbac);
+      kubectl(e, ['delete', 'namespace', ns, '--wait=false']);
+    }
+  });
+
+  it('leaves ComputeDomains out when resources.computeDomains.enabled is false, and turns the plugin and fleet side off', () => {
+    const r = helm(e, [
+      'template',
+      'off',
+      chart,
+      '--kube-version',
+      'v1.37.2',
+      '--set',
+      'resources.computeDomains.enabled=false',
+      '--set',
+      'fleet.enabled=true',
+      '--set',
+      'computeDomains.gpuCliqueLabel=true',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const all = objects(r.out);
+    assert.deepEqual(
+      all.filter(
+        (d) => d.metadata.name.includes('compute-domain') || d.kind === 'Role' || d.kind === 'RoleBinding',
+      ),
+      [],
+    );
+    assert.doesNotMatch(r.out, /resource\.nvidia\.com|compute-domain/);
+    for (const [kind, name] of [
+      ['DaemonSet', 'off-plugin'],
+      ['Deployment', 'off-fleet'],
+    ] as const) {
+      const env = envOf(container(all, kind, name));
+      assert.equal(env.get('FAKEGPU_NO_COMPUTE_DOMAINS'), 'true', name);
+      assert.equal(env.has('POD_NAMESPACE'), false, name);
+      assert.equal(env.has('FAKEGPU_GPU_CLIQUE_LABEL'), false, name);
+    }
+    const nodes = (role: string) =>
+      all
+        .find((d) => d.kind === 'ClusterRole' && d.metadata.name === role)
+        ?.rules?.find((x) => x.resources.includes('nodes'))?.verbs;
+    assert.deepEqual(nodes('off-plugin'), ['get']);
+    assert.deepEqual(nodes('off-fleet'), ['get', 'list', 'watch']);
   });
 
   it('refuses bad values with the schema, naming the field', () => {
@@ -473,5 +724,17 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const pool = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.pools.a.dynamicMig=true']);
     assert.notEqual(pool.code, 0);
     assert.match(pool.err, /\/fleet\/pools\/a': missing property 'profile'/);
+    const cd = helm(e, ['template', 'fakegpu', chart, '--set', 'resources.computeDomains.enabled=yes']);
+    assert.notEqual(cd.code, 0);
+    assert.match(cd.err, /\/resources\/computeDomains\/enabled/);
+    const pull = helm(e, [
+      'template',
+      'fakegpu',
+      chart,
+      '--set',
+      'computeDomains.daemonImage.pullPolicy=Sometimes',
+    ]);
+    assert.notEqual(pull.code, 0);
+    assert.match(pull.err, /\/computeDomains\/daemonImage\/pullPolicy/);
   });
 });
