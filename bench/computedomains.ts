@@ -10,12 +10,15 @@
  *      resident memory some seconds after (V8 gives back a burst's garbage late).
  *   3. The fleet again with ComputeDomains (its slices' channel and daemon devices, node labels, the
  *      IMEX daemons' clique entries), every node published and labelled with its clique.
- *   4. Each round: one ComputeDomain per rack (numNodes 18) and, as soon as the controller has made its
+ *   4. Each round, first the baseline: the same work for the Kubernetes stack without ComputeDomains
+ *      (per rack 18 pods with a channel claim and 18 with a daemon claim, from plain templates, on the
+ *      rack's nodes), timed to every pod Running; then everything is deleted and awaited.
+ *   5. Then the domains: one ComputeDomain per rack (numNodes 18) and, as soon as the controller has made its
  *      channel claim template, 18 pods with one channel claim each, pinned to the rack's clique; timed
  *      from the first create to every domain Ready with 18 nodes and every pod Running (lists polled
  *      every second). The fleet's memory is taken again once that is done. Between rounds everything
  *      is deleted and the cleanup (claims, templates, DaemonSets, daemon pods, cliques, node labels)
- *      awaited.
+ *      awaited. The ratio of the medians (domains / baseline) is fakegpu's cost over the stack's own.
  *
  * Usage: npm run bench:computedomains -- --racks 50 [--rounds 1] [--in-flight 32] [--keep]
  */
@@ -40,6 +43,7 @@ import {
   MAX_NODES_PER_IMEX_DOMAIN,
   podsPath,
 } from '../src/compute-domain/resource.js';
+import { CHANNEL_CLASS, DAEMON_CLASS } from '../src/compute-domain/slice.js';
 import { FakegpuError } from '../src/errors.js';
 import {
   get,
@@ -207,6 +211,81 @@ function pod(rack: number, k: number, clique: string): string {
   });
 }
 
+const baseName = (rack: number): string => `bench-base-${rack}`;
+
+/** The baseline's two templates of a rack: the same channel and daemon devices, with no domain behind them. */
+function baseTemplates(rack: number): string[] {
+  return (['channel', 'daemon'] as const).map((kind) =>
+    JSON.stringify({
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaimTemplate',
+      metadata: {
+        name: `${baseName(rack)}-${kind}`,
+        namespace: NS,
+        labels: { [BENCH_LABEL]: 'computedomains' },
+      },
+      spec: {
+        spec: {
+          devices: {
+            requests: [
+              { name: kind, exactly: { deviceClassName: kind === 'channel' ? CHANNEL_CLASS : DAEMON_CLASS } },
+            ],
+          },
+        },
+      },
+    }),
+  );
+}
+
+/** A baseline pod: what a domain's workload pod or IMEX daemon pod asks of the scheduler, without the domain. */
+function basePod(rack: number, k: number, clique: string, kind: 'channel' | 'daemon'): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `${baseName(rack)}-${kind}-${k}`,
+      namespace: NS,
+      labels: { [BENCH_LABEL]: 'computedomains', 'fakegpu.dev/bench-part': 'baseline' },
+    },
+    spec: {
+      nodeSelector: { [GPU_CLIQUE_LABEL]: clique },
+      tolerations: [{ operator: 'Exists' }],
+      resourceClaims: [{ name: kind, resourceClaimTemplateName: `${baseName(rack)}-${kind}` }],
+      containers: [{ name: 'c', image: TEST_IMAGE, resources: { claims: [{ name: kind }] } }],
+    },
+  });
+}
+
+/**
+ * The baseline, in the same cluster and fleet: per rack the 18 workload pods and the 18 daemon pods a
+ * domain brings, each with its channel or daemon claim from a template, but no ComputeDomain: what the
+ * scheduler, the claim controller and KWOK must do anyway. Seconds from the first create to every pod
+ * Running.
+ */
+async function baseline(raw: Raw, racks: string[], r: number): Promise<number> {
+  log(`round ${r}/${ROUNDS}, baseline: ${2 * PODS} pods with channel and daemon claims, no domains`);
+  const t0 = performance.now();
+  await inParallel(racks, IN_FLIGHT, async (clique, rack) => {
+    for (const t of baseTemplates(rack)) await raw.ok('POST', RCTS_PATH, t);
+    for (let k = 0; k < PER_RACK; k++)
+      for (const kind of ['channel', 'daemon'] as const)
+        await raw.ok('POST', podsPath(NS), basePod(rack, k, clique, kind));
+  });
+  const sel = `labelSelector=${encodeURIComponent('fakegpu.dev/bench-part=baseline')}`;
+  let last = '';
+  await poll('the baseline pods Running', 1_200_000, POLL_MS, async () => {
+    const pods = await listAll<Pod>(raw, podsPath(NS), sel);
+    const running = pods.filter((p) => p.status?.phase === 'Running').length;
+    const line = `baseline pods Running ${running}/${2 * PODS}`;
+    if (line !== last) log(`round ${r}/${ROUNDS}, ${f(seconds(t0), 1)} s: ${line}`);
+    last = line;
+    return running === 2 * PODS;
+  });
+  const s = seconds(t0);
+  log(`round ${r}/${ROUNDS}, baseline: every pod Running after ${f(s)} s`);
+  return s;
+}
+
 interface Progress {
   ready: number;
   cdNodes: number;
@@ -298,6 +377,7 @@ async function cleanup(raw: Raw): Promise<void> {
   log('deleting the pods and ComputeDomains');
   await raw.ok('DELETE', `${podsPath(NS)}?labelSelector=${SEL}`);
   await raw.ok('DELETE', `${CDS_PATH}?labelSelector=${SEL}`);
+  await raw.ok('DELETE', `${RCTS_PATH}?labelSelector=${SEL}`);
   let last = '';
   await poll('the cleanup', 600_000, POLL_MS, async () => {
     const left: [string, number][] = [
@@ -323,7 +403,7 @@ interface Results {
   withoutKiB: number;
   idleKiB: number;
   withKiB: number[];
-  rounds: { createdS: number; readyS: number }[];
+  rounds: { createdS: number; readyS: number; baselineS: number }[];
 }
 
 async function run(kubeconfig: string): Promise<Results> {
@@ -361,7 +441,9 @@ async function run(kubeconfig: string): Promise<Results> {
     const rounds: Results['rounds'] = [];
     const withKiB: number[] = [];
     for (let r = 1; r <= ROUNDS; r++) {
-      rounds.push(await round(raw, fleet, racks, r));
+      const baselineS = await baseline(raw, racks, r);
+      await cleanup(raw);
+      rounds.push({ ...(await round(raw, fleet, racks, r)), baselineS });
       withKiB.push(await settledRssKiB(fleet));
       log(`round ${r}/${ROUNDS}: fleet RSS ${f((withKiB.at(-1) ?? 0) / 1024, 1)} MiB`);
       if (r < ROUNDS) await cleanup(raw);
@@ -394,6 +476,7 @@ try {
 const spread = (xs: readonly number[], d = 2): string =>
   xs.length > 1 ? `${f(Math.min(...xs), d)} – ${f(Math.max(...xs), d)}` : '';
 const readyS = median(r.rounds.map((x) => x.readyS));
+const baselineS = median(r.rounds.map((x) => x.baselineS));
 const createdS = median(r.rounds.map((x) => x.createdS));
 const withKiB = median(r.withKiB);
 const perNode = withKiB / NODES;
@@ -408,6 +491,9 @@ console.log(
 console.log(
   `| every domain Ready (${PER_RACK} nodes) and every pod Running | ${f(readyS)} | ${spread(r.rounds.map((x) => x.readyS))} |`,
 );
+console.log(
+  `| baseline: the same ${2 * PODS} pods with channel and daemon claims, no domains | ${f(baselineS)} | ${spread(r.rounds.map((x) => x.baselineS))} |`,
+);
 console.log(`\n| fleet memory, ${SETTLE_MS / 1000} s after | RSS MiB | per node KiB |\n|---|---|---|`);
 console.log(
   `| --no-compute-domains, every node published | ${f(r.withoutKiB / 1024, 1)} | ${f(withoutPerNode, 1)} |`,
@@ -419,6 +505,7 @@ console.log(
 console.log(
   `\ncd-rss: nodes=${NODES} without=${f(withoutPerNode, 1)} with=${f(perNode, 1)} growth=${f(perNode - withoutPerNode, 1)} ratio=${f(withKiB / r.withoutKiB)}`,
 );
+console.log(`cd-ratio: domains=${f(readyS)}s baseline=${f(baselineS)}s ratio=${f(readyS / baselineS)}`);
 console.log(
   `cd: racks=${RACKS} domains=${RACKS} ready=${f(readyS)}s pods=${PODS} rss_per_node=${f(perNode, 1)}`,
 );

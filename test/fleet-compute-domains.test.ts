@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { DOMAIN_LABEL, GPU_CLIQUE_LABEL, RACK_LABEL } from '../src/compute-domain/resource.js';
 import { COMPUTE_DOMAIN_DRIVER } from '../src/compute-domain/slice.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
-import { channelLabels, FleetComputeDomains } from '../src/fleet/compute-domains.js';
+import { channelLabels, channelOf, FleetComputeDomains } from '../src/fleet/compute-domains.js';
 import { Machines, type NodeMachine } from '../src/fleet/machines.js';
 import type { ResourceClaim } from '../src/prepare/claim.js';
 import { FakeObjects } from './support/fake-objects.js';
@@ -86,7 +86,7 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
             channelClaim('kwok-gpu-0', 'cd-1'),
             channelClaim('kwok-gpu-1', 'cd-1', false),
             channelClaim('real', 'cd-1'),
-          ],
+          ].map(channelOf),
           ours,
         ),
       ],

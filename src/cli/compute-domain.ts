@@ -3,12 +3,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { pino } from 'pino';
 import { ComputeDomainController } from '../compute-domain/controller.js';
-import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { DAEMON_IMAGE } from '../cluster/image.js';
 import { FakegpuError, show } from '../errors.js';
 import { checkNamespace, KubeObjects } from '../k8s/objects.js';
 import { splitEndpoint } from '../net/endpoint.js';
-import { checkEndpoint, checkKubeconfig, envOption, sourceOf } from './options.js';
+import { checkEndpoint, checkKubeconfig, driverNamespaceOption, envOption, sourceOf } from './options.js';
 
 interface Flags {
   kubeconfig?: string;
@@ -28,14 +27,7 @@ export function computeDomainControllerCommand(): Command {
     .addOption(
       envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
     )
-    .addOption(
-      envOption(
-        '--driver-namespace <ns>',
-        "the driver's namespace: daemon claim templates, DaemonSets and cliques go there",
-        'POD_NAMESPACE',
-        DEFAULT_DRIVER_NAMESPACE,
-      ),
-    )
+    .addOption(driverNamespaceOption('daemon claim templates, DaemonSets and cliques go there'))
     .addOption(
       envOption(
         '--daemon-image <ref>',

@@ -3,7 +3,6 @@ import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { FakegpuError } from '../errors.js';
-import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { checkNamespace } from '../k8s/objects.js';
 import { parseRelease } from '../device/release.js';
 import { KubeFaultApi } from '../fault/api.js';
@@ -21,7 +20,9 @@ import {
   checkKubeconfig,
   driverNameOption,
   driverReleaseOption,
+  driverNamespaceOption,
   dynamicMigOption,
+  noComputeDomainsOption,
   envOption,
   intFlag,
   sourceOf,
@@ -98,19 +99,11 @@ export function fleetCommand(): Command {
     .addOption(noNicsOption())
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(
-      new Option(
-        '--no-compute-domains',
-        "do not play NVIDIA's compute-domain node side (slices, node labels, IMEX daemon entries) on nodes with NVLink fabric",
-      ).env('FAKEGPU_NO_COMPUTE_DOMAINS'),
-    )
-    .addOption(
-      envOption(
-        '--driver-namespace <ns>',
-        "the driver's namespace: ComputeDomainCliques and IMEX daemon pods live there",
-        'POD_NAMESPACE',
-        DEFAULT_DRIVER_NAMESPACE,
+      noComputeDomainsOption(
+        "play NVIDIA's compute-domain node side (slices, node labels, IMEX daemon entries)",
       ),
     )
+    .addOption(driverNamespaceOption())
     .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
       envOption(

@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { type Command, Option } from 'commander';
+import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../net/endpoint.js';
@@ -29,6 +30,24 @@ export function intFlag(text: string, flag: string, min: number, max?: number): 
 }
 
 /** The driver flags the node plugin and the fleet share, from the same environment as NVIDIA's chart. */
+/** `--no-compute-domains`, said of what the command plays of NVIDIA's compute-domain side. */
+export function noComputeDomainsOption(what: string): Option {
+  return new Option(
+    '--no-compute-domains',
+    `do not ${what} on machines with NVLink fabric (GB200, GB300)`,
+  ).env('FAKEGPU_NO_COMPUTE_DOMAINS');
+}
+
+/** Where ComputeDomainCliques and the IMEX daemons' pods live (in a pod: its own namespace). */
+export function driverNamespaceOption(what = 'ComputeDomainCliques and IMEX daemon pods live there'): Option {
+  return envOption(
+    '--driver-namespace <ns>',
+    `the driver's namespace: ${what}`,
+    'POD_NAMESPACE',
+    DEFAULT_DRIVER_NAMESPACE,
+  );
+}
+
 export function dynamicMigOption(): Option {
   return new Option('--dynamic-mig', 'publish every MIG partition (DynamicMIG)').env('FAKEGPU_DYNAMIC_MIG');
 }

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { checkNamespace } from '../k8s/objects.js';
 import { pino } from 'pino';
 import { parseRelease, RELEASES } from '../device/release.js';
@@ -17,7 +16,9 @@ import {
   checkKubeconfig,
   driverNameOption,
   driverReleaseOption,
+  driverNamespaceOption,
   dynamicMigOption,
+  noComputeDomainsOption,
   envOption,
   sourceOf,
   parseGates,
@@ -158,20 +159,8 @@ export function pluginCommand(): Command {
     )
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(nicNumaOption().env('FAKEGPU_NIC_NUMA_ATTRIBUTE'))
-    .addOption(
-      new Option(
-        '--no-compute-domains',
-        'do not run the compute-domain.nvidia.com side on a machine with NVLink fabric (GB200, GB300)',
-      ).env('FAKEGPU_NO_COMPUTE_DOMAINS'),
-    )
-    .addOption(
-      envOption(
-        '--driver-namespace <ns>',
-        "the driver's namespace: ComputeDomainCliques and IMEX daemon pods live there",
-        'POD_NAMESPACE',
-        DEFAULT_DRIVER_NAMESPACE,
-      ),
-    )
+    .addOption(noComputeDomainsOption('run the compute-domain.nvidia.com side'))
+    .addOption(driverNamespaceOption())
     .addOption(
       new Option(
         '--gpu-clique-label',

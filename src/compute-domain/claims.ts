@@ -9,7 +9,7 @@ import { removeDurably, writeDurably } from '../durable/file.js';
 import { under } from '../durable/path.js';
 import type { ObjectApi } from '../k8s/objects.js';
 import { baseRequest, type AllocationResult, type ResourceClaim } from '../prepare/claim.js';
-import { ClaimLifecycle, type ClaimHooks } from '../prepare/lifecycle.js';
+import { ClaimLifecycle, plannedClaim, type ClaimHooks } from '../prepare/lifecycle.js';
 import { ClaimError, fakeDeviceNode, PrepareError } from '../prepare/node.js';
 import {
   channelDeviceNodes,
@@ -110,13 +110,7 @@ class ComputeDomainHooks implements ClaimHooks {
         computeDomain: domain,
       });
     }
-    return {
-      namespace: claim.metadata.namespace,
-      name: claim.metadata.name,
-      state: 'PrepareStarted',
-      devices,
-      configState: {},
-    };
+    return plannedClaim(claim, devices);
   }
 
   /** The daemon's config template, in the directory its pod mounts as /imexd. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ObjectApi } from '../k8s/objects.js';
+import { Periodic } from '../k8s/periodic.js';
 import { daemonSet, daemonTemplate, workloadTemplate, type DaemonSetOptions } from './objects.js';
 import {
   CD_GROUP_VERSION,
@@ -57,43 +58,27 @@ const uidOf = (o: Owned) => o.metadata.labels?.[DOMAIN_LABEL] ?? '';
 const withoutFinalizer = (m: Metadata) => (m.finalizers ?? []).filter((f) => f !== FINALIZER);
 
 export class ComputeDomainController {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  /** Ticks that failed in a row, for the log. */
-  private failures = 0;
+  private readonly loop: Periodic;
 
-  constructor(private readonly o: ControllerOptions) {}
-
-  start(): void {
-    const loop = () => {
-      if (this.stopped) return;
-      this.running = this.tick()
-        .catch((e: unknown) => {
-          this.failures++;
-          this.o.log.warn(
-            { err: e instanceof Error ? e.message : String(e), failures: this.failures },
-            'ComputeDomain pass failed',
-          );
-        })
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.timer = setTimeout(loop, this.o.periodMs ?? STATUS_PERIOD_MS);
-        });
-    };
-    loop();
+  constructor(private readonly o: ControllerOptions) {
+    this.loop = new Periodic(() => this.tick(), {
+      periodMs: o.periodMs ?? STATUS_PERIOD_MS,
+      log: o.log,
+      what: 'ComputeDomain pass failed',
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One pass over every domain; each domain's failure is logged and the others go on. */
   async tick(): Promise<void> {
     const w = await this.read();
-    this.failures = 0;
     const live = new Set<string>();
     for (const cd of w.domains) {
       live.add(cd.metadata.uid);
@@ -122,13 +107,13 @@ export class ComputeDomainController {
     const sel = { labelSelector: DOMAIN_LABEL };
     // Nodes before domains: a label seen here names a domain that existed when it was set, so a domain
     // missing from the later list is really gone.
-    const nodes = await api.list<Owned>('/api/v1/nodes', sel);
+    const nodes = await api.list<Owned>('/api/v1/nodes', sel, true);
     const [domains, cliques, pods, templates, daemonSets] = await Promise.all([
       api.list<ComputeDomain>(COMPUTE_DOMAINS_PATH),
       api.list<ComputeDomainClique>(cliquesPath(ns), sel),
       api.list<DaemonPod>(podsPath(ns), sel),
-      api.list<Owned>(RCTS_PATH, sel),
-      api.list<Owned>(dsCollection(ns), sel),
+      api.list<Owned>(RCTS_PATH, sel, true),
+      api.list<Owned>(dsCollection(ns), sel, true),
     ]);
     return { domains, nodes, cliques, pods, templates, daemonSets };
   }

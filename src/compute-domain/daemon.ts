@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ApiError } from '../k8s/client.js';
 import type { ObjectApi } from '../k8s/objects.js';
+import { Periodic } from '../k8s/periodic.js';
 import {
   CLIQUE_LABEL,
   cliqueName,
@@ -31,45 +32,59 @@ export interface StandInOptions {
   cliqueOf(node: string): string | undefined;
   log: Logger;
   periodMs?: number;
+  /** The daemon pods now (e.g. an informer's); undefined: not known yet. Default: listed each pass. */
+  pods?: () => readonly Pod[] | undefined;
 }
 
-type Pod = DaemonPod & { metadata: { uid: string } };
+export type Pod = DaemonPod & { metadata: { uid: string } };
+
+/** What the stand-in and the controller read of a daemon pod, and nothing else: kept by informers. */
+export function leanPod(obj: unknown): Pod {
+  const p = obj as Pod;
+  const labels = p.metadata.labels ?? {};
+  const ready = (p.status?.conditions ?? []).filter((c) => c.type === 'Ready');
+  return {
+    metadata: {
+      name: p.metadata.name,
+      uid: p.metadata.uid,
+      labels: Object.fromEntries(
+        [DOMAIN_LABEL, CLIQUE_LABEL].flatMap((k) => (labels[k] === undefined ? [] : [[k, labels[k]]])),
+      ),
+      ...(p.metadata.deletionTimestamp ? { deletionTimestamp: p.metadata.deletionTimestamp } : {}),
+    },
+    spec: { ...(p.spec?.nodeName ? { nodeName: p.spec.nodeName } : {}) },
+    status: {
+      ...(p.status?.phase ? { phase: p.status.phase } : {}),
+      ...(p.status?.podIP ? { podIP: p.status.podIP } : {}),
+      conditions: ready.map((c) => ({ type: c.type, status: c.status })),
+    },
+  };
+}
 
 export class DaemonStandIn {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly loop: Periodic;
 
-  constructor(private readonly o: StandInOptions) {}
-
-  start(): void {
-    const loop = () => {
-      if (this.stopped) return;
-      this.running = this.tick()
-        .catch((e: unknown) => {
-          this.o.log.warn(
-            { err: e instanceof Error ? e.message : String(e) },
-            'IMEX daemon entries not written',
-          );
-        })
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.timer = setTimeout(loop, this.o.periodMs ?? STAND_IN_PERIOD_MS);
-        });
-    };
-    loop();
+  constructor(private readonly o: StandInOptions) {
+    this.loop = new Periodic(() => this.tick(), {
+      periodMs: o.periodMs ?? STAND_IN_PERIOD_MS,
+      log: o.log,
+      what: 'IMEX daemon entries not written',
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   async tick(): Promise<void> {
     const { api, namespace: ns } = this.o;
     const sel = { labelSelector: DOMAIN_LABEL };
-    const pods = await api.list<Pod>(podsPath(ns), sel);
+    const pods = this.o.pods ? this.o.pods() : await api.list<Pod>(podsPath(ns), sel);
+    if (pods === undefined) return;
     const liveUids = new Set(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.uid));
     /** By clique object name: the domain, clique and this agent's daemons in it. */
     const groups = new Map<string, { uid: string; cliqueID: string; present: DaemonSelf[] }>();

@@ -1,10 +1,17 @@
 import type { Logger } from 'pino';
-import { DaemonStandIn } from '../compute-domain/daemon.js';
-import { COMPUTE_DOMAINS_PATH, DOMAIN_LABEL, GPU_CLIQUE_LABEL } from '../compute-domain/resource.js';
+import { DaemonStandIn, leanPod } from '../compute-domain/daemon.js';
+import {
+  COMPUTE_DOMAINS_PATH,
+  DOMAIN_LABEL,
+  GPU_CLIQUE_LABEL,
+  podsPath,
+} from '../compute-domain/resource.js';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
 import { decodeComputeDomainConfig } from '../config/compute-domain.js';
-import { ApiError } from '../k8s/client.js';
+import { ApiError, type ApiClient } from '../k8s/client.js';
+import { Informer } from '../k8s/informer.js';
 import type { ObjectApi } from '../k8s/objects.js';
+import { Periodic } from '../k8s/periodic.js';
 import type { ResourceClaim } from '../prepare/claim.js';
 
 /**
@@ -32,84 +39,92 @@ export interface FleetComputeDomainsOptions {
   view: FleetNodeView;
   log: Logger;
   periodMs?: number;
+  /** With it, claims and daemon pods are kept by watches instead of listed every pass. */
+  http?: ApiClient | undefined;
 }
 
 type Claim = ResourceClaim & { status?: { reservedFor?: unknown[] } };
+export interface Channel {
+  node: string;
+  domainID: string;
+}
 
-/** Which of the fleet's nodes should carry which domain's label, from the claims allocated there. */
+/** A channel claim of this driver allocated and reserved for a pod: its node and domain; else null. */
+export function channelOf(c: Claim): Channel | null {
+  if ((c.status?.reservedFor ?? []).length === 0) return null;
+  const devices = c.status?.allocation?.devices;
+  const r = (devices?.results ?? []).find(
+    (x) => x.driver === COMPUTE_DOMAIN_DRIVER && x.device === 'channel-0',
+  );
+  if (!r) return null;
+  const config = (devices?.config ?? []).filter((x) => x.opaque?.driver === COMPUTE_DOMAIN_DRIVER).pop();
+  try {
+    return { node: r.pool, domainID: decodeComputeDomainConfig(config?.opaque?.parameters).domainID };
+  } catch {
+    // A config the real plugin would refuse at prepare: no label, as its prepare fails.
+    return null;
+  }
+}
+
+/** Which of the fleet's nodes should carry which domain's label, from the channels allocated there. */
 export function channelLabels(
-  claims: readonly Claim[],
+  channels: readonly (Channel | null)[],
   ours: (node: string) => boolean,
 ): Map<string, string> {
   const want = new Map<string, string>();
-  for (const c of claims) {
-    if ((c.status?.reservedFor ?? []).length === 0) continue;
-    const devices = c.status?.allocation?.devices;
-    for (const r of devices?.results ?? []) {
-      if (r.driver !== COMPUTE_DOMAIN_DRIVER || r.device !== 'channel-0' || !ours(r.pool)) continue;
-      const config = (devices?.config ?? []).filter((x) => x.opaque?.driver === COMPUTE_DOMAIN_DRIVER).pop();
-      try {
-        const cfg = decodeComputeDomainConfig(config?.opaque?.parameters);
-        want.set(r.pool, cfg.domainID);
-      } catch {
-        // A config the real plugin would refuse at prepare: no label, as its prepare fails.
-      }
-    }
-  }
+  for (const c of channels) if (c && ours(c.node)) want.set(c.node, c.domainID);
   return want;
 }
 
 export class FleetComputeDomains {
   private readonly daemon: DaemonStandIn;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly loop: Periodic;
+
+  private readonly informers: Informer<unknown>[] = [];
+  private readonly channels: Informer<Channel> | null;
 
   constructor(private readonly o: FleetComputeDomainsOptions) {
+    const pods = o.http
+      ? new Informer(o.http, podsPath(o.namespace), { labelSelector: DOMAIN_LABEL }, leanPod, o.log)
+      : null;
+    this.channels = o.http
+      ? new Informer(o.http, CLAIMS_PATH, {}, (c) => channelOf(c as Claim), o.log)
+      : null;
+    for (const i of [pods, this.channels]) if (i) this.informers.push(i);
     this.daemon = new DaemonStandIn({
       api: o.api,
       namespace: o.namespace,
-      cliqueOf: (node) => {
-        const c = o.view.cliqueOf(node);
-        return c === null || c === undefined ? undefined : c;
-      },
+      cliqueOf: (node) => o.view.cliqueOf(node) ?? undefined,
       log: o.log,
       periodMs: o.periodMs,
+      ...(pods ? { pods: () => pods.snapshot() } : {}),
+    });
+    this.loop = new Periodic(() => this.tick(), {
+      periodMs: o.periodMs ?? CHANNEL_PERIOD_MS,
+      log: o.log,
+      what: 'ComputeDomain node labels not written',
     });
   }
 
   start(): void {
+    for (const i of this.informers) i.start();
     this.daemon.start();
-    const loop = () => {
-      if (this.stopped) return;
-      this.running = this.tick()
-        .catch((e: unknown) => {
-          this.o.log.warn(
-            { err: e instanceof Error ? e.message : String(e) },
-            'ComputeDomain node labels not written',
-          );
-        })
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.timer = setTimeout(loop, this.o.periodMs ?? CHANNEL_PERIOD_MS);
-        });
-    };
-    loop();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await Promise.all([this.running, this.daemon.stop()]);
+    for (const i of this.informers) i.stop();
+    await Promise.all([this.loop.stop(), this.daemon.stop()]);
   }
 
   async tick(): Promise<void> {
     const { api, view } = this.o;
-    const [claims, domains] = await Promise.all([
-      api.list<Claim>(CLAIMS_PATH),
-      api.list<{ metadata: { uid: string } }>(COMPUTE_DOMAINS_PATH),
-    ]);
-    const want = channelLabels(claims, (n) => view.cliqueOf(n) !== undefined && view.cliqueOf(n) !== null);
+    const channels = this.channels
+      ? this.channels.snapshot()
+      : (await api.list<Claim>(CLAIMS_PATH)).map(channelOf);
+    if (channels === undefined) return;
+    const domains = await api.list<{ metadata: { uid: string } }>(COMPUTE_DOMAINS_PATH);
+    const want = channelLabels(channels, (n) => view.cliqueOf(n) !== undefined && view.cliqueOf(n) !== null);
     // A deleted domain's nodes are the controller's to unlabel; its claims may outlive it.
     const live = new Set(domains.map((d) => d.metadata.uid));
     for (const [node, uid] of want) if (!live.has(uid)) want.delete(node);

@@ -5,7 +5,7 @@ import type { FaultApi } from '../fault/api.js';
 import { ignoredXids } from '../health/taints.js';
 import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../k8s/api.js';
 import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
-import { ApiError, type PooledKubeConfig } from '../k8s/client.js';
+import { ApiError, clientOf, type PooledKubeConfig } from '../k8s/client.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import type { Semver } from '../k8s/version.js';
 import { ResumableWatch } from '../k8s/watch.js';
@@ -130,7 +130,8 @@ export class Fleet {
     this.machines = new Machines({ ...o, computeDomains: o.computeDomains !== undefined });
     this.domains = o.computeDomains
       ? new FleetComputeDomains({
-          api: o.computeDomains.api ?? new KubeObjects(kc),
+          api: o.computeDomains.api ?? new KubeObjects(clientOf(kc)),
+          http: o.computeDomains.api ? undefined : clientOf(kc),
           namespace: o.computeDomains.namespace,
           periodMs: o.computeDomains.periodMs,
           log: o.log,

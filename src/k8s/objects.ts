@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { listPage, type ListQuery } from './api.js';
+import { listPage, METADATA_LIST, type ListQuery } from './api.js';
 import { FakegpuError, show } from '../errors.js';
 import { ApiClient, ApiError, clientOf } from './client.js';
 
@@ -9,8 +9,8 @@ import { ApiClient, ApiError, clientOf } from './client.js';
  * (test/support/fake-objects.ts). Objects come back parsed but untyped; callers know their kinds.
  */
 export interface ObjectApi {
-  /** Every item of a collection (all pages). */
-  list<T>(collection: string, q?: ListQuery): Promise<T[]>;
+  /** Every item of a collection (all pages); `metadataOnly`: items as their metadata alone. */
+  list<T>(collection: string, q?: ListQuery, metadataOnly?: boolean): Promise<T[]>;
   /** null: 404. */
   get<T>(path: string): Promise<T | null>;
   /** Rejects with `ApiError` 409 when it exists. */
@@ -33,7 +33,7 @@ export class KubeObjects implements ObjectApi {
     this.http = kc instanceof ApiClient ? kc : clientOf(kc);
   }
 
-  async list<T>(collection: string, q: ListQuery = {}): Promise<T[]> {
+  async list<T>(collection: string, q: ListQuery = {}, metadataOnly = false): Promise<T[]> {
     const out: T[] = [];
     let cont: string | undefined;
     do {
@@ -41,7 +41,7 @@ export class KubeObjects implements ObjectApi {
         this.http,
         collection,
         { ...q, limit: PAGE, continue: cont },
-        'application/json',
+        metadataOnly ? METADATA_LIST : 'application/json',
       );
       out.push(...page.items);
       cont = page.continue;

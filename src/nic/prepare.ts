@@ -4,7 +4,7 @@ import { cdiDeviceId, cdiDeviceName } from '../cdi/spec.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { NicHardware } from '../hardware/machine.js';
 import { baseRequest, type ResourceClaim } from '../prepare/claim.js';
-import { ClaimLifecycle, type ClaimHooks } from '../prepare/lifecycle.js';
+import { ClaimLifecycle, plannedClaim, type ClaimHooks } from '../prepare/lifecycle.js';
 import { ClaimError, fakeDeviceNode, makeFakeNodes } from '../prepare/node.js';
 import { nicDeviceName } from './attributes.js';
 
@@ -78,13 +78,7 @@ class NicHooks implements ClaimHooks {
         type: 'nic',
       });
     }
-    return {
-      namespace: claim.metadata.namespace,
-      name: claim.metadata.name,
-      state: 'PrepareStarted',
-      devices,
-      configState: {},
-    };
+    return plannedClaim(claim, devices);
   }
 
   /** Nothing to make: a NIC claim is its CDI spec. */

@@ -45,6 +45,17 @@ export interface ClaimHooks {
   sweepInstances(held: readonly PreparedDevice[]): number;
 }
 
+/** A plan for devices that need no settings recorded (NICs, IMEX channels and daemons). */
+export function plannedClaim(claim: ResourceClaim, devices: PreparedDevice[]): PreparedClaim {
+  return {
+    namespace: claim.metadata.namespace,
+    name: claim.metadata.name,
+    state: 'PrepareStarted',
+    devices,
+    configState: {},
+  };
+}
+
 export interface LifecycleOptions {
   cdiRoot: string;
   /** Views go to `<stateDir>/claims/<uid>`. */

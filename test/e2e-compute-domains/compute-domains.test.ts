@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
+import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import {
   CLIQUE_LABEL,
   DEFAULT_DRIVER_NAMESPACE,
@@ -10,7 +10,7 @@ import {
   type ComputeDomainClique,
 } from '../../src/compute-domain/resource.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
-import { apply, CD_NODE, computeDomainsCluster, running } from '../support/e2e.js';
+import { apply, CD_CLUSTER_DIR, CD_NODE, computeDomainsCluster, running } from '../support/e2e.js';
 
 /**
  * NVIDIA's ComputeDomains end to end: the real API server, scheduler, kubelet and DaemonSet controller
@@ -197,6 +197,24 @@ describe('ComputeDomains on a GB200 tray and two KWOK NVL72 racks', () => {
         ? true
         : undefined,
     );
+  });
+
+  it('keeps a running domain through restarts of the plugin and the controller, and still cleans up', async () => {
+    apply(e, domain('steady', 1), worker(e, 'steady-0', 'steady', { 'kubernetes.io/hostname': CD_NODE }));
+    await running(e, 'steady-0', 120_000);
+    const before = await ready(e, 'steady', 1);
+    const sees = () =>
+      mustKubectl(e, ['exec', 'steady-0', '--', 'ls', '/dev/nvidia-caps-imex-channels']).trim();
+    assert.equal(sees(), 'channel0');
+    for (const component of ['fakegpu-plugin', 'fakegpu-compute-domain-controller'] as const)
+      await clusterRestart(CD_CLUSTER_DIR, component, (l) => {
+        process.stderr.write(`fakegpu: ${l}\n`);
+      });
+    assert.equal(mustKubectl(e, ['get', 'pod', 'steady-0', '-o', 'jsonpath={.status.phase}']), 'Running');
+    assert.equal(sees(), 'channel0');
+    const after = await ready(e, 'steady', 1);
+    assert.deepEqual(after.status?.nodes, before.status?.nodes, 'the same node, clique and index');
+    assert.equal(nodeLabels(e, CD_NODE)[DOMAIN_LABEL], before.metadata.uid);
   });
 
   it('gives every one of the 2048 channels with allocationMode All', async () => {
