@@ -236,6 +236,11 @@ describe('ComputeDomains on a GB200 tray and two KWOK NVL72 racks', () => {
     const first = await eventually('the first domain', () => getDomain(e, 'first'));
     mustKubectl(e, ['label', 'node', CD_NODE, `${DOMAIN_LABEL}=${first.metadata.uid}`, '--overwrite']);
     apply(e, worker(e, 'second-0', 'second', { 'kubernetes.io/hostname': CD_NODE }));
+    const uid = await eventually('the pod', () => {
+      const r = kubectl(e, ['get', 'pod', 'second-0', '-o', 'jsonpath={.metadata.uid}']);
+      return r.code === 0 && r.out !== '' ? r.out : undefined;
+    });
+    // This pod's events only: a cluster directory keeps its etcd, and events of an earlier run, across down and up.
     const message = await eventually(
       'the prepare failure in the pod events',
       () => {
@@ -243,7 +248,7 @@ describe('ComputeDomains on a GB200 tray and two KWOK NVL72 racks', () => {
           'get',
           'events',
           '--field-selector',
-          'involvedObject.name=second-0,reason=FailedPrepareDynamicResources',
+          `involvedObject.uid=${uid},reason=FailedPrepareDynamicResources`,
           '-o',
           'jsonpath={.items[*].message}',
         ]);
@@ -256,15 +261,16 @@ describe('ComputeDomains on a GB200 tray and two KWOK NVL72 racks', () => {
       /error preparing devices for claim 'default\/second-0-channel-[a-z0-9]+:[0-9a-f-]+': prepare devices failed: label already exists for a different ComputeDomain/,
     );
     assert.equal(mustKubectl(e, ['get', 'pod', 'second-0', '-o', 'jsonpath={.status.phase}']), 'Pending');
-    assert.equal(
+    await eventually('the pod waiting in ContainerCreating', () =>
       mustKubectl(e, [
         'get',
         'pod',
         'second-0',
         '-o',
         'jsonpath={.status.containerStatuses[0].state.waiting.reason}',
-      ]),
-      'ContainerCreating',
+      ]) === 'ContainerCreating'
+        ? true
+        : undefined,
     );
     // The other domain lets go of the node: the waiting pod goes on.
     mustKubectl(e, ['label', 'node', CD_NODE, `${DOMAIN_LABEL}-`]);
