@@ -6,6 +6,7 @@ import { COMPUTE_DOMAIN_DRIVER } from '../src/compute-domain/slice.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { channelLabels, channelOf, FleetComputeDomains } from '../src/fleet/compute-domains.js';
 import { Machines, type NodeMachine } from '../src/fleet/machines.js';
+import { parsePools } from '../src/fleet/pools.js';
 import type { ResourceClaim } from '../src/prepare/claim.js';
 import { FakeObjects } from './support/fake-objects.js';
 
@@ -64,6 +65,29 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
     assert.equal(m.clique('kwok-gpu-17', gb('nvl72-0')), a);
     assert.notEqual(m.clique('kwok-gpu-18', gb('nvl72-1')), a);
     assert.equal(m.clique('kwok-gpu-0', { profile: 'dgx-h100', pool: null, labels: {} }), null);
+  });
+
+  it("takes a node's rack from the pools' rackLabel (a cloud's NVLink-domain label)", () => {
+    const pools = parsePools(
+      'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\nrackLabel: example.com/nvl-domain\npools:\n  gb: { profile: oci-bm.gpu.gb200.4 }\n',
+      'pools.yaml',
+    );
+    const m = new Machines({
+      profileLabel: 'fakegpu.dev/profile',
+      pools,
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      release: DEFAULT_RELEASE,
+      computeDomains: true,
+      log,
+    });
+    const node = (domain: string): NodeMachine => ({
+      profile: null,
+      pool: 'gb',
+      labels: { 'example.com/nvl-domain': domain, [RACK_LABEL]: 'ignored' },
+    });
+    assert.equal(m.clique('a', node('d1')), m.clique('b', node('d1')));
+    assert.notEqual(m.clique('a', node('d1')), m.clique('a', node('d2')));
   });
 
   it("publishes NVIDIA's compute-domain slice beside the GPUs of a node with NVLink fabric, only there", () => {

@@ -17,7 +17,6 @@ import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
 import { FleetComputeDomains } from './compute-domains.js';
-import { RACK_LABEL } from '../compute-domain/resource.js';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
 import { KubeObjects, type ObjectApi } from '../k8s/objects.js';
 
@@ -345,7 +344,7 @@ export class Fleet {
       prev.profile !== profile ||
       prev.pool !== pool ||
       prev.uid !== uid ||
-      prev.labels[RACK_LABEL] !== labels[RACK_LABEL]
+      prev.labels[this.machines.rackLabel] !== labels[this.machines.rackLabel]
     )
       this.queue.add(name);
     this.faults?.refresh(name, st);

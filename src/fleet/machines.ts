@@ -45,10 +45,14 @@ export class Machines {
   private readonly fabric = new Map<ResolvedProfile, boolean>();
   /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
   private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
+  /** The node label naming a node's rack (NVLink domain). */
+  readonly rackLabel: string;
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
   kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
 
-  constructor(private readonly o: MachineOptions) {}
+  constructor(private readonly o: MachineOptions) {
+    this.rackLabel = o.pools?.rackLabel ?? RACK_LABEL;
+  }
 
   /**
    * The node's slices, of every driver, with the taints of its faulted devices; an error: the node's
@@ -77,7 +81,7 @@ export class Machines {
       this.fabric.set(m.profile, fabric);
     }
     if (!fabric) return null;
-    return cliqueOf(nodeFabric(m.profile.spec.fabric, node, st.labels?.[RACK_LABEL]));
+    return cliqueOf(nodeFabric(m.profile.spec.fabric, node, st.labels?.[this.rackLabel]));
   }
 
   private gpuSlices(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {

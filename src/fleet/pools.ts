@@ -7,6 +7,7 @@ import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
 import { API_VERSION } from '../profile/schema.js';
 import { renderSlices } from '../render.js';
 import { DRIVER_NAME } from '../slice/build.js';
+import { RACK_LABEL } from '../compute-domain/resource.js';
 
 /**
  * Which machine each node pool is: the fleet's answer for nodes that carry a pool label (a cloud's
@@ -16,6 +17,7 @@ import { DRIVER_NAME } from '../slice/build.js';
  *   apiVersion: fakegpu.dev/v1alpha1
  *   kind: FleetPools
  *   poolLabel: karpenter.sh/nodepool
+ *   rackLabel: example.com/nvl72-domain     # GB200/GB300: nodes with one value share an NVLink clique
  *   pools:
  *     h100: { profile: dgx-h100 }
  *     h100-mig: { profile: dgx-h100, dynamicMig: true }
@@ -40,6 +42,8 @@ const FleetPools = strict({
   apiVersion: z.literal(API_VERSION, { error: () => `must be ${JSON.stringify(API_VERSION)}` }),
   kind: z.literal(POOLS_KIND, { error: () => `must be ${JSON.stringify(POOLS_KIND)}` }),
   poolLabel: nonEmpty.optional(),
+  /** The node label naming a node's rack (NVLink domain); default fakegpu.dev/rack. */
+  rackLabel: nonEmpty.optional(),
   pools: z.record(z.string(), Pool),
 });
 
@@ -50,6 +54,8 @@ export interface PoolMachine {
 
 export interface Pools {
   label: string;
+  /** Nodes with the same value share an NVLink clique (machines with NVLink fabric). */
+  rackLabel: string;
   byName: ReadonlyMap<string, PoolMachine>;
 }
 
@@ -88,7 +94,7 @@ export function parsePools(text: string, source: string): Pools {
     }
     byName.set(name, { profile, dynamicMig: p.dynamicMig });
   }
-  return { label: doc.poolLabel ?? DEFAULT_POOL_LABEL, byName };
+  return { label: doc.poolLabel ?? DEFAULT_POOL_LABEL, rackLabel: doc.rackLabel ?? RACK_LABEL, byName };
 }
 
 export function loadPools(path: string, field = '--pools'): Pools {
