@@ -31,7 +31,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, clusterUp, FLEET_HTTP } from '../src/cluster/cluster.js';
+import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
 import { CD_CONTROLLER_HTTP } from '../src/cluster/compute-domain-process.js';
 import { TEST_IMAGE } from '../src/cluster/image.js';
 import {
@@ -58,6 +58,7 @@ import {
   until,
   checked as checkedFlag,
   median,
+  onKwokCluster,
 } from './support.js';
 
 const opts = new Command('bench:computedomains')
@@ -458,20 +459,10 @@ const cpu = cpus();
 const hardware = `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${f(totalmem() / 2 ** 30, 0)} GiB`;
 log(`${hardware}; starting the cluster with ${NODES} KWOK nodes of ${PROFILE} (${RACKS} racks)`);
 await clusterDown({ dir: DIR, purge: true, log });
-const e = await clusterUp({
-  dir: DIR,
-  nodeName: 'fakegpu-bench-host',
-  kwokNodes: NODES,
-  kwokProfile: PROFILE,
-  kwokFleet: false,
-  log,
-});
-let r: Results;
-try {
-  r = await run(e.KUBECONFIG);
-} finally {
-  if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
-}
+const r = await onKwokCluster(
+  { dir: DIR, kwokNodes: NODES, kwokProfile: PROFILE, keep: opts.keep === true, log },
+  run,
+);
 
 const spread = (xs: readonly number[], d = 2): string =>
   xs.length > 1 ? `${f(Math.min(...xs), d)} – ${f(Math.max(...xs), d)}` : '';

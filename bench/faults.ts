@@ -16,7 +16,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, clusterUp, FLEET_HTTP } from '../src/cluster/cluster.js';
+import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
 import { join } from 'node:path';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
@@ -44,6 +44,7 @@ import {
   until,
   checked as checkedFlag,
   median,
+  onKwokCluster,
 } from './support.js';
 
 const opts = new Command('bench:faults')
@@ -301,20 +302,10 @@ async function run(
 
 log(`starting the cluster with ${N} KWOK nodes of ${PROFILE}`);
 await clusterDown({ dir: DIR, purge: true, log });
-const e = await clusterUp({
-  dir: DIR,
-  nodeName: 'fakegpu-bench-host',
-  kwokNodes: N,
-  kwokProfile: PROFILE,
-  kwokFleet: false,
-  log,
-});
-let r: Awaited<ReturnType<typeof run>>;
-try {
-  r = await run(e.KUBECONFIG);
-} finally {
-  if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
-}
+const r = await onKwokCluster(
+  { dir: DIR, kwokNodes: N, kwokProfile: PROFILE, keep: opts.keep === true, log },
+  run,
+);
 const ceilingS = median(r.rounds.map((x) => x.ceilingS));
 const fleetS = median(r.rounds.map((x) => x.fleetS));
 console.log(

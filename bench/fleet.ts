@@ -23,7 +23,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, clusterUp, FLEET_HTTP } from '../src/cluster/cluster.js';
+import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
@@ -49,6 +49,7 @@ import {
   type Node,
   checked as checkedFlag,
   median,
+  onKwokCluster,
 } from './support.js';
 
 const opts = new Command('bench:fleet')
@@ -346,20 +347,10 @@ async function schedule(
 
 log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
 await clusterDown({ dir: DIR, purge: true, log });
-const e = await clusterUp({
-  dir: DIR,
-  nodeName: 'fakegpu-bench-host',
-  kwokNodes: N,
-  kwokProfile: opts.profile,
-  kwokFleet: false,
-  log,
-});
-let r: Results;
-try {
-  r = await run(e.KUBECONFIG);
-} finally {
-  if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
-}
+const r = await onKwokCluster(
+  { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
+  run,
+);
 
 const mode = dynamicMig ? 'dynamic MIG' : 'plain';
 const spread = (xs: readonly number[], d = 2): string =>

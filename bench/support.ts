@@ -8,7 +8,14 @@ import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { FLEET_HTTP, FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, REPO_ROOT } from '../src/cluster/cluster.js';
+import {
+  clusterDown,
+  clusterUp,
+  FLEET_HTTP,
+  FLEET_MALLOC_ENV,
+  FLEET_NODE_FLAGS,
+  REPO_ROOT,
+} from '../src/cluster/cluster.js';
 import { FakegpuError } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 
@@ -200,4 +207,27 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+}
+
+/**
+ * A bench's own cluster of `kwokNodes` KWOK nodes of `kwokProfile` (no fleet: the bench starts its own),
+ * `run` against its kubeconfig, then the cluster purged unless `keep`.
+ */
+export async function onKwokCluster<T>(
+  o: { dir: string; kwokNodes: number; kwokProfile: string; keep: boolean; log: (line: string) => void },
+  run: (kubeconfig: string) => Promise<T>,
+): Promise<T> {
+  const e = await clusterUp({
+    dir: o.dir,
+    nodeName: 'fakegpu-bench-host',
+    kwokNodes: o.kwokNodes,
+    kwokProfile: o.kwokProfile,
+    kwokFleet: false,
+    log: o.log,
+  });
+  try {
+    return await run(e.KUBECONFIG);
+  } finally {
+    if (!o.keep) await clusterDown({ dir: o.dir, purge: true, log: o.log });
+  }
 }

@@ -73,8 +73,12 @@ function envOf(c: Container): Map<string, string | undefined> {
 }
 
 /** `helm template` of the chart for the cluster's Kubernetes version, with more arguments. */
-function template(e: Exports, extra: string[] = []): { code: number | null; out: string; err: string } {
-  return helm(e, ['template', 'fakegpu', chart, '--kube-version', 'v1.37.2', ...extra]);
+function template(
+  e: Exports,
+  extra: string[] = [],
+  release = 'fakegpu',
+): { code: number | null; out: string; err: string } {
+  return helm(e, ['template', release, chart, '--kube-version', 'v1.37.2', ...extra]);
 }
 
 describe('Helm chart deploy/helm/fakegpu', () => {
@@ -192,17 +196,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it("binds the admission policy to the plugin's service account only, and leaves it out when disabled", () => {
-    const r = helm(e, [
-      'template',
-      'rel',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--namespace',
-      'ns1',
-      '--set',
-      'fleet.enabled=true',
-    ]);
+    const r = template(e, ['--namespace', 'ns1', '--set', 'fleet.enabled=true'], 'rel');
     assert.equal(r.code, 0, r.err);
     const all = objects(r.out);
     const policy = all.find((d) => d.kind === 'ValidatingAdmissionPolicy');
@@ -217,15 +211,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const binding = all.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
     assert.equal(binding?.spec?.policyName, 'rel-plugin-own-node');
     assert.deepEqual(binding.spec.validationActions, ['Deny']);
-    const off = helm(e, [
-      'template',
-      'rel',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--set',
-      'plugin.admissionPolicy.enabled=false',
-    ]);
+    const off = template(e, ['--set', 'plugin.admissionPolicy.enabled=false'], 'rel');
     assert.equal(off.code, 0, off.err);
     assert.deepEqual(
       objects(off.out).filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy')),
@@ -237,19 +223,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const ns = 'fakegpu-vap';
     const sa = 'vap-plugin';
     const other = 'fakegpu-vap-elsewhere';
-    const r = helm(e, [
-      'template',
+    const r = template(
+      e,
+      [
+        '--namespace',
+        ns,
+        '--show-only',
+        'templates/rbac.yaml',
+        '--show-only',
+        'templates/admission-policy.yaml',
+      ],
       'vap',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--namespace',
-      ns,
-      '--show-only',
-      'templates/rbac.yaml',
-      '--show-only',
-      'templates/admission-policy.yaml',
-    ]);
+    );
     assert.equal(r.code, 0, r.err);
     // A driver no DeviceClass selects: these slices must not feed the scheduler tests.
     const slice = (name: string, node: string): string =>
@@ -381,25 +366,24 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('deploys the fleet with its pools map, RBAC enough for what it does, and nothing more', () => {
-    const r = helm(e, [
-      'template',
+    const r = template(
+      e,
+      [
+        '--namespace',
+        'fakegpu-fleet',
+        '--set',
+        'fleet.enabled=true',
+        '--set',
+        'fleet.pools.h100.profile=dgx-h100',
+        '--set',
+        'fleet.pools.mig.profile=dgx-a100',
+        '--set',
+        'fleet.pools.mig.dynamicMig=true',
+        '--set',
+        'fleet.qps=50',
+      ],
       'fleet',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--namespace',
-      'fakegpu-fleet',
-      '--set',
-      'fleet.enabled=true',
-      '--set',
-      'fleet.pools.h100.profile=dgx-h100',
-      '--set',
-      'fleet.pools.mig.profile=dgx-a100',
-      '--set',
-      'fleet.pools.mig.dynamicMig=true',
-      '--set',
-      'fleet.qps=50',
-    ]);
+    );
     assert.equal(r.code, 0, r.err);
     const docs = parseAllDocuments(r.out).map(
       (d) => d.toJS() as { kind: string; metadata: { name: string }; data?: Record<string, string> },
@@ -492,19 +476,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('runs the ComputeDomain controller in the release namespace, with the daemon image and its probes', () => {
-    const r = helm(e, [
-      'template',
+    const r = template(
+      e,
+      [
+        '--namespace',
+        'fakegpu-cd',
+        '--set',
+        'image.repository=registry.example/fakegpu',
+        '--set',
+        'image.tag=1.2.3',
+      ],
       'cd',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--namespace',
-      'fakegpu-cd',
-      '--set',
-      'image.repository=registry.example/fakegpu',
-      '--set',
-      'image.tag=1.2.3',
-    ]);
+    );
     assert.equal(r.code, 0, r.err);
     const all = objects(r.out);
     const mine = all.filter((d) => d.metadata.name === 'cd-compute-domain-controller');
@@ -559,21 +542,20 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
     assert.doesNotMatch(r.out, /^\s+computeDomains:/m);
 
-    const custom = helm(e, [
-      'template',
+    const custom = template(
+      e,
+      [
+        '--set',
+        'computeDomains.daemonImage.repository=registry.example/imex',
+        '--set-string',
+        'computeDomains.daemonImage.tag=7',
+        '--set',
+        'computeDomains.daemonImage.pullPolicy=Always',
+        '--set',
+        'computeDomains.gpuCliqueLabel=true',
+      ],
       'cd',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--set',
-      'computeDomains.daemonImage.repository=registry.example/imex',
-      '--set-string',
-      'computeDomains.daemonImage.tag=7',
-      '--set',
-      'computeDomains.daemonImage.pullPolicy=Always',
-      '--set',
-      'computeDomains.gpuCliqueLabel=true',
-    ]);
+    );
     assert.equal(custom.code, 0, custom.err);
     const customEnv = envOf(container(objects(custom.out), 'Deployment', 'cd-compute-domain-controller'));
     assert.equal(customEnv.get('FAKEGPU_DAEMON_IMAGE'), 'registry.example/imex:7');
@@ -583,19 +565,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
 
   it("gives the ComputeDomain controller and the plugin what they do, in the driver's namespace where it lives", () => {
     const ns = 'fakegpu-cd-rbac';
-    const r = helm(e, [
-      'template',
+    const r = template(
+      e,
+      [
+        '--namespace',
+        ns,
+        '--show-only',
+        'templates/rbac.yaml',
+        '--show-only',
+        'templates/compute-domain-controller.yaml',
+      ],
       'cdr',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--namespace',
-      ns,
-      '--show-only',
-      'templates/rbac.yaml',
-      '--show-only',
-      'templates/compute-domain-controller.yaml',
-    ]);
+    );
     assert.equal(r.code, 0, r.err);
     // Its accounts and RBAC only: the controller's image cannot be built here.
     const rbac = JSON.stringify({
@@ -666,19 +647,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
   });
 
   it('leaves ComputeDomains out when resources.computeDomains.enabled is false, and turns the plugin and fleet side off', () => {
-    const r = helm(e, [
-      'template',
+    const r = template(
+      e,
+      [
+        '--set',
+        'resources.computeDomains.enabled=false',
+        '--set',
+        'fleet.enabled=true',
+        '--set',
+        'computeDomains.gpuCliqueLabel=true',
+      ],
       'off',
-      chart,
-      '--kube-version',
-      'v1.37.2',
-      '--set',
-      'resources.computeDomains.enabled=false',
-      '--set',
-      'fleet.enabled=true',
-      '--set',
-      'computeDomains.gpuCliqueLabel=true',
-    ]);
+    );
     assert.equal(r.code, 0, r.err);
     const all = objects(r.out);
     assert.deepEqual(
