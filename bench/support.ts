@@ -17,6 +17,9 @@ import {
   REPO_ROOT,
 } from '../src/cluster/cluster.js';
 import { FakegpuError } from '../src/errors.js';
+import { LIST_ATTEMPTS } from '../src/k8s/api.js';
+import { fullJitter, LIST_BACKOFF } from '../src/k8s/backoff.js';
+import { transientListError } from '../src/k8s/client.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 
 export const logger =
@@ -76,10 +79,15 @@ export class Raw {
     });
   }
 
+  /** The answer's body; a read the API server cannot serve yet is asked again, as `listPage` does. */
   async ok(method: string, path: string, body?: string, accept?: string): Promise<string> {
-    const r = await this.send(method, path, body, accept);
-    if (r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-    return r.text;
+    for (let attempt = 1; ; attempt++) {
+      const r = await this.send(method, path, body, accept);
+      if (r.status < 300) return r.text;
+      if (method !== 'GET' || attempt >= LIST_ATTEMPTS || !transientListError(r.status, r.text))
+        throw new Error(`${method} ${path}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
+      await sleep(fullJitter(attempt, LIST_BACKOFF));
+    }
   }
 }
 

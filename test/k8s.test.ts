@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { binaryQuantity, mibQuantity } from '../src/k8s/quantity.js';
 import { formatSemver, parseLenientVersion } from '../src/k8s/version.js';
 import { fullJitter } from '../src/k8s/backoff.js';
-import { ApiClient, ApiError, WATCH_TIMEOUT_S, writtenRef } from '../src/k8s/client.js';
+import { ApiClient, ApiError, transientListError, WATCH_TIMEOUT_S, writtenRef } from '../src/k8s/client.js';
+import { LIST_ATTEMPTS, listPage } from '../src/k8s/api.js';
 import { ResumableWatch, type WatchHandlers } from '../src/k8s/watch.js';
 import { loopback, until } from './support/http.js';
 
@@ -274,5 +275,61 @@ describe('the resumable watch', () => {
       w.stop();
       await s.close();
     }
+  });
+});
+
+describe('a list page the API server cannot serve yet', () => {
+  const lagging = new ApiError(
+    504,
+    'GET /apis/resource.k8s.io/v1/resourceslices?limit=500&continue=x: HTTP 504: {"kind":"Status","message":"Timeout: Too large resource version: 9137, current: 9023","reason":"Timeout","code":504}',
+  );
+  function sender(answers: (string | ApiError)[]) {
+    const calls: string[] = [];
+    return {
+      calls,
+      send: (_m: string, path: string): Promise<string> => {
+        calls.push(path);
+        const a = answers.shift();
+        if (a === undefined) throw new Error('no more answers');
+        return a instanceof ApiError ? Promise.reject(a) : Promise.resolve(a);
+      },
+    };
+  }
+
+  it('is asked again after a backoff while the watch cache lags (504 "Too large resource version") or 429', async () => {
+    const s = sender([
+      lagging,
+      new ApiError(429, 'HTTP 429: Too many requests'),
+      '{"items":[{"a":1}],"metadata":{"resourceVersion":"9140"}}',
+    ]);
+    const page = await listPage(
+      s,
+      '/apis/resource.k8s.io/v1/resourceslices',
+      { limit: 500, continue: 'x' },
+      'application/json',
+      () => 0,
+    );
+    assert.deepEqual(page, { items: [{ a: 1 }], resourceVersion: '9140', continue: undefined });
+    assert.equal(s.calls.length, 3);
+    assert.ok(
+      s.calls.every((c) => c.includes('continue=x')),
+      'the same page each time',
+    );
+  });
+
+  it('gives up after a bounded number of attempts, and at once on an answer that means no', async () => {
+    const s = sender(Array.from({ length: LIST_ATTEMPTS }, () => lagging));
+    await assert.rejects(
+      listPage(s, '/x', {}, 'application/json', () => 0),
+      /Too large resource version/,
+    );
+    assert.equal(s.calls.length, LIST_ATTEMPTS);
+    const gone = sender([new ApiError(410, 'HTTP 410: Expired'), '{"items":[]}']);
+    await assert.rejects(
+      listPage(gone, '/x', {}, 'application/json', () => 0),
+      /410/,
+    );
+    assert.equal(gone.calls.length, 1);
+    assert.equal(transientListError(504, 'Timeout: request did not complete'), false);
   });
 });

@@ -1,5 +1,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ApiClient, clientOf, serverVersion, type WatchSource, type WrittenRef } from './client.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter, LIST_BACKOFF } from './backoff.js';
+import {
+  ApiClient,
+  ApiError,
+  clientOf,
+  serverVersion,
+  transientListError,
+  type WatchSource,
+  type WrittenRef,
+} from './client.js';
 import type { ResourceSlice } from './resource.js';
 import type { Semver } from './version.js';
 
@@ -116,19 +126,38 @@ export class KubeApi implements ClusterApi {
   }
 }
 
-/** One page of a list, any resource. */
+/** Attempts of one list request that the API server answered "not now" (see `transientListError`). */
+export const LIST_ATTEMPTS = 8;
+
+/**
+ * One page of a list, any resource. A page the API server cannot serve yet (its watch cache behind the
+ * resourceVersion asked for, or priority and fairness pushing back) is asked for again after a backoff,
+ * so a burst of writes does not end a list.
+ */
 export async function listPage<T>(
-  http: ApiClient,
+  http: Pick<ApiClient, 'send'>,
   path: string,
   q: ListQuery,
   accept: string,
+  random: () => number = Math.random,
 ): Promise<Page<T>> {
   const s = new URLSearchParams();
   if (q.labelSelector) s.set('labelSelector', q.labelSelector);
   if (q.fieldSelector) s.set('fieldSelector', q.fieldSelector);
   if (q.limit) s.set('limit', String(q.limit));
   if (q.continue) s.set('continue', q.continue);
-  const page = JSON.parse(await http.send('GET', `${path}?${s.toString()}`, undefined, accept)) as {
+  let text: string;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      text = await http.send('GET', `${path}?${s.toString()}`, undefined, accept);
+      break;
+    } catch (e) {
+      if (attempt >= LIST_ATTEMPTS || !(e instanceof ApiError) || !transientListError(e.code, e.message))
+        throw e;
+      await sleep(fullJitter(attempt, LIST_BACKOFF, random));
+    }
+  }
+  const page = JSON.parse(text) as {
     items: T[] | null;
     metadata?: { continue?: string; resourceVersion?: string };
   };

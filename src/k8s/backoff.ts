@@ -25,3 +25,5 @@ export const PUBLISH_BACKOFF: BackoffPolicy = { baseMs: 500, capMs: 30_000 };
 export const NODE_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 30_000 };
 /** Re-opening a watch that failed (not one the server ended cleanly, which resumes at once). */
 export const WATCH_BACKOFF: BackoffPolicy = { baseMs: 500, capMs: 30_000 };
+/** A list page the API server could not serve yet: its watch cache catches up within seconds. */
+export const LIST_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 5000 };

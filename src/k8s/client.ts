@@ -353,6 +353,15 @@ export function clientOf(kc: KubeConfig): ApiClient {
 }
 
 /** A non-2xx answer of the API server, or none at all (`code` 0); `code` as client-node's ApiException has it. */
+/**
+ * An answer to a read that means "not now" rather than "no": 504 "Too large resource version" (the
+ * API server's watch cache lags behind the resourceVersion a list or its continue token asks for, as
+ * after a burst of writes), 429 (priority and fairness), 503. Asking again shortly succeeds.
+ */
+export function transientListError(status: number, text: string): boolean {
+  return status === 429 || status === 503 || (status === 504 && /Too large resource version/i.test(text));
+}
+
 export class ApiError extends Error {
   constructor(
     readonly code: number,
