@@ -51,6 +51,7 @@ export class Raw {
     path: string,
     body?: string,
     accept = 'application/json',
+    contentType = 'application/json',
   ): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const req = request(
@@ -62,7 +63,7 @@ export class Raw {
           path,
           headers: {
             ...(this.o.headers as Record<string, string> | undefined),
-            'content-type': 'application/json',
+            'content-type': contentType,
             accept,
           },
         },

@@ -379,6 +379,40 @@ describe('bench:fleet flags', () => {
   }
 });
 
+describe('bench:sched flags', () => {
+  const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'sched.js');
+  // Each is refused before a cluster starts: the test would otherwise take minutes.
+  for (const [what, args, message] of [
+    ['no nodes', ['--nodes', '0'], /^bench\/sched: --nodes: "0" is not an integer from 1 to 20000\n$/],
+    ['unknown variant', ['--variant', 'fast'], /^bench\/sched: --variant: "fast" is not one of plain, cel,/],
+    ['fill 0', ['--fill', '0'], /^bench\/sched: --fill: "0" is not a number in \(0, 1\]\n$/],
+    ['negative fill rate', ['--fill-qps', '-1'], /^bench\/sched: --fill-qps: "-1" is not an integer/],
+    ['no churn rate', ['--churn-qps', '0'], /^bench\/sched: --churn-qps: "0" is not an integer from 1/],
+    [
+      'a MIG partition the machine lacks',
+      ['--variant', 'mig', '--mig-profile', '9g.99gb'],
+      /^bench\/sched: --mig-profile: "9g.99gb" is not a MIG partition of dgx-h100; it has 1g.10gb,/,
+    ],
+    [
+      'NIC alignment without NICs',
+      ['--variant', 'nic-aligned', '--profile', 'aws-g4dn.xlarge'],
+      /^bench\/sched: --variant: nic-aligned needs GPUs and RDMA NICs under one PCIe root/,
+    ],
+    [
+      'a bad node selector',
+      ['--node-selector', 'a=(b'],
+      /^bench\/sched: --node-selector: "a=\(b" is not a label/,
+    ],
+    ['unknown profile', ['--profile', 'dgx-h999'], /^bench\/sched: --profile: unknown preset "dgx-h999"/],
+  ] as const) {
+    it(`refuses ${what}`, () => {
+      const r = spawnSync(process.execPath, [bench, 'sched', ...args], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, message);
+    });
+  }
+});
+
 describe('profile files by any name, and standard input', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));
   const json = JSON.stringify({
