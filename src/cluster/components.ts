@@ -32,6 +32,10 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
         `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
         // A throwaway test cluster: durability is not worth an fsync per write.
         '--unsafe-no-fsync',
+        // 10,000 dynamic-MIG nodes are ~2.4 GB of slices, and a benchmark writes them twice before
+        // the API server's 5-minute compaction: etcd's default 2 GiB quota would stop every write
+        // (mvcc: database space exceeded). 8 GiB is the most etcd's docs advise.
+        `--quota-backend-bytes=${8 * 1024 ** 3}`,
         '--listen-metrics-urls=',
       ];
     case 'kube-apiserver':
@@ -72,6 +76,9 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
         // KWOK's nodes refresh their conditions every ten minutes instead of holding leases, which
         // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
         ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
+        // The resource claim controller makes two writes per templated pod (the claim, the pod's
+        // status): the default client limit of 20/s would cap claim pods at ~10/s, below the scheduler.
+        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
         gates,
       ];
     }
