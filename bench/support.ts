@@ -28,6 +28,7 @@ export const logger =
     process.stderr.write(`${name}: ${l}\n`);
   };
 export const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /** Raw HTTPS to the API server: the least a client can do per request. */
 export class Raw {
@@ -124,23 +125,52 @@ export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
 
 export const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
-export async function sliceNames(raw: Raw): Promise<string[]> {
-  const names: string[] = [];
+/**
+ * Every page of a collection, `each` given each page's items as it comes; answers the list's
+ * resourceVersion. `query` without the leading `?`.
+ */
+export async function eachPage(
+  raw: Raw,
+  path: string,
+  query: string,
+  accept: string | undefined,
+  each: (items: unknown[]) => void,
+): Promise<string> {
   let cont = '';
+  let rv: string;
   do {
     const page = JSON.parse(
       await raw.ok(
         'GET',
-        `${SLICES_PATH}?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
+        `${path}?limit=500${query ? `&${query}` : ''}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
         undefined,
-        METADATA_LIST,
+        accept,
       ),
       // An empty PartialObjectMetadataList has `items: null`.
-    ) as { items: { metadata: { name: string } }[] | null; metadata?: { continue?: string } };
-    names.push(...(page.items ?? []).map((s) => s.metadata.name));
+    ) as { items: unknown[] | null; metadata?: { continue?: string; resourceVersion?: string } };
+    each(page.items ?? []);
     cont = page.metadata?.continue ?? '';
+    rv = page.metadata?.resourceVersion ?? '';
   } while (cont);
-  return names;
+  return rv;
+}
+
+/** Name and uid of every object of a collection, read as metadata only. */
+export async function metadataOf(raw: Raw, path: string, query = ''): Promise<Node[]> {
+  const out: Node[] = [];
+  await eachPage(raw, path, query, METADATA_LIST, (items) => {
+    const page = items as { metadata: Node }[];
+    out.push(...page.map((x) => ({ name: x.metadata.name, uid: x.metadata.uid })));
+  });
+  return out;
+}
+
+export async function names(raw: Raw, path: string, query = ''): Promise<string[]> {
+  return (await metadataOf(raw, path, query)).map((x) => x.name);
+}
+
+export function sliceNames(raw: Raw): Promise<string[]> {
+  return names(raw, SLICES_PATH);
 }
 
 export async function get(url: string): Promise<{ status: number; text: string }> {
