@@ -19,6 +19,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter, PUBLISH_BACKOFF } from '../src/k8s/backoff.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
@@ -206,9 +207,23 @@ async function run(kubeconfig: string): Promise<Results> {
     await deleteAllSlices(raw);
     log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
     const t0 = performance.now();
+    let retried = 0;
     await inParallel(posts, IN_FLIGHT, async (body) => {
-      await raw.ok('POST', SLICES_PATH, body);
+      // An API server saturated by 30 kB writes answers 504 (its request deadline) or 429; a client
+      // asks again, as the fleet does. A 504 may hide a create that landed: the next delete takes it.
+      for (let attempt = 1; ; attempt++) {
+        const r = await raw.send('POST', SLICES_PATH, body);
+        if (r.status < 300) return;
+        if (attempt >= 8 || ![429, 503, 504].includes(r.status))
+          throw new FakegpuError(
+            'bench/fleet',
+            `ceiling: POST a slice: HTTP ${r.status}: ${r.text.slice(0, 200)}`,
+          );
+        retried++;
+        await sleep(fullJitter(attempt, PUBLISH_BACKOFF));
+      }
     });
+    if (retried > 0) log(`round ${round}/${ROUNDS}, ceiling: ${retried} posts asked again (429/503/504)`);
     ceilings.push(seconds(t0));
     log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
     await deleteAllSlices(raw);
