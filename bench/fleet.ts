@@ -194,7 +194,11 @@ async function run(kubeconfig: string): Promise<Results> {
   const idleKiB: number[] = [];
   const servingKiB: number[] = [];
   for (let round = 1; ; round++) {
-    log(`round ${round}/${ROUNDS}, fleet, idle: a selector that matches no node`);
+    // Before the idle fleet, not after it: an idle fleet still lists and indexes every slice of its
+    // driver, so the previous round's 10,000 slices made round 1's idle figure 95 MiB and later
+    // rounds' 147–149 MiB, and the median per-node figure meaningless.
+    await deleteAllSlices(raw);
+    log(`round ${round}/${ROUNDS}, fleet, idle: a selector that matches no node, no slices`);
     const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none'], { dynamicMig, log });
     await until(
       'the idle fleet ready',
@@ -204,7 +208,6 @@ async function run(kubeconfig: string): Promise<Results> {
     idleKiB.push(await settledRssKiB(idle));
     await stopFleet(idle);
 
-    await deleteAllSlices(raw);
     log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
     const t0 = performance.now();
     let retried = 0;
