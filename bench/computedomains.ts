@@ -59,6 +59,7 @@ import {
   checked as checkedFlag,
   median,
   onKwokCluster,
+  eachPage,
 } from './support.js';
 
 const opts = new Command('bench:computedomains')
@@ -107,20 +108,7 @@ interface Pod extends Listed {
 /** Every object of a collection, in pages; `query` without the leading `?`. */
 async function listAll<T>(raw: Raw, path: string, query = '', accept?: string): Promise<T[]> {
   const items: T[] = [];
-  let cont = '';
-  do {
-    const page = JSON.parse(
-      await raw.ok(
-        'GET',
-        `${path}?limit=500${query ? `&${query}` : ''}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
-        undefined,
-        accept,
-      ),
-      // An empty PartialObjectMetadataList has `items: null`.
-    ) as { items: T[] | null; metadata?: { continue?: string } };
-    items.push(...(page.items ?? []));
-    cont = page.metadata?.continue ?? '';
-  } while (cont);
+  await eachPage(raw, path, query, accept, (page) => items.push(...(page as T[])));
   return items;
 }
 
