@@ -659,6 +659,11 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       '--image-pull-policy: "Sometimes" is not a pull policy; expected one of IfNotPresent, Never, Always',
     ],
     [
+      'compute-domain-controller --daemon-image',
+      ['compute-domain-controller', ...kc, '--daemon-image', ' '],
+      '--daemon-image: must name an image',
+    ],
+    [
       'compute-domain-controller --driver-namespace',
       ['compute-domain-controller', ...kc, '--driver-namespace', ''],
       '--driver-namespace: "" is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and \'-\', at most 63 characters)',
