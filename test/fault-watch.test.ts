@@ -218,7 +218,7 @@ describe('the fault watcher', () => {
     }
   });
 
-  it('without the CRD, logs once and looks again slowly; reads the faults once it is installed', async () => {
+  it('without the CRD, reports no faults once, logs once and looks again slowly; reads the faults once it is installed', async () => {
     const api = new FakeFaultApi();
     api.installed = false;
     const t = watcher(api, { absentRetryMs: 40 });
@@ -226,11 +226,11 @@ describe('the fault watcher', () => {
       await until('three tries', () => api.count('listFaults') >= 3);
       const absent = t.logs.filter((l) => l.includes('GpuFault CRD not installed'));
       assert.equal(absent.length, 1, 'logged once');
-      assert.deepEqual(t.changes, []);
+      assert.deepEqual(t.changes, [[]], 'reported once, as a first list: no faults');
       api.installed = true;
       api.put(good('a'));
-      await until('the fault', () => t.changes.length === 1);
-      assert.deepEqual(t.changes, [['a']]);
+      await until('the fault', () => t.changes.length === 2);
+      assert.deepEqual(t.changes, [[], ['a']]);
       assert.ok(t.logs.some((l) => l.includes('GpuFault CRD found')));
     } finally {
       t.w.stop();

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { gpuSkeleton } from '../src/health/gpus.js';
 import { ignoredXids } from '../src/health/taints.js';
@@ -21,14 +21,18 @@ async function until(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-function setup(release: '0.5' | '25.12' = '0.5') {
-  const model = modelNode(resolveProfile('dgx-h100'), {
+function newModel(release: '0.5' | '25.12') {
+  return modelNode(resolveProfile('dgx-h100'), {
     nodeName: NODE,
     dynamicMig: false,
     driverName: 'gpu.nvidia.com',
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
     release,
   });
+}
+
+/** One run of the plugin's fault path; `model` carries NVML (as its state file would) into a restart. */
+function setup(release: '0.5' | '25.12' = '0.5', model = newModel(release)) {
   const health = new NodeHealth(model.nvml, model.devices, {
     enabled: true,
     release,
@@ -59,8 +63,22 @@ function setup(release: '0.5' | '25.12' = '0.5') {
       kubernetesVersion: { major: 1, minor: 37, patch: 0 },
       release,
     });
-  return { model, health, api, faults, slices, refreshed: () => refreshed };
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await faults.stop();
+    await health.stop();
+  };
+  running.push(stop);
+  return { model, health, api, faults, slices, refreshed: () => refreshed, stop };
 }
+
+/** Every run's stop, so that a failed assertion leaves no watcher keeping the test process alive. */
+const running: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const stop of running.splice(0)) await stop();
+});
 
 describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → slices and status", () => {
   it('an XID on gpu-3 reaches NVML, taints gpu-3, and the status says so once published', async () => {
@@ -89,8 +107,52 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     s.api.remove('xid79');
     await until('the fault repaired in NVML', () => s.model.nvml.faults(gpu3).length === 0);
     assert.ok(s.health.taints().has('gpu-3'));
-    await s.faults.stop();
-    await s.health.stop();
+    await s.stop();
+  });
+
+  it('a fault deleted while the plugin was down: the restarted monitor starts on repaired NVML, nothing tainted', async () => {
+    const first = setup();
+    await first.faults.startWithHealth();
+    first.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
+    await until('the taint', () => first.health.taints().size > 0);
+    await first.stop();
+
+    // The plugin restarts on the same NVML state; the GpuFault was deleted meanwhile.
+    const again = setup('0.5', first.model);
+    const gpu0 = first.model.machine.gpus[0]?.uuid ?? '';
+    assert.equal(again.model.nvml.faults(gpu0).length, 1, 'the previous run left the fault in NVML');
+    await again.faults.startWithHealth();
+    assert.equal(again.model.nvml.faults(gpu0).length, 0, 'repaired before the monitor started');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual([...again.health.taints().keys()], []);
+    await again.stop();
+
+    // The CRD gone altogether is the same answer: no fault exists.
+    const third = setup('0.5', newModel('0.5'));
+    await third.faults.startWithHealth();
+    third.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
+    await until('the taint', () => third.health.taints().size > 0);
+    await third.stop();
+    const noCrd = setup('0.5', third.model);
+    noCrd.api.installed = false;
+    await noCrd.faults.startWithHealth();
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual([...noCrd.health.taints().keys()], []);
+    await noCrd.stop();
+  });
+
+  it('an API server that does not answer: the monitor starts anyway, on the faults the previous run left', async () => {
+    const first = setup();
+    await first.faults.startWithHealth();
+    first.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
+    await until('the taint', () => first.health.taints().size > 0);
+    await first.stop();
+
+    const again = setup('0.5', first.model);
+    again.api.fail('listFaults', 1000);
+    await again.faults.startWithHealth(50);
+    await until('the taint from NVML', () => again.health.taints().size > 0);
+    await again.stop();
   });
 
   it('a selector fault on another node, or one not started yet, does nothing here', async () => {
@@ -111,7 +173,7 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
       gpus.map((u) => s.model.nvml.faults(u).length),
       [0, 1, 0, 0, 0, 0, 0, 0],
     );
-    await s.faults.stop();
+    await s.stop();
   });
 
   it('release 25.12: the failed device leaves the slice and the status says removed', async () => {
@@ -126,7 +188,6 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     await until('the status', () =>
       s.api.patches.some((p) => p.patch.status.nodes?.[NODE]?.devices[0]?.removed === true),
     );
-    await s.faults.stop();
-    await s.health.stop();
+    await s.stop();
   });
 });

@@ -217,7 +217,10 @@ export class FaultWatcher {
 
   private forgetAll(): void {
     this.invalid.clear();
-    if (this.faults.size === 0) return;
+    // No CRD is a known answer (no faults): the first time, it is reported like a first list.
+    const first = !this.listed;
+    this.listed = true;
+    if (this.faults.size === 0 && !first) return;
     this.faults = new Map();
     this.schedule();
   }

@@ -57,6 +57,7 @@ export class HealthMonitor {
 
   /** Registers every GPU and starts waiting. */
   start(): void {
+    if (this.stopped || this.loop) return;
     this.register();
     this.loop = this.run();
   }
@@ -66,7 +67,7 @@ export class HealthMonitor {
    * set: how a GPU that stopped reporting events after start-up gets noticed.
    */
   reregister(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.loop) return;
     this.set?.free();
     this.register();
   }

@@ -26,6 +26,9 @@ import type { NodeHealth } from './health.js';
  * fault's status says which devices it hit here and when the slices first showed it.
  */
 
+/** How long the monitor waits for the first GpuFault list at start. */
+export const FIRST_SYNC_WAIT_MS = 10_000;
+
 export interface NodeFaultsOptions {
   nodeName: string;
   api: FaultApi;
@@ -52,6 +55,11 @@ export class NodeFaults {
   private lastSlices: readonly ResourceSlice[] = [];
   private applying: Promise<void> = Promise.resolve();
   private readonly now: () => Date;
+  private markSynced: () => void = () => undefined;
+  /** Settles once the first list of GpuFaults is in NVML. */
+  readonly synced = new Promise<void>((resolve) => {
+    this.markSynced = resolve;
+  });
 
   constructor(private readonly o: NodeFaultsOptions) {
     this.now = o.now ?? (() => new Date());
@@ -60,7 +68,11 @@ export class NodeFaults {
       api: o.api,
       log: o.log,
       onChange: (faults) => {
-        this.applying = this.applying.then(() => this.apply(faults));
+        this.applying = this.applying
+          .then(() => this.apply(faults))
+          .finally(() => {
+            this.markSynced();
+          });
       },
       onStatus: () => {
         void this.report();
@@ -78,7 +90,34 @@ export class NodeFaults {
 
   stop(): Promise<void> {
     this.watcher.stop();
+    this.markSynced();
     return this.applying;
+  }
+
+  /**
+   * Starts the watcher, then NVIDIA's monitor once NVML holds what the API says: a fault deleted while
+   * the plugin was down is hardware repaired before this start, and a monitor that read the previous
+   * run's faults first would keep their taints until the next restart. An API server that does not
+   * answer in `waitMs` leaves the previous run's faults as the truth.
+   */
+  async startWithHealth(waitMs = FIRST_SYNC_WAIT_MS): Promise<void> {
+    this.start();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([
+      this.synced.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => {
+          resolve(false);
+        }, waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!waited)
+      this.o.log.warn(
+        { waitedMs: waitMs },
+        'no GpuFault list yet; monitoring with the faults the previous run left in NVML',
+      );
+    this.o.health.start();
   }
 
   /** After every publish: the slices the pool now equals. */

@@ -255,7 +255,8 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     log.info({ driver: d.name, dra: s.draSocket, registration: s.registrationSocket }, 'serving the kubelet');
   }
   const ready = () => [...registered.values()].every(Boolean);
-  health.start();
+  if (faults) void faults.startWithHealth();
+  else health.start();
 
   // Slices wait for the API server; the kubelet's calls do not.
   const publishers: Publisher[] = [];
@@ -299,7 +300,6 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       retired.start([]);
       publishers.push(retired);
     }
-    faults?.start();
     await domains?.start();
   };
   const publishing = publish();
