@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import { argsOf, isAlive, startDaemon, startedBy, stopProcesses, stopTree } from '../src/cluster/process.js';
 import { listeningSockets, socketsClosed } from '../src/cluster/sockets.js';
+import { readyRows } from '../src/cluster/kwok-nodes.js';
 
 /** What `cluster down` relies on to leave nothing running: real processes, stopped and waited for. */
 
@@ -161,5 +162,19 @@ describe('stopping the cluster processes', () => {
     assert.deepEqual(await stopProcesses([pid], 5000), []);
     assert.deepEqual(await socketsClosed(sockets, 2000), []);
     assert.equal(await accepts(port), false);
+  });
+});
+
+describe('counting Ready KWOK nodes from the API server table', () => {
+  it('counts Ready and cordoned Ready rows, not NotReady or Unknown ones', () => {
+    const table = [
+      'kwok-gpu-0   Ready                      agent   5m   v1.37.2',
+      'kwok-gpu-1   NotReady                   agent   5m   v1.37.2',
+      'kwok-gpu-2   Ready,SchedulingDisabled   agent   5m   v1.37.2',
+      'kwok-gpu-3   Unknown                    agent   5m   v1.37.2',
+      '',
+    ].join('\n');
+    assert.equal(readyRows(table), 2);
+    assert.equal(readyRows(''), 0);
   });
 });

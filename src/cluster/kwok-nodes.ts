@@ -53,19 +53,19 @@ export async function createKwokNodes(
     fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
     kwok,
     async () => {
-      const ready = kubectl(l, t.bin, [
-        'get',
-        'nodes',
-        '-l',
-        'type=kwok',
-        '-o',
-        'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
-      ]);
-      const count = ready.out.split('\n').filter((x) => x === 'True').length;
+      // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
+      // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
+      const ready = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
+      const count = readyRows(ready.out);
       return count === n && (!fleet || (await httpOk(`http://${FLEET_HTTP}/readyz`)));
     },
     Math.max(120_000, n * 200),
   );
+}
+
+/** How many rows of `kubectl get nodes --no-headers` are Ready nodes. */
+export function readyRows(table: string): number {
+  return table.split('\n').filter((row) => /^Ready(,|$)/.test(row.trim().split(/\s+/)[1] ?? '')).length;
 }
 
 /** Node `i`; with `perRack`, labelled with its NVLink domain (`nvl72-<i / perRack>`). */
