@@ -5,7 +5,7 @@ import { binaryQuantity, mibQuantity } from '../src/k8s/quantity.js';
 import { formatSemver, parseLenientVersion } from '../src/k8s/version.js';
 import { fullJitter } from '../src/k8s/backoff.js';
 import { ApiClient, ApiError, transientListError, WATCH_TIMEOUT_S, writtenRef } from '../src/k8s/client.js';
-import { LIST_ATTEMPTS, listPage } from '../src/k8s/api.js';
+import { KubeApi, LIST_ATTEMPTS, listPage } from '../src/k8s/api.js';
 import { ResumableWatch, type WatchHandlers } from '../src/k8s/watch.js';
 import { loopback, until } from './support/http.js';
 
@@ -107,6 +107,30 @@ describe('the API client', () => {
       await assert.rejects(new ApiClient(s.kc, { timeoutMs: 150 }).send('GET', '/version'), {
         message: 'GET /version: no answer within 150 ms',
       });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('asks a slice write back as metadata only, and reads the written name and version from it', async () => {
+    const seen: string[] = [];
+    const s = await loopback((req, res) => {
+      seen.push(`${req.method} ${req.headers.accept}`);
+      res
+        .writeHead(201, { 'content-type': 'application/json' })
+        .end(
+          '{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"n-gpu.nvidia.com-abcde","generateName":"n-gpu.nvidia.com-","uid":"u","resourceVersion":"42","generation":1}}',
+        );
+    });
+    try {
+      const api = new KubeApi(s.kc);
+      assert.deepEqual(await api.createSlice('{}'), {
+        name: 'n-gpu.nvidia.com-abcde',
+        resourceVersion: '42',
+      });
+      await api.replaceSlice('n-gpu.nvidia.com-abcde', '{}');
+      const accept = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json';
+      assert.deepEqual(seen, [`POST ${accept}`, `PUT ${accept}`]);
     } finally {
       await s.close();
     }

@@ -23,6 +23,8 @@ export const NODES_PATH = '/api/v1/nodes';
 export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
 /** Objects as metadata only: what the fleet reads of nodes, and of slices it watches. */
 export const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+/** What a slice write asks back: its metadata, or the whole object from a server that cannot. */
+export const WRITE_ANSWER = `${METADATA}, application/json`;
 export const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** A slice as the API server returns it: ours plus server-set metadata. */
@@ -97,12 +99,14 @@ export class KubeApi implements ClusterApi {
     return this.list<StoredSlice>(SLICES_PATH, q, 'application/json');
   }
 
+  // Only the name and resourceVersion of a written slice are read: asked as metadata, the answer to a
+  // 30 kB dynamic-MIG slice is under 1 kB, which the API server need not serialise nor we receive.
   createSlice(body: string): Promise<WrittenRef> {
-    return this.http.write('POST', SLICES_PATH, body);
+    return this.http.write('POST', SLICES_PATH, body, WRITE_ANSWER);
   }
 
   replaceSlice(name: string, body: string): Promise<WrittenRef> {
-    return this.http.write('PUT', `${SLICES_PATH}/${name}`, body);
+    return this.http.write('PUT', `${SLICES_PATH}/${name}`, body, WRITE_ANSWER);
   }
 
   async deleteSlice(name: string): Promise<void> {

@@ -99,8 +99,8 @@ export class ApiClient implements WatchSource {
    * A write whose answer is wanted only for the object's name and resourceVersion: the answer stays
    * bytes (outside V8's heap) but for its head, which holds both (see `writtenRef`).
    */
-  async write(method: string, path: string, body: string): Promise<WrittenRef> {
-    const answer = await this.request(method, path, body, 'application/json', 'application/json');
+  async write(method: string, path: string, body: string, accept = 'application/json'): Promise<WrittenRef> {
+    const answer = await this.request(method, path, body, accept, 'application/json');
     return writtenRef(answer.toString('utf8', 0, 2048), () => answer.toString('utf8'));
   }
 
