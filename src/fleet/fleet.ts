@@ -461,10 +461,12 @@ export class Fleet {
     // The first publish is the burst of this process's life; left to V8's heuristics its garbage stays
     // resident for an unpredictable while. One full collection (with --expose-gc, as the cluster, the
     // benchmark and the chart run the fleet) settles it at the size the fleet then keeps.
+    // The last-resort flavour is V8's memory-reducing collection: it compacts fragmented old-space
+    // pages and hands pooled ones back; a regular one left the old space at 74 MiB for 32 MiB used.
     const gc: unknown = (globalThis as { gc?: unknown }).gc;
     if (typeof gc === 'function')
       setImmediate(() => {
-        (gc as () => void)();
+        (gc as (o: object) => void)({ type: 'major', execution: 'sync', flavor: 'last-resort' });
       });
   }
 
