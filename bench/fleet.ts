@@ -74,7 +74,7 @@ const opts = new Command('bench:fleet')
   }>();
 
 const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
-const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 20000));
+const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 100000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
 const FILL = checked(() => {
@@ -138,6 +138,27 @@ function rssKiB(pid: number): number {
 async function settledRssKiB(p: ChildProcess): Promise<number> {
   await sleep(SETTLE_MS);
   return rssKiB(p.pid ?? 0);
+}
+
+/**
+ * Where the fleet's memory is, from its own metrics: V8's heap spaces (size reserved, MiB) and what
+ * lives outside the heap. RSS alone cannot tell a grown young generation from retained state.
+ */
+async function memoryBreakdown(pid: number): Promise<string> {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+  const text = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+  const spaces = [
+    ...text.matchAll(/^fakegpu_fleet_nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\S+)$/gm),
+  ];
+  const mib = (b: number) => f(b / 2 ** 20, 1);
+  const parts = ['new', 'old', 'code', 'large_object', 'map'].map((space) => {
+    const total = Number(spaces.find((m) => m[1] === 'total' && m[2] === space)?.[3] ?? 0);
+    const used = Number(spaces.find((m) => m[1] === 'used' && m[2] === space)?.[3] ?? 0);
+    return `${space} ${mib(total)} (${mib(used)} used)`;
+  });
+  const external = metric(text, 'fakegpu_fleet_nodejs_external_memory_bytes');
+  return `RSS MiB: anon ${mib(kb('RssAnon') * 1024)}, file ${mib(kb('RssFile') * 1024)}; heap MiB: ${parts.join(', ')}; external ${mib(external)}`;
 }
 
 interface Results {
@@ -206,6 +227,7 @@ async function run(kubeconfig: string): Promise<Results> {
       async () => (await get(`http://${FLEET_HTTP}/readyz`)).status === 200,
     );
     idleKiB.push(await settledRssKiB(idle));
+    log(`round ${round}/${ROUNDS}, idle fleet ${await memoryBreakdown(idle.pid ?? 0)}`);
     await stopFleet(idle);
 
     log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
@@ -256,6 +278,7 @@ async function run(kubeconfig: string): Promise<Results> {
       });
       log(`round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn`);
       servingKiB.push(await settledRssKiB(fleet));
+      log(`round ${round}/${ROUNDS}, serving fleet ${await memoryBreakdown(fleet.pid ?? 0)}`);
       log(
         `round ${round}/${ROUNDS}, RSS: idle ${f((idleKiB.at(-1) ?? 0) / 1024, 1)} MiB, serving ${f((servingKiB.at(-1) ?? 0) / 1024, 1)} MiB`,
       );
