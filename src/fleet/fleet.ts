@@ -12,6 +12,7 @@ import { ResumableWatch } from '../k8s/watch.js';
 import type { NicRenderOptions } from '../render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
+import { memoryReducingGc, MemorySettler } from './settle.js';
 import { Machines } from './machines.js';
 import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
@@ -33,6 +34,8 @@ import { KubeObjects, type ObjectApi } from '../k8s/objects.js';
 const PAGE = 500;
 
 export interface FleetOptions {
+  /** The collection run after bursts of work; default V8's memory-reducing one, where exposed. */
+  collect?: (() => void) | null;
   /** Label selector for the nodes to serve; default: nodes KWOK manages (annotation) or carrying the profile label. */
   nodeSelector?: string | undefined;
   /** A node label whose value names the node's profile (preset or file). */
@@ -110,6 +113,9 @@ export class Fleet {
   /** Asked for alongside the first lists; no node is rendered before it is in. */
   private version: Promise<Semver> = Promise.resolve({ major: 1, minor: 37, patch: 0 });
   readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
+  /** Watch events received, for the settler: the echo of the fleet's own writes is work too. */
+  private events = 0;
+  private readonly settler: MemorySettler;
 
   constructor(
     kc: PooledKubeConfig,
@@ -121,6 +127,10 @@ export class Fleet {
         'a cluster reached through proxy-url is not supported by the fleet',
       );
     this.api = o.api ?? new KubeApi(kc);
+    this.settler = new MemorySettler({
+      activity: () => this.stats.requests + this.events,
+      collect: o.collect === undefined ? memoryReducingGc() : o.collect,
+    });
     this.drivers = [
       o.driverName,
       ...(o.nics ? [o.nics.driverName] : []),
@@ -195,6 +205,7 @@ export class Fleet {
     // Awaited after the lists; until then a failure must not count as unhandled and end the process.
     this.version.catch(() => undefined);
     await this.relist();
+    this.settler.start();
     this.faults?.start();
     this.domains?.start();
     this.o.log.info(
@@ -231,6 +242,7 @@ export class Fleet {
 
   stop(): void {
     this.stopped = true;
+    this.settler.stop();
     this.faults?.stop();
     void this.domains?.stop();
     this.queue.stop();
@@ -363,6 +375,7 @@ export class Fleet {
   }
 
   private onNode(type: string, obj: unknown): void {
+    this.events++;
     const n = obj as Meta;
     const name = n.metadata?.name;
     if (!name) return;
@@ -377,6 +390,7 @@ export class Fleet {
    * known to differ, not how: its key is cleared, so its node's next pass writes it again.
    */
   private onSlice(driver: string, type: string, obj: unknown): void {
+    this.events++;
     const m = (obj as Meta).metadata;
     const name = m?.name;
     if (!name) return;
@@ -458,16 +472,6 @@ export class Fleet {
   private noteConverged(): void {
     if (this.firstConvergedMs !== null || !this.converged()) return;
     this.firstConvergedMs = performance.now() - this.startedAt;
-    // The first publish is the burst of this process's life; left to V8's heuristics its garbage stays
-    // resident for an unpredictable while. One full collection (with --expose-gc, as the cluster, the
-    // benchmark and the chart run the fleet) settles it at the size the fleet then keeps.
-    // The last-resort flavour is V8's memory-reducing collection: it compacts fragmented old-space
-    // pages and hands pooled ones back; a regular one left the old space at 74 MiB for 32 MiB used.
-    const gc: unknown = (globalThis as { gc?: unknown }).gc;
-    if (typeof gc === 'function')
-      setImmediate(() => {
-        (gc as (o: object) => void)({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-      });
   }
 
   private async reconcile(node: string): Promise<void> {

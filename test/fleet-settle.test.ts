@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { MemorySettler } from '../src/fleet/settle.js';
+
+describe("the fleet's memory settler", () => {
+  function settler(minActivity = 10) {
+    let activity = 0;
+    let now = 0;
+    let collected = 0;
+    const s = new MemorySettler({
+      activity: () => activity,
+      collect: () => {
+        collected++;
+      },
+      minActivity,
+      quietMs: 2000,
+      now: () => now,
+    });
+    return {
+      s,
+      work: (n: number) => (activity += n),
+      wait: (ms: number) => (now += ms),
+      collected: () => collected,
+    };
+  }
+
+  it('collects once a burst is followed by a quiet spell, and not again until the next burst', () => {
+    const t = settler();
+    t.work(500);
+    t.s.tick();
+    t.wait(1000);
+    t.s.tick();
+    assert.equal(t.collected(), 0, 'quiet for 1 s only');
+    t.wait(1500);
+    t.s.tick();
+    assert.equal(t.collected(), 1);
+    t.wait(10_000);
+    t.s.tick();
+    assert.equal(t.collected(), 1, 'nothing happened since');
+    t.work(500);
+    t.s.tick();
+    t.wait(2500);
+    t.s.tick();
+    assert.equal(t.collected(), 2);
+  });
+
+  it('waits while work goes on, and skips a quiet spell after too little work', () => {
+    const t = settler(1000);
+    for (let i = 0; i < 10; i++) {
+      t.work(50);
+      t.wait(1000);
+      t.s.tick();
+    }
+    assert.equal(t.collected(), 0, 'busy at every look');
+    t.wait(5000);
+    t.s.tick();
+    assert.equal(t.collected(), 0, '500 requests and events are not a burst');
+    t.work(600);
+    t.s.tick();
+    t.wait(5000);
+    t.s.tick();
+    assert.equal(t.collected(), 1);
+  });
+
+  it('does nothing without a collection to run', () => {
+    const s = new MemorySettler({ activity: () => 1e6, collect: null });
+    s.start();
+    s.tick();
+    s.tick();
+    assert.equal(s.collections, 0);
+    s.stop();
+  });
+});
