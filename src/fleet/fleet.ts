@@ -225,6 +225,9 @@ export class Fleet {
         (t, o) => {
           this.onNode(t, o);
         },
+        // Labels and annotations are all the fleet reads of a node, as its list does; KWOK's heartbeats
+        // would otherwise bring every node's whole status.
+        METADATA,
       ),
       ...this.drivers.map((d, i) =>
         this.watchOf(
