@@ -73,7 +73,7 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
         '--use-service-account-credentials=true',
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
         '--leader-elect=false',
-        // KWOK's nodes refresh their conditions every ten minutes instead of holding leases, which
+        // KWOK's nodes refresh their conditions every 30 minutes instead of holding leases, which
         // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
         ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
         // The resource claim controller makes two writes per templated pod (the claim, the pod's
