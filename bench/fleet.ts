@@ -14,6 +14,7 @@
  * shared machine one run of either swings by a fifth.
  *
  * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9] [--rounds 3]
+ *        [--json <file>]: a JSON result goes there (default: <cache>/bench-results/fleet-<time>.json).
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -49,6 +50,9 @@ import {
   until,
   type Node,
   checked as checkedFlag,
+  hardware,
+  resultPath,
+  writeResult,
   median,
   onKwokCluster,
 } from './support.js';
@@ -61,6 +65,7 @@ const opts = new Command('bench:fleet')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
   .option('--keep', 'leave the cluster running afterwards')
+  .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
   .parse(process.argv.slice(3), { from: 'user' })
   .opts<{
@@ -71,6 +76,7 @@ const opts = new Command('bench:fleet')
     ceilingInFlight: string;
     rounds: string;
     keep?: boolean;
+    json?: string;
   }>();
 
 const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
@@ -386,6 +392,10 @@ async function schedule(
   }
 }
 
+const started = new Date();
+const jsonPath = resultPath('fleet', started, opts.json);
+const machine = hardware();
+log(machine);
 log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
 await clusterDown({ dir: DIR, purge: true, log });
 const r = await onKwokCluster(
@@ -440,6 +450,23 @@ if (r.pods > 0) {
   console.log(`| all bound after | ${f(r.boundS)} s |`);
   console.log(`| scheduled pods/s | ${f(sched, 1)} |`);
 }
-console.log(
-  `\nfleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`,
-);
+const line = `fleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`;
+writeResult(jsonPath, {
+  bench: 'fleet',
+  started: started.toISOString(),
+  hardware: machine,
+  config: {
+    nodes: N,
+    profile: opts.profile,
+    dynamicMig,
+    rounds: ROUNDS,
+    fill: FILL,
+    ceilingInFlight: IN_FLIGHT,
+  },
+  rounds: r,
+  medians: { ceilingS, fleetS, wallS, idleKiB, servingKiB, rssPerNodeKiB: perNode, ratio: ceilingS / fleetS },
+  scheduledPodsPerS: sched,
+  line,
+});
+log(`JSON result: ${jsonPath}`);
+console.log(`\n${line}`);

@@ -44,9 +44,7 @@
  *        [--churn-qps 5] [--churn-runtime 30] [--kubeconfig <file> --node-selector type=kwok]
  *        [--json <file>] [--keep]
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
@@ -56,9 +54,9 @@ import { type Variant, VARIANTS } from './sched/claims.js';
 import { type Config, log } from './sched/config.js';
 import { onCluster } from './sched/cluster.js';
 import { placement, requirements } from './sched/placement.js';
-import { f, report, resultJson } from './sched/report.js';
+import { report, resultJson } from './sched/report.js';
 import { nodeShape } from './sched/shape.js';
-import { checked as checkedFlag } from './support.js';
+import { checked as checkedFlag, hardware, resultPath, writeResult } from './support.js';
 
 const cmd = new Command('bench:sched')
   .option('--nodes <n>', 'KWOK nodes (with --kubeconfig: every node --node-selector picks)', '500')
@@ -121,12 +119,8 @@ const inFlight = checked(() => intFlag(opts.inFlight, '--in-flight', 1, 1000));
 const selector = opts.nodeSelector.trim();
 
 const started = new Date();
-const jsonPath = resolve(
-  opts.json ??
-    join(cacheRoot(), 'bench-results', `sched-${started.toISOString().replace(/[:.]/g, '-')}.json`),
-);
-const cpu = cpus();
-const hardware = `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${f(totalmem() / 2 ** 30, 0)} GiB`;
+const jsonPath = resultPath('sched', started, opts.json);
+const machine = hardware();
 
 const cfg: Config = {
   nodes,
@@ -156,9 +150,8 @@ const cfg: Config = {
   keep: opts.keep === true,
 };
 
-log(hardware);
-const run = { cfg, results: await onCluster(cfg), hardware, started };
-mkdirSync(dirname(jsonPath), { recursive: true });
-writeFileSync(jsonPath, `${JSON.stringify(resultJson(run), null, 2)}\n`);
+log(machine);
+const run = { cfg, results: await onCluster(cfg), hardware: machine, started };
+writeResult(jsonPath, resultJson(run));
 log(`JSON result: ${jsonPath}`);
 for (const line of report(run)) console.log(line);

@@ -5,7 +5,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -16,6 +18,7 @@ import {
   FLEET_NODE_FLAGS,
   REPO_ROOT,
 } from '../src/cluster/cluster.js';
+import { cacheRoot } from '../src/cluster/build.js';
 import { FakegpuError } from '../src/errors.js';
 import { LIST_ATTEMPTS } from '../src/k8s/api.js';
 import { fullJitter, LIST_BACKOFF } from '../src/k8s/backoff.js';
@@ -269,4 +272,23 @@ export async function onKwokCluster<T>(
   } finally {
     if (!o.keep) await clusterDown({ dir: o.dir, purge: true, log: o.log });
   }
+}
+
+/** The machine a figure was measured on, as the README states it. */
+export function hardware(): string {
+  const cpu = cpus();
+  return `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`;
+}
+
+/** Where a run's JSON result goes: `--json <file>`, else `<cache>/bench-results/<bench>-<start time>.json`. */
+export function resultPath(bench: string, started: Date, json: string | undefined): string {
+  return resolve(
+    json ??
+      join(cacheRoot(), 'bench-results', `${bench}-${started.toISOString().replace(/[:.]/g, '-')}.json`),
+  );
+}
+
+export function writeResult(path: string, result: unknown): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
 }
