@@ -296,7 +296,15 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     }
     // A node relabelled from a GB200 to a machine without NVLink fabric: its old channel and daemon go.
     if (o.computeDomains && !domains && !stopped) {
-      const retired = new Publisher(kc, { nodeName: o.nodeName, driverName: COMPUTE_DOMAIN_DRIVER, log });
+      // Once the pool is empty, nothing is left to watch for.
+      const retired: Publisher = new Publisher(kc, {
+        nodeName: o.nodeName,
+        driverName: COMPUTE_DOMAIN_DRIVER,
+        log,
+        onSync: () => {
+          retired.stop();
+        },
+      });
       retired.start([]);
       publishers.push(retired);
     }
