@@ -34,6 +34,12 @@ export const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /** Raw HTTPS to the API server: the least a client can do per request. */
+class StaleSocket extends Error {
+  constructor(override readonly cause: Error) {
+    super(cause.message);
+  }
+}
+
 export class Raw {
   private constructor(
     private readonly base: URL,
@@ -50,12 +56,33 @@ export class Raw {
     });
   }
 
-  send(
+  /**
+   * One request. A kept-alive connection the API server closed while this process was busy (rendering
+   * 10,000 dynamic-MIG nodes blocks it for minutes, past the server's 90 s idle timeout) fails the
+   * next request with ECONNRESET before it was read: that one is sent again on a fresh connection.
+   */
+  async send(
     method: string,
     path: string,
     body?: string,
     accept = 'application/json',
     contentType = 'application/json',
+  ): Promise<{ status: number; text: string }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sendOnce(method, path, body, accept, contentType);
+      } catch (e) {
+        if (attempt >= 3 || !(e instanceof StaleSocket)) throw e instanceof StaleSocket ? e.cause : e;
+      }
+    }
+  }
+
+  private sendOnce(
+    method: string,
+    path: string,
+    body: string | undefined,
+    accept: string,
+    contentType: string,
   ): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const req = request(
@@ -79,7 +106,9 @@ export class Raw {
           });
         },
       );
-      req.on('error', reject);
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        reject(req.reusedSocket && e.code === 'ECONNRESET' ? new StaleSocket(e) : e);
+      });
       req.end(body);
     });
   }
