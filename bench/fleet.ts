@@ -51,6 +51,7 @@ import {
   type Node,
   checked as checkedFlag,
   hardware,
+  progress,
   resultPath,
   writeResult,
   median,
@@ -239,12 +240,17 @@ async function run(kubeconfig: string): Promise<Results> {
     log(`round ${round}/${ROUNDS}, ceiling: posting ${posts.length} slices, ${IN_FLIGHT} in flight`);
     const t0 = performance.now();
     let retried = 0;
+    let posted = 0;
+    const postProgress = progress(`round ${round}/${ROUNDS}, ceiling`, posts.length, () => posted, log);
     await inParallel(posts, IN_FLIGHT, async (body) => {
       // An API server saturated by 30 kB writes answers 504 (its request deadline) or 429; a client
       // asks again, as the fleet does. A 504 may hide a create that landed: the next delete takes it.
       for (let attempt = 1; ; attempt++) {
         const r = await raw.send('POST', SLICES_PATH, body);
-        if (r.status < 300) return;
+        if (r.status < 300) {
+          posted++;
+          return;
+        }
         if (attempt >= 8 || ![429, 503, 504].includes(r.status))
           throw new FakegpuError(
             'bench/fleet',
@@ -254,6 +260,7 @@ async function run(kubeconfig: string): Promise<Results> {
         await sleep(fullJitter(attempt, PUBLISH_BACKOFF));
       }
     });
+    postProgress();
     if (retried > 0) log(`round ${round}/${ROUNDS}, ceiling: ${retried} posts asked again (429/503/504)`);
     ceilings.push(seconds(t0));
     log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
@@ -262,11 +269,22 @@ async function run(kubeconfig: string): Promise<Results> {
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
     const t1 = performance.now();
     const fleet = startFleet(kubeconfig, [], { dynamicMig, log });
+    // Nodes published: served and not pending, by the fleet's own gauges.
+    const publishProgress = progress(
+      `round ${round}/${ROUNDS}, fleet, nodes published`,
+      N,
+      async () => {
+        const m = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+        return metric(m, 'fakegpu_fleet_nodes') - metric(m, 'fakegpu_fleet_pending_nodes');
+      },
+      log,
+    );
     try {
       await until('the fleet to publish every node', 900_000, async () => {
         if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
         return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
       });
+      publishProgress();
       const wallS = seconds(t1);
       const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
       const published = (await sliceNames(raw)).length;
@@ -303,6 +321,7 @@ async function run(kubeconfig: string): Promise<Results> {
         ...sched,
       };
     } finally {
+      publishProgress();
       await stopFleet(fleet);
     }
   }

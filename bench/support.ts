@@ -321,3 +321,29 @@ export function writeResult(path: string, result: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
 }
+
+/**
+ * Progress of a long phase on stderr every `everyMs`: done of total, elapsed and a linear ETA. Returns
+ * the stop; `done` may read a remote counter (a fleet's metrics), whose failure skips one line.
+ */
+export function progress(
+  what: string,
+  total: number,
+  done: () => number | Promise<number>,
+  log: (line: string) => void,
+  everyMs = 15_000,
+): () => void {
+  const t0 = Date.now();
+  const timer = setInterval(() => {
+    void (async () => {
+      const n = await done();
+      const s = (Date.now() - t0) / 1000;
+      const eta = n > 0 && n < total ? ` ETA ${((s * (total - n)) / n).toFixed(0)} s` : '';
+      log(`${what}: ${n}/${total}, ${s.toFixed(0)} s${eta}`);
+    })().catch(() => undefined);
+  }, everyMs);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+  };
+}
