@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -346,4 +346,32 @@ export function progress(
   return () => {
     clearInterval(timer);
   };
+}
+
+const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller', 'kube-scheduler', 'kwok'] as const;
+
+/**
+ * The control plane's resident memory now and at its peak (MiB, by /proc: `comm` is cut to 15
+ * characters), so a run that outgrows the machine says which component did.
+ */
+export function controlPlaneMemory(): Record<string, { rssMiB: number; peakMiB: number }> {
+  const out: Record<string, { rssMiB: number; peakMiB: number }> = {};
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      if (!(CONTROL_PLANE as readonly string[]).includes(comm)) continue;
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+      out[comm] = { rssMiB: Math.round(kb('VmRSS') / 1024), peakMiB: Math.round(kb('VmHWM') / 1024) };
+    } catch {
+      // A process that ended while being read.
+    }
+  }
+  return out;
+}
+
+export function showControlPlaneMemory(m: Record<string, { rssMiB: number; peakMiB: number }>): string {
+  return Object.entries(m)
+    .map(([k, v]) => `${k} ${v.rssMiB} (peak ${v.peakMiB})`)
+    .join(', ');
 }
