@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import { argsOf, isAlive, startDaemon, startedBy, stopProcesses, stopTree } from '../src/cluster/process.js';
 import { listeningSockets, socketsClosed } from '../src/cluster/sockets.js';
 import { readyRows } from '../src/cluster/kwok-nodes.js';
+import { goMemoryLimit } from '../src/cluster/components.js';
 
 /** What `cluster down` relies on to leave nothing running: real processes, stopped and waited for. */
 
@@ -176,5 +177,16 @@ describe('counting Ready KWOK nodes from the API server table', () => {
     ].join('\n');
     assert.equal(readyRows(table), 2);
     assert.equal(readyRows(''), 0);
+  });
+});
+
+describe("the control plane's memory limits with KWOK nodes", () => {
+  it('gives the API server, scheduler and controller manager a share of the machine, and nothing without KWOK', () => {
+    const gib24 = 24 * 2 ** 30;
+    assert.deepEqual(goMemoryLimit('kube-apiserver', true, gib24), { GOMEMLIMIT: '9830MiB' });
+    assert.deepEqual(goMemoryLimit('kube-scheduler', true, gib24), { GOMEMLIMIT: '3686MiB' });
+    assert.deepEqual(goMemoryLimit('kube-controller-manager', true, gib24), { GOMEMLIMIT: '3686MiB' });
+    assert.deepEqual(goMemoryLimit('etcd', true, gib24), {}, 'etcd has its own quota');
+    assert.deepEqual(goMemoryLimit('kube-apiserver', false, gib24), {});
   });
 });

@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import type { Toolchain } from './build.js';
@@ -139,8 +140,30 @@ export function startComponent(
     name,
     join(t.bin, name),
     args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
-    env(t),
+    { ...env(t), ...goMemoryLimit(name, (s.kwokNodes ?? 0) > 0, totalmem()) },
   );
+}
+
+/**
+ * With KWOK nodes, the control plane's Go processes get soft memory limits (GOMEMLIMIT), as shares of
+ * this machine's memory. Left alone, each grows its heap to twice what it keeps before collecting:
+ * 5,000 dynamic-MIG nodes had the API server at 12.9 GB, the scheduler at 4.4 and the controller
+ * manager at 4.1 with half their slices written, and the machine (24 GiB) out of memory. A limit makes
+ * them collect sooner instead; it does not cap what they keep.
+ */
+const GO_MEMORY_SHARE: Partial<Record<ComponentName, number>> = {
+  'kube-apiserver': 0.4,
+  'kube-scheduler': 0.15,
+  'kube-controller-manager': 0.15,
+};
+
+export function goMemoryLimit(
+  name: ComponentName,
+  kwok: boolean,
+  machineBytes: number,
+): Record<string, string> {
+  const share = kwok ? GO_MEMORY_SHARE[name] : undefined;
+  return share === undefined ? {} : { GOMEMLIMIT: `${Math.floor((machineBytes * share) / 2 ** 20)}MiB` };
 }
 
 export function env(t: Toolchain): NodeJS.ProcessEnv {
