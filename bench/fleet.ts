@@ -174,7 +174,8 @@ async function memoryBreakdown(pid: number): Promise<string> {
     return `${space} ${mib(total)} (${mib(used)} used)`;
   });
   const external = metric(text, 'fakegpu_fleet_nodejs_external_memory_bytes');
-  return `RSS MiB: anon ${mib(kb('RssAnon') * 1024)}, file ${mib(kb('RssFile') * 1024)}; heap MiB: ${parts.join(', ')}; external ${mib(external)}`;
+  const collections = metric(text, 'fakegpu_fleet_memory_collections');
+  return `RSS MiB: anon ${mib(kb('RssAnon') * 1024)}, file ${mib(kb('RssFile') * 1024)}; heap MiB: ${parts.join(', ')}; external ${mib(external)}; settling collections ${collections}`;
 }
 
 interface Results {

@@ -259,6 +259,11 @@ export function fleetCommand(): Command {
         fleet.converged() ? 1 : 0,
       );
       gauge(
+        'fakegpu_fleet_memory_collections',
+        "V8's memory-reducing collections run after bursts of work (needs --expose-gc)",
+        () => fleet.settler.collections,
+      );
+      gauge(
         'fakegpu_fleet_first_published_seconds',
         'seconds from start until every served node was first published (-1 until then)',
         () => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),

@@ -115,7 +115,7 @@ export class Fleet {
   readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
   /** Watch events received, for the settler: the echo of the fleet's own writes is work too. */
   private events = 0;
-  private readonly settler: MemorySettler;
+  readonly settler: MemorySettler;
 
   constructor(
     kc: PooledKubeConfig,
