@@ -110,12 +110,18 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     await s.stop();
   });
 
+  /** A run in which gpu-0 was lost and tainted, stopped: its NVML state is what a restart finds. */
+  async function runWithLostGpu() {
+    const run = setup();
+    await run.faults.startWithHealth();
+    run.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
+    await until('the taint', () => run.health.taints().size > 0);
+    await run.stop();
+    return run;
+  }
+
   it('a fault deleted while the plugin was down: the restarted monitor starts on repaired NVML, nothing tainted', async () => {
-    const first = setup();
-    await first.faults.startWithHealth();
-    first.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
-    await until('the taint', () => first.health.taints().size > 0);
-    await first.stop();
+    const first = await runWithLostGpu();
 
     // The plugin restarts on the same NVML state; the GpuFault was deleted meanwhile.
     const again = setup('0.5', first.model);
@@ -128,11 +134,7 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     await again.stop();
 
     // The CRD gone altogether is the same answer: no fault exists.
-    const third = setup('0.5', newModel('0.5'));
-    await third.faults.startWithHealth();
-    third.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
-    await until('the taint', () => third.health.taints().size > 0);
-    await third.stop();
+    const third = await runWithLostGpu();
     const noCrd = setup('0.5', third.model);
     noCrd.api.installed = false;
     await noCrd.faults.startWithHealth();
@@ -142,11 +144,7 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
   });
 
   it('an API server that does not answer: the monitor starts anyway, on the faults the previous run left', async () => {
-    const first = setup();
-    await first.faults.startWithHealth();
-    first.api.put(fault('lost', { nodeName: NODE, devices: ['gpu-0'], fault: { type: 'GpuLost' } }));
-    await until('the taint', () => first.health.taints().size > 0);
-    await first.stop();
+    const first = await runWithLostGpu();
 
     const again = setup('0.5', first.model);
     again.api.fail('listFaults', 1000);
