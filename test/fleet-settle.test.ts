@@ -62,6 +62,24 @@ describe("the fleet's memory settler", () => {
     assert.equal(t.collected(), 1);
   });
 
+  it('counts a trickle of work as quiet: a large cluster always has some', () => {
+    const t = settler();
+    t.work(500);
+    t.s.tick();
+    for (let i = 0; i < 6; i++) {
+      t.work(3);
+      t.wait(500);
+      t.s.tick();
+    }
+    assert.equal(t.collected(), 1);
+    for (let i = 0; i < 1000; i++) {
+      t.work(3);
+      t.wait(500);
+      t.s.tick();
+    }
+    assert.equal(t.collected(), 1, 'a trickle alone is never a burst to collect after');
+  });
+
   it('does nothing without a collection to run', () => {
     const s = new MemorySettler({ activity: () => 1e6, collect: null });
     s.start();

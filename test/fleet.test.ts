@@ -15,8 +15,9 @@ import { until } from './support/http.js';
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
 let fleets: Fleet[] = [];
 
-function fleetOn(api: FakeApi, random: () => number = () => 0): Fleet {
+function fleetOn(api: FakeApi, random: () => number = () => 0, collect?: () => void): Fleet {
   const f = new Fleet(new PooledKubeConfig(1), {
+    ...(collect ? { collect } : {}),
     profileLabel: 'fakegpu.dev/profile',
     defaultProfile: 'dgx-h100',
     dynamicMig: false,
@@ -161,5 +162,23 @@ describe('the fleet against an API server that fails', () => {
     assert.match(JSON.stringify(api.events[0]), /"reason":"FakegpuProfileInvalid"/);
     assert.equal(slicesOf(api, 'node-0').length, 1);
     assert.equal(slicesOf(api, 'node-1').length, 0);
+  });
+
+  it("gives a publishing burst's memory back once quiet: one memory-reducing collection", async () => {
+    const api = withNodes(1200);
+    let collected = 0;
+    const f = fleetOn(
+      api,
+      () => 0,
+      () => {
+        collected++;
+      },
+    );
+    await f.start();
+    await until('every node published', () => f.converged() && api.slices.size === 1200);
+    assert.equal(collected, 0, 'not while publishing');
+    await until('the collection', () => collected === 1, 5000);
+    await sleep(2600);
+    assert.equal(collected, 1, 'once per burst');
   });
 });

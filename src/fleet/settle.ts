@@ -14,6 +14,8 @@ export interface SettleOptions {
   /** Work since the last collection that makes the next quiet spell worth one. */
   minActivity?: number;
   quietMs?: number;
+  /** Work per tick that still counts as quiet. */
+  trickle?: number;
   tickMs?: number;
   now?: () => number;
 }
@@ -21,7 +23,8 @@ export interface SettleOptions {
 export class MemorySettler {
   private timer: NodeJS.Timeout | undefined;
   private seen = 0;
-  private atCollection = 0;
+  /** Work of busy ticks since the last collection; a trickle adds nothing. */
+  private burst = 0;
   private lastBusy = 0;
   /** Collections run, for tests and metrics. */
   collections = 0;
@@ -52,14 +55,18 @@ export class MemorySettler {
     if (!collect) return;
     const n = this.o.activity();
     const now = this.now();
-    if (n !== this.seen) {
-      this.seen = n;
+    // A trickle (a node's heartbeat, a watch reopened) is quiet enough: on a cluster of thousands of
+    // nodes something always moves, and waiting for nothing at all never collected.
+    const delta = n - this.seen;
+    this.seen = n;
+    if (delta > (this.o.trickle ?? 10)) {
+      this.burst += delta;
       this.lastBusy = now;
       return;
     }
-    if (n - this.atCollection < (this.o.minActivity ?? 1000)) return;
+    if (this.burst < (this.o.minActivity ?? 1000)) return;
     if (now - this.lastBusy < (this.o.quietMs ?? 2000)) return;
-    this.atCollection = n;
+    this.burst = 0;
     this.collections++;
     collect();
   }
