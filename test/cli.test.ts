@@ -363,7 +363,7 @@ describe('bench:fleet flags', () => {
   const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'fleet.js');
   // Each is refused before a cluster starts: the test would otherwise take minutes.
   for (const [what, args, message] of [
-    ['no nodes', ['--nodes', '0'], /^bench\/fleet: --nodes: "0" is not an integer from 1 to 20000\n$/],
+    ['no nodes', ['--nodes', '0'], /^bench\/fleet: --nodes: "0" is not an integer from 1 to 100000\n$/],
     ['nodes not a number', ['--nodes', 'many'], /^bench\/fleet: --nodes: "many" is not an integer/],
     ['fill above 1', ['--fill', '1.5'], /^bench\/fleet: --fill: "1.5" is not a number from 0 to 1\n$/],
     ['fill empty', ['--fill', ''], /^bench\/fleet: --fill: "" is not a number from 0 to 1\n$/],
