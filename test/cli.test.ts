@@ -401,7 +401,7 @@ describe('bench:sched flags', () => {
     [
       'a bad node selector',
       ['--node-selector', 'a=(b'],
-      /^bench\/sched: --node-selector: "a=\(b" is not a label/,
+      /^bench\/sched: --node-selector: "a=\(b": unbalanced parentheses; expected terms such as k=v/,
     ],
     ['unknown profile', ['--profile', 'dgx-h999'], /^bench\/sched: --profile: unknown preset "dgx-h999"/],
   ] as const) {
