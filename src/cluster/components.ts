@@ -134,14 +134,11 @@ export function startComponent(
   log: (line: string) => void,
 ): Started {
   log(`starting ${name}`);
-  return startDaemon(
-    l.run,
-    l.logs,
-    name,
-    join(t.bin, name),
-    args(l, t, name, s.nodeName, (s.kwokNodes ?? 0) > 0),
-    { ...env(t), ...goMemoryLimit(name, (s.kwokNodes ?? 0) > 0, totalmem()) },
-  );
+  const kwok = (s.kwokNodes ?? 0) > 0;
+  return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s.nodeName, kwok), {
+    ...env(t),
+    ...goMemoryLimit(name, kwok, totalmem()),
+  });
 }
 
 /**
