@@ -23,7 +23,6 @@
  * Usage: npm run bench:computedomains -- --racks 50 [--rounds 1] [--in-flight 32] [--keep]
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -60,6 +59,7 @@ import {
   median,
   onKwokCluster,
   eachPage,
+  procStatusKb,
 } from './support.js';
 
 const opts = new Command('bench:computedomains')
@@ -124,16 +124,11 @@ async function poll(what: string, timeoutMs: number, periodMs: number, check: ()
   }
 }
 
-function rssKiB(p: ChildProcess): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${p.pid ?? 0}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0);
-}
-
 /** The fleet's RSS once it is done, as bench/fleet takes it: after V8's memory reducer has run. */
 async function settledRssKiB(p: ChildProcess): Promise<number> {
   await sleep(SETTLE_MS);
   if (p.exitCode !== null) throw new FakegpuError('bench/computedomains', 'the fleet exited');
-  return rssKiB(p);
+  return procStatusKb(p.pid ?? 0)('VmRSS');
 }
 
 async function converged(fleet: ChildProcess, what: string): Promise<void> {

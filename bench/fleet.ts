@@ -17,7 +17,6 @@
  *        [--json <file>]: a JSON result goes there (default: <cache>/bench-results/fleet-<time>.json).
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fullJitter, PUBLISH_BACKOFF } from '../src/k8s/backoff.js';
@@ -34,7 +33,7 @@ import { ResumableWatch } from '../src/k8s/watch.js';
 import { serverVersion } from '../src/k8s/client.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { renderSlices } from '../src/render.js';
-import { SliceTemplate } from '../src/fleet/template.js';
+import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import {
   get,
@@ -52,6 +51,7 @@ import {
   type Node,
   checked as checkedFlag,
   controlPlaneMemory,
+  procStatusKb,
   showControlPlaneMemory,
   hardware,
   progress,
@@ -108,19 +108,6 @@ function body(generateName: string, spec: string, node: Node): string {
   return `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify({ generateName, ownerReferences: [owner] })},"spec":${spec}}`;
 }
 
-/** The bodies the fleet posts for a node with an empty pool (generation 1, owned by the Node). */
-function bodies(slices: ResourceSlice[], node: Node): string[] {
-  const owner = { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid, controller: true };
-  return slices.map((s) =>
-    JSON.stringify({
-      apiVersion: s.apiVersion,
-      kind: s.kind,
-      metadata: { generateName: s.metadata.generateName, ownerReferences: [owner] },
-      spec: { ...s.spec, pool: { ...s.spec.pool, generation: 1 } },
-    }),
-  );
-}
-
 function isGpu(a: DeviceAttribute | undefined): boolean {
   return a !== undefined && 'string' in a && a.string === 'gpu';
 }
@@ -141,11 +128,6 @@ async function deleteAllSlices(raw: Raw): Promise<void> {
   throw new FakegpuError('bench/fleet', 'could not delete the slices');
 }
 
-function rssKiB(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0);
-}
-
 /**
  * The fleet's RSS once it is done: V8 gives back what a burst of work left (its memory reducer runs
  * some seconds after the last allocation), so a figure taken right after publishing would count
@@ -153,7 +135,7 @@ function rssKiB(pid: number): number {
  */
 async function settledRssKiB(p: ChildProcess): Promise<number> {
   await sleep(SETTLE_MS);
-  return rssKiB(p.pid ?? 0);
+  return procStatusKb(p.pid ?? 0)('VmRSS');
 }
 
 /**
@@ -161,8 +143,7 @@ async function settledRssKiB(p: ChildProcess): Promise<number> {
  * lives outside the heap. RSS alone cannot tell a grown young generation from retained state.
  */
 async function memoryBreakdown(pid: number): Promise<string> {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+  const kb = procStatusKb(pid);
   const text = (await get(`http://${FLEET_HTTP}/metrics`)).text;
   const spaces = [
     ...text.matchAll(/^fakegpu_fleet_nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\S+)$/gm),
@@ -223,9 +204,9 @@ async function run(kubeconfig: string): Promise<Results> {
     release: DEFAULT_RELEASE,
   });
   const nodeBodies = (n: Node): string[] =>
-    template
-      ? template.node(n.name).map((x) => body(x.generateName, x.spec(1), n))
-      : bodies(render(n.name), n);
+    (template ? template.node(n.name) : nodeSlices(render(n.name))).map((x) =>
+      body(x.generateName, x.spec(1), n),
+    );
   log(`rendering ${N} nodes' slices once, for the time it takes`);
   const t0 = performance.now();
   let slices = 0;

@@ -33,13 +33,14 @@ export const logger =
 export const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
-/** Raw HTTPS to the API server: the least a client can do per request. */
+/** A request that failed on a kept-alive connection the server had closed: it may be sent again. */
 class StaleSocket extends Error {
   constructor(override readonly cause: Error) {
     super(cause.message);
   }
 }
 
+/** Raw HTTPS to the API server: the least a client can do per request. */
 export class Raw {
   private constructor(
     private readonly base: URL,
@@ -348,6 +349,12 @@ export function progress(
   };
 }
 
+/** A process's `/proc/<pid>/status` in kB by key (VmRSS, VmHWM, RssAnon, …); 0 for a key it lacks. */
+export function procStatusKb(pid: number): (key: string) => number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+}
+
 const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller', 'kube-scheduler', 'kwok'] as const;
 
 /**
@@ -360,8 +367,7 @@ export function controlPlaneMemory(): Record<string, { rssMiB: number; peakMiB: 
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       if (!(CONTROL_PLANE as readonly string[]).includes(comm)) continue;
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+      const kb = procStatusKb(Number(pid));
       out[comm] = { rssMiB: Math.round(kb('VmRSS') / 1024), peakMiB: Math.round(kb('VmHWM') / 1024) };
     } catch {
       // A process that ended while being read.
