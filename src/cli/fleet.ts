@@ -255,6 +255,11 @@ export function fleetCommand(): Command {
         'API requests so far (lists, watches, writes, events)',
         () => fleet.stats.requests,
       );
+      gauge(
+        'fakegpu_fleet_watch_events',
+        'node and slice watch events received so far',
+        () => fleet.stats.events,
+      );
       gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
         fleet.converged() ? 1 : 0,
       );

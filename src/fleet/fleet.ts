@@ -77,6 +77,8 @@ export interface FleetCounters {
   writes: number;
   requests: number;
   errors: number;
+  /** Watch events received: the echo of the fleet's own writes is work too. */
+  events: number;
 }
 
 export interface FleetStats extends FleetCounters {
@@ -112,9 +114,7 @@ export class Fleet {
   firstConvergedMs: number | null = null;
   /** Asked for alongside the first lists; no node is rendered before it is in. */
   private version: Promise<Semver> = Promise.resolve({ major: 1, minor: 37, patch: 0 });
-  readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0 };
-  /** Watch events received, for the settler: the echo of the fleet's own writes is work too. */
-  private events = 0;
+  readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0, events: 0 };
   readonly settler: MemorySettler;
 
   constructor(
@@ -128,7 +128,7 @@ export class Fleet {
       );
     this.api = o.api ?? new KubeApi(kc);
     this.settler = new MemorySettler({
-      activity: () => this.stats.requests + this.events,
+      activity: () => this.stats.requests + this.stats.events,
       collect: o.collect === undefined ? memoryReducingGc() : o.collect,
     });
     this.drivers = [
@@ -378,7 +378,7 @@ export class Fleet {
   }
 
   private onNode(type: string, obj: unknown): void {
-    this.events++;
+    this.stats.events++;
     const n = obj as Meta;
     const name = n.metadata?.name;
     if (!name) return;
@@ -393,7 +393,7 @@ export class Fleet {
    * known to differ, not how: its key is cleared, so its node's next pass writes it again.
    */
   private onSlice(driver: string, type: string, obj: unknown): void {
-    this.events++;
+    this.stats.events++;
     const m = (obj as Meta).metadata;
     const name = m?.name;
     if (!name) return;
