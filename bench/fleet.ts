@@ -24,7 +24,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
+import { clusterDown, FLEET_DCGM, FLEET_HTTP } from '../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
@@ -205,6 +205,49 @@ interface Results {
   pods: number;
   createdS: number;
   boundS: number;
+  dcgm: DcgmCost | null;
+}
+
+interface DcgmCost {
+  series: number;
+  /** Series with a pod's labels: allocated GPUs, found through claims and pods. */
+  attributed: number;
+  bytes: number;
+  /** Seconds, one per scrape. */
+  scrapesS: number[];
+  /** RSS before the first scrape and after the last, KiB. */
+  rssBeforeKiB: number;
+  rssAfterKiB: number;
+}
+
+const SCRAPES = 5;
+const DCGM_MAX_NODES = 5000;
+
+/**
+ * What serving dcgm-exporter's metrics of every node costs the fleet: scrapes one after another, as a
+ * Prometheus with several replicas or a short interval would, timed from request to the last byte.
+ */
+async function dcgmCost(p: ChildProcess): Promise<DcgmCost> {
+  const rss = () => procStatusKb(p.pid ?? 0)('VmRSS');
+  const rssBeforeKiB = rss();
+  const scrapesS: number[] = [];
+  let text = '';
+  for (let i = 0; i < SCRAPES; i++) {
+    const t0 = performance.now();
+    const r = await get(`http://${FLEET_DCGM}/metrics`);
+    scrapesS.push(seconds(t0));
+    if (r.status !== 200) throw new FakegpuError('bench/fleet', `dcgm scrape: HTTP ${r.status}`);
+    text = r.text;
+  }
+  const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  return {
+    series: lines.length,
+    attributed: lines.filter((l) => l.includes(',pod="')).length,
+    bytes: Buffer.byteLength(text),
+    scrapesS,
+    rssBeforeKiB,
+    rssAfterKiB: rss(),
+  };
 }
 
 async function run(kubeconfig: string): Promise<Results> {
@@ -350,7 +393,16 @@ async function run(kubeconfig: string): Promise<Results> {
       if (round < ROUNDS) continue;
       const sched =
         FILL > 0 ? await schedule(kc, raw, Math.floor(gpus * FILL)) : { pods: 0, createdS: 0, boundS: 0 };
+      // After scheduling, so that the claims' GPUs carry their pods' labels. Past DCGM_MAX_NODES one
+      // exposition is 25 series of tens of thousands of GPUs, more than one Prometheus target carries.
+      const dcgm = N <= DCGM_MAX_NODES ? await dcgmCost(fleet) : null;
+      if (dcgm)
+        log(
+          `dcgm: ${dcgm.series} series (${dcgm.attributed} with a pod), ${f(dcgm.bytes / 2 ** 20, 1)} MiB per scrape, scrapes ${dcgm.scrapesS.map((x) => f(x)).join(' ')} s`,
+        );
+      else log(`dcgm: not scraped above ${DCGM_MAX_NODES} nodes`);
       return {
+        dcgm,
         slices,
         devices,
         gpus,
@@ -511,6 +563,16 @@ if (r.pods > 0) {
   console.log(`| all bound after | ${f(r.boundS)} s |`);
   console.log(`| scheduled pods/s | ${f(sched, 1)} |`);
 }
+const scrapeS = r.dcgm ? median(r.dcgm.scrapesS) : null;
+if (r.dcgm) {
+  console.log('\n| dcgm-exporter metrics of every node (after scheduling) | value |\n|---|---|');
+  console.log(`| series (of them with a pod's labels) | ${r.dcgm.series} (${r.dcgm.attributed}) |`);
+  console.log(`| exposition size | ${f(r.dcgm.bytes / 2 ** 20, 1)} MiB |`);
+  console.log(`| scrape, median of ${SCRAPES} | ${f(scrapeS ?? 0, 3)} s (${spread(r.dcgm.scrapesS, 3)}) |`);
+  console.log(
+    `| fleet RSS before the first scrape → after the last | ${f(r.dcgm.rssBeforeKiB / 1024, 1)} → ${f(r.dcgm.rssAfterKiB / 1024, 1)} MiB |`,
+  );
+}
 const line = `fleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`;
 writeResult(jsonPath, {
   bench: 'fleet',
@@ -527,6 +589,7 @@ writeResult(jsonPath, {
   rounds: r,
   medians: { ceilingS, fleetS, wallS, idleKiB, servingKiB, rssPerNodeKiB: perNode, ratio: ceilingS / fleetS },
   scheduledPodsPerS: sched,
+  dcgm: r.dcgm ? { ...r.dcgm, scrapeMedianS: scrapeS } : null,
   line,
 });
 log(`JSON result: ${jsonPath}`);

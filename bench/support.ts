@@ -13,6 +13,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import {
   clusterDown,
   clusterUp,
+  FLEET_DCGM,
   FLEET_HTTP,
   FLEET_MALLOC_ENV,
   FLEET_NODE_FLAGS,
@@ -234,6 +235,8 @@ export function startFleet(
       'fleet',
       `--kubeconfig=${kubeconfig}`,
       `--http-endpoint=${FLEET_HTTP}`,
+      // Served in every round and by the idle fleet too, so the memory compared is like for like.
+      `--dcgm-endpoint=${FLEET_DCGM}`,
       ...(o.dynamicMig ? ['--dynamic-mig'] : []),
       ...extra,
     ],

@@ -60,5 +60,7 @@ export const SOURCES: Record<string, string> = {
   DRIVER:
     'NVIDIA DRA driver source (kubernetes-sigs/dra-driver-nvidia-gpu): deviceinfo.go, mig.go, partitions.go',
   PCIIDS: 'the pci.ids database (vendor and device names DRANET prints); no capture of the device',
+  T1: 'nvidia-smi -q and dcgm-exporter outputs in public issues (dcgm-exporter 317, 512, 736; NCCL 1264; DigitalOcean H100 docs): clocks.max.sm and clocks.max.memory, idle clocks, power and temperatures, FB reserved of T4 (447), L4 (470), L40S (608 MiB)',
+  T2: 'secondary sources (vendor pages, benchmark write-ups) for max clocks of A30, H200, B200, GB200, B300; no nvidia-smi output seen',
   FAKEGPU: 'fakegpu inference: no public output found; value chosen to be consistent with the confirmed ones',
 };

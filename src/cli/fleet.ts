@@ -1,3 +1,6 @@
+import { DCGM_EXPORTER_VERSION, styleOf } from '../dcgm/version.js';
+import { serveDcgm } from '../dcgm/server.js';
+import { FleetDcgm } from '../fleet/dcgm.js';
 import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
@@ -9,7 +12,8 @@ import { KubeFaultApi } from '../fault/api.js';
 import { Fleet } from '../fleet/fleet.js';
 import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
 import { loadPools } from '../fleet/pools.js';
-import { PooledKubeConfig } from '../k8s/client.js';
+import { clientOf, PooledKubeConfig } from '../k8s/client.js';
+import { KubeApi } from '../k8s/api.js';
 import { DRANET } from '../nic/attributes.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { resolveProfile } from '../profile/load.js';
@@ -47,6 +51,8 @@ interface Flags {
   requestTimeout: string;
   kubeconfig?: string;
   httpEndpoint: string;
+  dcgmEndpoint: string;
+  dcgmExporterVersion: string;
   additionalXidsToIgnore: string;
   faults: boolean;
 }
@@ -135,6 +141,22 @@ export function fleetCommand(): Command {
     )
     .addOption(
       envOption(
+        '--dcgm-endpoint <host:port>',
+        "every served node's GPU metrics as dcgm-exporter serves them, at /metrics; empty to disable",
+        'DCGM_ENDPOINT',
+        '',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--dcgm-exporter-version <version>',
+        'the dcgm-exporter release whose exposition to serve (3.x to 4.8.x)',
+        'DCGM_EXPORTER_VERSION',
+        DCGM_EXPORTER_VERSION,
+      ),
+    )
+    .addOption(
+      envOption(
         '--additional-xids-to-ignore <xids>',
         'XIDs of injected faults tainted with effect None besides 13,31,43,45,68,109',
         'ADDITIONAL_XIDS_TO_IGNORE',
@@ -189,6 +211,12 @@ export function fleetCommand(): Command {
       const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000;
       if (f.httpEndpoint)
         await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+      if (f.dcgmEndpoint)
+        await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
+      const dcgmStyle = styleOf(
+        f.dcgmExporterVersion,
+        sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
+      );
       await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
       const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
       const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
@@ -275,6 +303,18 @@ export function fleetCommand(): Command {
       );
       await fleet.start();
       log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
+      const dcgm = f.dcgmEndpoint
+        ? new FleetDcgm(fleet, {
+            http: clientOf(kc),
+            api: new KubeApi(kc),
+            log,
+            driverName,
+            style: dcgmStyle,
+          })
+        : null;
+      dcgm?.start();
+      const dcgmServer =
+        dcgm && f.dcgmEndpoint ? await serveDcgm(f.dcgmEndpoint, () => dcgm.render(), log) : null;
       const http = endpoint
         ? createServer((req, res) => {
             if (req.url === '/healthz') res.writeHead(200).end('ok\n');
@@ -290,6 +330,8 @@ export function fleetCommand(): Command {
           process.once(s, () => {
             log.info({ signal: s }, 'stopping');
             fleet.stop();
+            dcgm?.stop();
+            void dcgmServer?.close();
             http?.close();
             resolve();
             // Keep-alive sockets of aborted watches would hold the process; everything is stopped.

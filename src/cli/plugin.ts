@@ -1,3 +1,4 @@
+import { DCGM_EXPORTER_VERSION, styleOf } from '../dcgm/version.js';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkNamespace } from '../k8s/objects.js';
@@ -40,6 +41,8 @@ interface Flags {
   slicesFile?: string;
   kubeconfig?: string;
   httpEndpoint: string;
+  dcgmEndpoint: string;
+  dcgmExporterVersion: string;
   featureGates: string;
   additionalXidsToIgnore: string;
   healthService?: boolean;
@@ -122,6 +125,22 @@ export function pluginCommand(): Command {
         '/healthz, /readyz (registered with the kubelet) and /metrics; empty to disable',
         'HTTP_ENDPOINT',
         '127.0.0.1:51516',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--dcgm-endpoint <host:port>',
+        'GPU metrics as dcgm-exporter serves them (its port is 9400), at /metrics; empty to disable',
+        'DCGM_ENDPOINT',
+        '',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--dcgm-exporter-version <version>',
+        'the dcgm-exporter release whose exposition to serve (3.x to 4.8.x)',
+        'DCGM_EXPORTER_VERSION',
+        DCGM_EXPORTER_VERSION,
       ),
     )
     .addOption(
@@ -221,6 +240,12 @@ export function pluginCommand(): Command {
       });
       if (f.httpEndpoint)
         await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+      if (f.dcgmEndpoint)
+        await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
+      const dcgmStyle = styleOf(
+        f.dcgmExporterVersion,
+        sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
+      );
       await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
       const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
       // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
@@ -240,6 +265,8 @@ export function pluginCommand(): Command {
         slicesFile: f.slicesFile,
         kubeconfig: f.kubeconfig,
         httpEndpoint: f.httpEndpoint,
+        dcgmEndpoint: f.dcgmEndpoint || undefined,
+        dcgmStyle,
         gates,
         ignoredXids: ignoredXids(ignored),
         healthService: f.healthService === true,

@@ -16,6 +16,7 @@ export const VERSIONS = {
   pause: '1.0.0',
   helm: '3.22.0',
   kwok: '0.8.0',
+  prometheus: '3.16.0',
 } as const;
 
 interface Component {
@@ -30,6 +31,8 @@ interface Component {
   cgo?: boolean;
   /** A C header the build needs, and the Debian package that provides it. */
   needs?: { header: string; debian: string };
+  /** Built only when asked for (`ensureComponent`), not with the cluster. */
+  onDemand?: boolean;
 }
 
 /** Installs a build dependency from Debian's archive when we are root on Debian; otherwise says what to install. */
@@ -124,6 +127,18 @@ export const COMPONENTS: readonly Component[] = [
     binaries: { 'helm.sh/helm/v3/cmd/helm': 'helm' },
     ldflags: `-X helm.sh/helm/v3/internal/version.version=v${VERSIONS.helm}`,
   },
+  // A real Prometheus scraping the GPU metrics in the end-to-end tests; without cloud and Kubernetes
+  // service discovery (static targets only), which halves its build.
+  {
+    module: 'prometheus',
+    binaries: {
+      'github.com/prometheus/prometheus/cmd/prometheus': 'prometheus',
+      'github.com/prometheus/prometheus/cmd/promtool': 'promtool',
+    },
+    ldflags: `-X github.com/prometheus/common/version.Version=${VERSIONS.prometheus}`,
+    tags: ['remove_all_sd'],
+    onDemand: true,
+  },
 ];
 
 export interface Toolchain {
@@ -171,49 +186,73 @@ export function toolchainPaths(): Toolchain {
 }
 
 /**
- * Builds every missing or outdated binary from the pinned Go modules, printing progress to stderr. A
- * component is rebuilt only when its go.mod, go.sum, build recipe or the Go version changed.
+ * Builds every missing or outdated binary of the cluster from the pinned Go modules, printing progress to
+ * stderr. A component is rebuilt only when its go.mod, go.sum, build recipe or the Go version changed.
  */
 export function ensureBinaries(repoRoot: string, log: (line: string) => void): Toolchain {
   const paths = toolchainPaths();
-  COMPONENTS.forEach((c, i) => {
-    const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
-    const stamp = join(out, `.${c.module}.stamp`);
-    const want = recipe(repoRoot, c);
-    const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
-    const names = Object.values(c.binaries);
-    if (have === want && names.every((n) => existsSync(join(out, n)))) return;
-    mkdirSync(out, { recursive: true });
-    if (c.needs) ensureBuildDependency(c.needs, log);
-    const started = Date.now();
-    log(
-      `building ${c.module} ${VERSIONS[c.module]} (${names.join(', ')}) [${i + 1}/${COMPONENTS.length}]; a first build takes minutes`,
-    );
-    for (const [pkg, name] of Object.entries(c.binaries)) {
-      const tmp = join(out, `.${name}.tmp`);
-      const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
-      if (c.tags) args.push('-tags', c.tags.join(','));
-      args.push(pkg);
-      const r = spawnSync('go', args, {
-        cwd: join(repoRoot, 'cluster', c.module),
-        env: {
-          ...process.env,
-          CGO_ENABLED: c.cgo ? '1' : '0',
-          GOTOOLCHAIN: 'local',
-          GOFLAGS: '-mod=readonly',
-        },
-        stdio: ['ignore', 'inherit', 'pipe'],
-        encoding: 'utf8',
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      if (r.status !== 0) {
-        const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
-        throw new FakegpuError(`build ${name}`, `go build ${pkg} failed in cluster/${c.module}:\n${tail}`);
-      }
-      renameSync(tmp, join(out, name));
-    }
-    writeFileSync(stamp, `${want}\n`);
-    log(`built ${c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
+  const cluster = COMPONENTS.filter((c) => c.onDemand !== true);
+  cluster.forEach((c, i) => {
+    build(repoRoot, c, paths, `[${i + 1}/${cluster.length}]`, log);
   });
   return paths;
+}
+
+/** One component built on demand (Prometheus), into the same bin/ as the cluster's. */
+export function ensureComponent(
+  repoRoot: string,
+  module: keyof typeof VERSIONS,
+  log: (line: string) => void,
+): Toolchain {
+  const paths = toolchainPaths();
+  const c = COMPONENTS.find((x) => x.module === module);
+  if (!c) throw new FakegpuError('build', `no component ${module}`);
+  build(repoRoot, c, paths, '', log);
+  return paths;
+}
+
+function build(
+  repoRoot: string,
+  c: Component,
+  paths: Toolchain,
+  step: string,
+  log: (line: string) => void,
+): void {
+  const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
+  const stamp = join(out, `.${c.module}.stamp`);
+  const want = recipe(repoRoot, c);
+  const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
+  const names = Object.values(c.binaries);
+  if (have === want && names.every((n) => existsSync(join(out, n)))) return;
+  mkdirSync(out, { recursive: true });
+  if (c.needs) ensureBuildDependency(c.needs, log);
+  const started = Date.now();
+  log(
+    `building ${c.module} ${VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
+  );
+  for (const [pkg, name] of Object.entries(c.binaries)) {
+    const tmp = join(out, `.${name}.tmp`);
+    const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
+    if (c.tags) args.push('-tags', c.tags.join(','));
+    args.push(pkg);
+    const r = spawnSync('go', args, {
+      cwd: join(repoRoot, 'cluster', c.module),
+      env: {
+        ...process.env,
+        CGO_ENABLED: c.cgo ? '1' : '0',
+        GOTOOLCHAIN: 'local',
+        GOFLAGS: '-mod=readonly',
+      },
+      stdio: ['ignore', 'inherit', 'pipe'],
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    if (r.status !== 0) {
+      const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
+      throw new FakegpuError(`build ${name}`, `go build ${pkg} failed in cluster/${c.module}:\n${tail}`);
+    }
+    renameSync(tmp, join(out, name));
+  }
+  writeFileSync(stamp, `${want}\n`);
+  log(`built ${c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
 }

@@ -9,6 +9,8 @@ import { REPO_ROOT } from './repo.js';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
 
 export const FLEET_HTTP = '127.0.0.1:51517';
+/** The fleet's GPU metrics, beside the node plugin's port. */
+export const FLEET_DCGM = '127.0.0.1:9401';
 /**
  * How the fleet's Node runs, here, in the benchmark and in the chart: its garbage (rendered slices,
  * responses, watch events) dies young, and 1 MiB semi-spaces instead of V8's 16 MiB keep its resident
@@ -45,6 +47,7 @@ export async function startFleet(
       `--kubeconfig=${l.adminKubeconfig}`,
       `--profile=${profile}`,
       `--http-endpoint=${FLEET_HTTP}`,
+      `--dcgm-endpoint=${FLEET_DCGM}`,
       ...(s.dynamicMig ? ['--dynamic-mig'] : []),
     ],
     { ...env(t), ...FLEET_MALLOC_ENV },

@@ -12,6 +12,8 @@ import type { State } from './state.js';
 /** NVIDIA's sharing gates are off by default in the real driver; a demo cluster turns them on. */
 export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
 export const PLUGIN_HTTP = '127.0.0.1:51516';
+/** The node plugin's GPU metrics, on dcgm-exporter's port. */
+export const PLUGIN_DCGM = '127.0.0.1:9400';
 /** As in the Helm chart: a node label that picks the node's machine, read when the plugin starts. */
 export const PROFILE_LABEL = 'fakegpu.dev/profile';
 /** fakegpu's node plugin as a host process: ready once registered with the kubelet and its slices published. */
@@ -34,6 +36,7 @@ export async function startPlugin(
     `--state-dir=${join(l.dir, 'plugin')}`,
     `--kubeconfig=${l.adminKubeconfig}`,
     `--http-endpoint=${PLUGIN_HTTP}`,
+    `--dcgm-endpoint=${PLUGIN_DCGM}`,
     `--feature-gates=${[PLUGIN_FEATURE_GATES, s.pluginGates ?? ''].filter(Boolean).join(',')}`,
     ...(s.healthService ? ['--health-service'] : []),
     `--profile-label=${PROFILE_LABEL}`,

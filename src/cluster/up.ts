@@ -9,13 +9,13 @@ import { installCrds } from './crds.js';
 import { ensurePki } from './credentials.js';
 import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
 import { clusterDown } from './down.js';
-import { startFleet } from './fleet-process.js';
+import { FLEET_DCGM, startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
-import { startPlugin } from './plugin-process.js';
+import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
@@ -58,6 +58,10 @@ export interface Exports {
   FAKEGPU_CLUSTER_DIR: string;
   FAKEGPU_NODE: string;
   FAKEGPU_NIC_CLASS: string;
+  /** The node plugin's GPU metrics, as dcgm-exporter serves them. */
+  FAKEGPU_DCGM_URL?: string;
+  /** The fleet's, for every KWOK node it serves. */
+  FAKEGPU_FLEET_DCGM_URL?: string;
 }
 
 function exportsOf(l: Layout, s: State): Exports {
@@ -68,6 +72,10 @@ function exportsOf(l: Layout, s: State): Exports {
     FAKEGPU_CLUSTER_DIR: l.dir,
     FAKEGPU_NODE: s.nodeName,
     FAKEGPU_NIC_CLASS: NIC_CLASS,
+    ...(s.profile ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
+    ...((s.kwokNodes ?? 0) > 0 && s.kwokFleet !== false
+      ? { FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics` }
+      : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import { apiTime, invalidPatch, nodesStatusPatch, summaryPatch, type StatusPatch
 import { FaultWatcher } from '../fault/watcher.js';
 import { expectedTaints } from '../health/expected.js';
 import { removedIn2512, type DeviceTaints } from '../health/taints.js';
+import type { NvmlFault } from '../nvml/state.js';
 import type { Machines, NodeMachine } from './machines.js';
 
 /**
@@ -95,6 +96,12 @@ export class FleetFaults {
 
   taintsOf(node: string): DeviceTaints | undefined {
     return this.byNode.get(node)?.taints;
+  }
+
+  /** The NVML faults of the node's faulted GPUs, as its plugin's mock NVML would hold them. */
+  nvmlFaultsOf(node: string): { uuid: string; fault: NvmlFault }[] {
+    const n = this.byNode.get(node);
+    return n ? nvmlFaultList(n.hits) : [];
   }
 
   private changed(faults: GpuFault[]): void {

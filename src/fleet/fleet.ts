@@ -1,3 +1,5 @@
+import type { Machine } from '../hardware/machine.js';
+import type { NvmlFault } from '../nvml/state.js';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../device/release.js';
 import { FakegpuError } from '../errors.js';
@@ -195,6 +197,22 @@ export class Fleet {
       },
       random: o.random,
     });
+  }
+
+  /**
+   * The served nodes' machines, for their GPU metrics: each node with its profile's machine and the
+   * NVML faults its GpuFaults give it (none under dynamic MIG, which the health monitor refuses).
+   */
+  *servedMachines(): Generator<{
+    node: string;
+    machine: Machine;
+    dynamicMig: boolean;
+    faults: { uuid: string; fault: NvmlFault }[];
+  }> {
+    for (const [node, st] of this.nodes) {
+      const hw = this.machines.hardware(st);
+      if (hw) yield { node, ...hw, faults: this.faults?.nvmlFaultsOf(node) ?? [] };
+    }
   }
 
   /** Lists nodes and slices, then watches both; returns once the first reconcile of every node is queued. */

@@ -8,7 +8,8 @@ import { RACK_LABEL } from '../compute-domain/resource.js';
 import { computeDomainSlices } from '../compute-domain/slice.js';
 import { cliqueOf } from '../device/clique.js';
 import { nodeFabric } from '../hardware/build.js';
-import { hasNvlinkFabric, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
+import { hasNvlinkFabric, modelNode, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
+import type { Machine } from '../hardware/machine.js';
 import { gpuSkeleton, type NodeGpu } from '../health/gpus.js';
 import { taintSlices } from './health.js';
 import type { Pools } from './pools.js';
@@ -45,6 +46,8 @@ export class Machines {
   private readonly fabric = new Map<ResolvedProfile, boolean>();
   /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
   private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
+  /** By profile: its machine as modelled for a stand-in node, for the GPU metrics of its nodes. */
+  private readonly hardwareOf = new Map<ResolvedProfile, Machine | null>();
   /** The node label naming a node's rack (NVLink domain). */
   readonly rackLabel: string;
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
@@ -119,6 +122,25 @@ export class Machines {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * The node's machine as modelled for any node of its profile (identities derived from the node name
+   * are the caller's to derive again), and whether it runs dynamic MIG; null: the node has none.
+   */
+  hardware(st: NodeMachine): { machine: Machine; dynamicMig: boolean } | null {
+    const m = this.machineOf(st);
+    if (m === null || m instanceof FakegpuError) return null;
+    let machine = this.hardwareOf.get(m.profile);
+    if (machine === undefined) {
+      try {
+        machine = modelNode(m.profile, { ...this.options(m), nodeName: 'fakegpu-hardware-node' }).machine;
+      } catch {
+        machine = null;
+      }
+      this.hardwareOf.set(m.profile, machine);
+    }
+    return machine ? { machine, dynamicMig: m.dynamicMig } : null;
   }
 
   private options(m: { dynamicMig: boolean }) {

@@ -60,7 +60,12 @@ export class Informer<T> {
         const page = await listPage<unknown>(
           this.http,
           this.path,
-          { labelSelector: this.query['labelSelector'], limit: 500, continue: cont },
+          {
+            labelSelector: this.query['labelSelector'],
+            fieldSelector: this.query['fieldSelector'],
+            limit: 500,
+            continue: cont,
+          },
           'application/json',
         );
         for (const o of page.items) {

@@ -52,7 +52,7 @@ function computeSlices(p: GiProfile): number {
 }
 
 /** GI ids follow the slot tree nvidia-smi shows: 7g → 0, 4g/3g → 1-2, 2g → 3-6, 1g → 7-14 on 8-slice parts. */
-function gpuInstanceId(memorySlices: number, start: number, size: number): number {
+export function gpuInstanceId(memorySlices: number, start: number, size: number): number {
   return memorySlices / size - 1 + start / size;
 }
 

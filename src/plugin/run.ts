@@ -35,6 +35,8 @@ import { chooseProfile, slicesFromFile } from './machine.js';
 import { NodeFaults } from './faults.js';
 import { NodeHealth } from './health.js';
 import { pluginMetrics } from './metrics.js';
+import { startNodeDcgm } from './dcgm.js';
+import type { Style } from '../dcgm/exposition.js';
 import { refuseRealDriver } from './preflight.js';
 
 export interface PluginOptions {
@@ -53,6 +55,10 @@ export interface PluginOptions {
   slicesFile?: string | undefined;
   kubeconfig?: string | undefined;
   httpEndpoint: string;
+  /** dcgm-exporter's endpoint (host:port); absent: no GPU metrics. */
+  dcgmEndpoint?: string | undefined;
+  /** Which dcgm-exporter the metrics look like. */
+  dcgmStyle?: Style | undefined;
   gates: FeatureGates;
   /** With the gate NVMLDeviceHealthCheck: XIDs tainted with effect None. */
   ignoredXids?: ReadonlySet<number> | undefined;
@@ -337,6 +343,19 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     });
     await new Promise<void>((resolve) => http?.listen(port, host, resolve));
   }
+  const dcgm = o.dcgmEndpoint
+    ? await startNodeDcgm({
+        endpoint: o.dcgmEndpoint,
+        style: o.dcgmStyle,
+        nodeName: o.nodeName,
+        driverName: o.driverName,
+        machine: model.machine,
+        nvml: model.nvml,
+        checkpoint,
+        kc,
+        log,
+      })
+    : null;
 
   return {
     async stop() {
@@ -346,6 +365,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       await faults?.stop();
       await domains?.stop();
       await health.stop();
+      await dcgm?.stop();
       for (const p of publishers) p.stop();
       for (const s of servers) await s.stop();
       await new Promise<void>((r) => {

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { ensureComponent } from '../../src/cluster/build.js';
 import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
 import { REPO_ROOT } from '../../src/cluster/repo.js';
 import { hitsOn, nvmlFaultList } from '../../src/fault/apply.js';
@@ -425,5 +429,150 @@ describe('GPU failures as NVIDIA reports them', () => {
     await running(e, 'fleet-free');
     assert.match(await failedScheduling(e, 'fleet-eight'), /cannot allocate all claims/);
     kubectl(e, ['delete', 'pod', 'fleet-free', 'fleet-eight', '--wait=true']);
+  });
+});
+
+/**
+ * dcgm-exporter's view of the same cluster, through a real Prometheus (built from its Go module like
+ * the cluster's components) scraping the node plugin and the fleet: a pod's annotated load, an injected
+ * XID on the plugin's node and on a KWOK node, and every fleet GPU; each exposition also passes
+ * promtool's parser.
+ */
+describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () => {
+  let e: Exports;
+  let prometheus: ChildProcess | null = null;
+  const dataDir = mkdtempSync(join(tmpdir(), 'fakegpu-prometheus-'));
+  before(async () => {
+    e = await faultsCluster();
+    mustFakegpu(e, 'fault', 'clear', '--all');
+  });
+  after(() => {
+    prometheus?.kill('SIGTERM');
+    mustFakegpu(e, 'fault', 'clear', '--all');
+    cleanup(e);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("a pod's annotated utilisation, injected XIDs and the fleet's 8,000 GPUs, queried from Prometheus", async () => {
+    const bin = ensureComponent(REPO_ROOT, 'prometheus', log).bin;
+    const plugin = new URL(e.FAKEGPU_DCGM_URL ?? '');
+    const fleet = new URL(e.FAKEGPU_FLEET_DCGM_URL ?? '');
+    const p = pod(e, 'dcgm-pod', 'one') as { metadata: Record<string, unknown> };
+    p.metadata['annotations'] = { 'fakegpu.dev/gpu-util': '85' };
+    apply(e, gpus('one', 1), p);
+    await running(e, 'dcgm-pod');
+    mustFakegpu(
+      e,
+      'fault',
+      'inject',
+      '--name',
+      'dcgm-xid',
+      '--node',
+      FAULTS_NODE,
+      '--device',
+      'gpu-1',
+      '--xid',
+      '48',
+    );
+    mustFakegpu(
+      e,
+      'fault',
+      'inject',
+      '--name',
+      'dcgm-kwok',
+      '--node',
+      'kwok-gpu-3',
+      '--device',
+      'gpu-2',
+      '--xid',
+      '74',
+    );
+
+    // The expositions as a parser reads them: promtool's, without its naming lint (dcgm-exporter's own
+    // names are not snake_case and its counters lack _total, which the lint would report of it too).
+    for (const url of [plugin, fleet]) {
+      const body = await (await fetch(url)).text();
+      const r = spawnSync(join(bin, 'promtool'), ['check', 'metrics', '--lint=none', '--extended'], {
+        input: body,
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, `${url.href}: ${r.stderr}`);
+      assert.equal(r.stderr, '');
+    }
+
+    const config = join(dataDir, 'prometheus.yml');
+    writeFileSync(
+      config,
+      [
+        'global: { scrape_interval: 2s, scrape_timeout: 2s }',
+        'scrape_configs:',
+        `  - { job_name: plugin, static_configs: [{ targets: ['${plugin.host}'] }] }`,
+        `  - { job_name: fleet, static_configs: [{ targets: ['${fleet.host}'] }] }`,
+        '',
+      ].join('\n'),
+    );
+    const web = '127.0.0.1:19090';
+    prometheus = spawn(
+      join(bin, 'prometheus'),
+      [
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${join(dataDir, 'data')}`,
+        `--web.listen-address=${web}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const query = async (
+      q: string,
+    ): Promise<{ metric: Record<string, string>; value: [number, string] }[]> => {
+      const r = await fetch(`http://${web}/api/v1/query?query=${encodeURIComponent(q)}`).catch(() => null);
+      if (!r?.ok) return [];
+      return (
+        (await r.json()) as {
+          data: { result: { metric: Record<string, string>; value: [number, string] }[] };
+        }
+      ).data.result;
+    };
+    const until = async <T>(what: string, f: () => Promise<T | undefined>): Promise<T> => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const v = await f();
+        if (v !== undefined) return v;
+        assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+        await sleep(1000);
+      }
+    };
+    const util = await until('the pod’s GPU in Prometheus', async () => {
+      const r = await query('DCGM_FI_DEV_GPU_UTIL{pod="dcgm-pod"}');
+      return r.length === 1 ? r[0] : undefined;
+    });
+    assert.equal(util.value[1], '85');
+    assert.equal(util.metric['namespace'], 'default');
+    assert.equal(util.metric['container'], 'main');
+    assert.equal(util.metric['dra_driver_name'], 'gpu.nvidia.com');
+    assert.equal(util.metric['hostname'], FAULTS_NODE);
+    const xid = await until('XID 48 on the plugin node', async () => {
+      const r = await query(`DCGM_FI_DEV_XID_ERRORS{hostname="${FAULTS_NODE}",err_code="48"}`);
+      return r.length === 1 ? r[0] : undefined;
+    });
+    assert.equal(xid.metric['gpu'], '1');
+    assert.equal(xid.metric['err_msg'], 'Double Bit ECC Error');
+    const kwokXid = await until('XID 74 on a KWOK node', async () => {
+      const r = await query('DCGM_FI_DEV_XID_ERRORS{hostname="kwok-gpu-3",err_code="74"}');
+      return r.length === 1 ? r[0] : undefined;
+    });
+    assert.equal(kwokXid.metric['gpu'], '2');
+    const fleetGpus = await until('every fleet GPU', async () => {
+      const r = await query('count(DCGM_FI_DEV_GPU_UTIL{job="fleet"})');
+      return r[0]?.value[1];
+    });
+    assert.equal(fleetGpus, String(FAULTS_KWOK_NODES * 8));
+    // Both targets scraped without an error: Prometheus's own parser accepted every line.
+    const targets = (await (await fetch(`http://${web}/api/v1/targets`)).json()) as {
+      data: { activeTargets: { labels: { job: string }; health: string; lastError: string }[] };
+    };
+    assert.deepEqual(targets.data.activeTargets.map((t) => [t.labels.job, t.health, t.lastError]).sort(), [
+      ['fleet', 'up', ''],
+      ['plugin', 'up', ''],
+    ]);
   });
 });

@@ -53,6 +53,19 @@ function matches(e: Exports, profileOf: (node: string) => string): string[] {
   return bad;
 }
 
+/** A GET's body. */
+function text(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get(url, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => {
+        resolve(body);
+      });
+    }).on('error', reject);
+  });
+}
+
 function metric(name: string): Promise<number> {
   return new Promise((resolve, reject) => {
     get(`http://${FLEET_HTTP}/metrics`, (res) => {
@@ -127,7 +140,12 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
     const pods = Array.from({ length: 10 }, (_, i) => ({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: `kwok-pod-${i}`, namespace: 'default' },
+      // Their GPUs report what the annotation says in the fleet's dcgm-exporter metrics.
+      metadata: {
+        name: `kwok-pod-${i}`,
+        namespace: 'default',
+        annotations: { 'fakegpu.dev/gpu-util': '37' },
+      },
       spec: {
         nodeSelector: { type: 'kwok' },
         tolerations: [{ key: 'kwok.x-k8s.io/node', operator: 'Exists', effect: 'NoSchedule' }],
@@ -154,6 +172,34 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
       allocated.split(' ').every((pool) => pool.startsWith('kwok-gpu-')),
       allocated,
     );
+    // dcgm-exporter's view of the fleet: every node's 8 GPUs, and each pod's GPU at its annotated load
+    // with its pod and claim labels, on the node its claim was allocated on.
+    const claims = JSON.parse(mustKubectl(e, ['get', 'resourceclaims', '-o', 'json'])) as {
+      items: {
+        metadata: { name: string };
+        status: { allocation: { devices: { results: { pool: string; device: string }[] } } };
+      }[];
+    };
+    let util: string[];
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const lines = (await text(e.FAKEGPU_FLEET_DCGM_URL ?? '')).split('\n');
+      util = lines.filter((l) => l.startsWith('DCGM_FI_DEV_GPU_UTIL{'));
+      if (util.filter((l) => l.includes(',pod="kwok-pod-')).length === 10) break;
+      assert.ok(Date.now() < deadline, `the pods' GPUs in the fleet's metrics:\n${util.join('\n')}`);
+      await sleep(500);
+    }
+    assert.equal(util.length, NODES * 8);
+    for (const c of claims.items) {
+      const r = c.status.allocation.devices.results[0];
+      assert.ok(r);
+      const line = util.find((l) => l.includes(`dra_claim_name="${c.metadata.name}"`));
+      assert.ok(line, c.metadata.name);
+      assert.ok(line.includes(`hostname="${r.pool}"`), line);
+      assert.ok(line.includes(`dra_device_name="${r.device}",dra_driver_name="gpu.nvidia.com"`), line);
+      assert.match(line, /,container="main",/);
+      assert.match(line, /\} 37$/);
+    }
     mustKubectl(e, ['delete', 'pods', '--all', '--wait=true']);
   });
 

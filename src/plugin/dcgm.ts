@@ -1,0 +1,64 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { CheckpointStore } from '../checkpoint/checkpoint.js';
+import { attribute, type ClaimView } from '../dcgm/attribution.js';
+import { gpuEntities } from '../dcgm/entities.js';
+import { DcgmExporter } from '../dcgm/exporter.js';
+import type { Style } from '../dcgm/exposition.js';
+import { serveDcgm } from '../dcgm/server.js';
+import { badLoadReporter, podInformer } from '../dcgm/sources.js';
+import { healthOf } from '../dcgm/values.js';
+import type { Machine } from '../hardware/machine.js';
+import { KubeApi } from '../k8s/api.js';
+import { clientOf } from '../k8s/client.js';
+import type { MockNvml } from '../nvml/mock.js';
+
+export interface NodeDcgmOptions {
+  endpoint: string;
+  style?: Style | undefined;
+  nodeName: string;
+  driverName: string;
+  machine: Machine;
+  nvml: MockNvml;
+  /** The claims prepared here: which devices each holds. */
+  checkpoint: CheckpointStore;
+  kc: KubeConfig;
+  log: Logger;
+}
+
+/**
+ * dcgm-exporter on this node: NVML's GPUs and MIG instances as they are now (dynamic MIG's included),
+ * their faults, and the pods of this node that hold their prepared claims.
+ */
+export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promise<void> }> {
+  const exporter = new DcgmExporter({ style: o.style });
+  const pods = podInformer(clientOf(o.kc), o.log, o.nodeName);
+  pods.start();
+  const bad = badLoadReporter(new KubeApi(o.kc), o.log, 'plugin');
+  const scrape = (): string => {
+    const claims: ClaimView[] = o.checkpoint
+      .all()
+      .filter(([, c]) => c.state === 'PrepareCompleted')
+      .map(([, c]) => ({
+        namespace: c.namespace,
+        name: c.name,
+        results: c.devices.map((d) => ({ driver: o.driverName, pool: d.poolName, device: d.deviceName })),
+      }));
+    const attribution = attribute(claims, pods.snapshot() ?? [], o.driverName, bad);
+    const node = {
+      node: o.nodeName,
+      driverVersion: o.machine.driverVersion,
+      gpus: gpuEntities(o.machine, o.nodeName, (uuid) => o.nvml.gpuState(uuid)),
+      health: (uuid: string) => healthOf(o.nvml.faults(uuid)),
+    };
+    return exporter.render([node], attribution);
+  };
+  const server = await serveDcgm(o.endpoint, scrape, o.log);
+  o.log.info({ endpoint: o.endpoint }, 'serving GPU metrics as dcgm-exporter does');
+  return {
+    async stop() {
+      pods.stop();
+      await server.close();
+    },
+  };
+}
