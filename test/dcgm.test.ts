@@ -9,7 +9,9 @@ import { goShortest } from '../src/dcgm/exposition.js';
 import { FIELDS } from '../src/dcgm/fields.js';
 import { parsePattern, valueAt } from '../src/dcgm/load.js';
 import { HEALTHY, healthOf } from '../src/dcgm/values.js';
+import { serveDcgm, TEXT_FORMAT } from '../src/dcgm/server.js';
 import { styleOf } from '../src/dcgm/version.js';
+import { pino } from 'pino';
 import { FakegpuError } from '../src/errors.js';
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
 import { modelNode, type RenderOptions } from '../src/render.js';
@@ -371,5 +373,31 @@ describe('GPU metrics as dcgm-exporter serves them', () => {
       /^FakegpuError: --dcgm-exporter-version: "4.9.0" is not emulated: 4.9.0 renamed/,
     );
     assert.throws(() => styleOf('latest', '--dcgm-exporter-version'), /is not a dcgm-exporter version/);
+  });
+
+  it("serves /metrics piece by piece with Prometheus' text type, /health, and 500 when a scrape fails", async () => {
+    let fail = false;
+    const ex = new DcgmExporter({ now: () => 0 });
+    const server = await serveDcgm(
+      '127.0.0.1:0',
+      () => {
+        if (fail) throw new Error('broken');
+        return ex.exposition([node('dgx-h100')], new Map());
+      },
+      pino({ level: 'silent' }),
+    );
+    try {
+      const url = `http://127.0.0.1:${server.port}`;
+      const r = await fetch(`${url}/metrics`);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), TEXT_FORMAT);
+      assert.equal(await r.text(), ex.render([node('dgx-h100')], new Map()));
+      assert.equal((await fetch(`${url}/health`)).status, 200);
+      assert.equal((await fetch(`${url}/other`)).status, 404);
+      fail = true;
+      assert.equal((await fetch(`${url}/metrics`)).status, 500);
+    } finally {
+      await server.close();
+    }
   });
 });

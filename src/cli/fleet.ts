@@ -314,7 +314,7 @@ export function fleetCommand(): Command {
         : null;
       dcgm?.start();
       const dcgmServer =
-        dcgm && f.dcgmEndpoint ? await serveDcgm(f.dcgmEndpoint, () => dcgm.render(), log) : null;
+        dcgm && f.dcgmEndpoint ? await serveDcgm(f.dcgmEndpoint, () => dcgm.exposition(), log) : null;
       const http = endpoint
         ? createServer((req, res) => {
             if (req.url === '/healthz') res.writeHead(200).end('ok\n');

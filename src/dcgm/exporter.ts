@@ -3,7 +3,7 @@ import { migUuid } from '../hardware/identity.js';
 import { deviceKey, type Attribution } from './attribution.js';
 import type { GpuEntity, InstanceEntity } from './entities.js';
 import { DRIVER_VERSION_LABEL, FIELDS } from './fields.js';
-import { render, type Row, type Style } from './exposition.js';
+import { families, type Row, type Style } from './exposition.js';
 import { IDLE, valueAt, type Load } from './load.js';
 import {
   boardUtil,
@@ -56,6 +56,14 @@ export class DcgmExporter {
   }
 
   render(nodes: Iterable<NodeGpus>, attribution: ReadonlyMap<string, readonly Attribution[]>): string {
+    return [...this.exposition(nodes, attribution)].join('');
+  }
+
+  /** The exposition family by family, for a server to send as it goes; readings are taken at once. */
+  exposition(
+    nodes: Iterable<NodeGpus>,
+    attribution: ReadonlyMap<string, readonly Attribution[]>,
+  ): Generator<string> {
     const nowMs = this.now();
     const rows: Row[] = [];
     const seen = new Set<string>();
@@ -67,7 +75,7 @@ export class DcgmExporter {
     }
     // GPUs gone (a node deleted, a pool shrunk) take their counters with them.
     for (const uuid of this.energy.keys()) if (!seen.has(uuid)) this.energy.delete(uuid);
-    return render(rows, this.style, FIELDS);
+    return families(rows, this.style, FIELDS);
   }
 
   private energyOf(uuid: string, watts: number, nowMs: number): number {

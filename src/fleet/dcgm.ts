@@ -44,7 +44,7 @@ export class FleetDcgm {
     this.claims.stop();
   }
 
-  render(): string {
+  exposition(): Iterable<string> {
     const claims = this.claims.snapshot() ?? [];
     const attribution = attribute(claims, this.pods.snapshot() ?? [], this.driverName, this.bad);
     // Dynamic MIG's partitions exist only while allocated: by node, the devices claims hold there.
@@ -56,7 +56,7 @@ export class FleetDcgm {
           if (list) list.push(r.device);
           else migByNode.set(r.pool, [r.device]);
         }
-    return this.exporter.render(this.nodes(migByNode), attribution);
+    return this.exporter.exposition(this.nodes(migByNode), attribution);
   }
 
   private *nodes(migByNode: ReadonlyMap<string, string[]>): Generator<NodeGpus> {

@@ -35,7 +35,7 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
   const pods = podInformer(clientOf(o.kc), o.log, o.nodeName);
   pods.start();
   const bad = badLoadReporter(new KubeApi(o.kc), o.log, 'plugin');
-  const scrape = (): string => {
+  const scrape = (): Iterable<string> => {
     const claims: ClaimView[] = o.checkpoint
       .all()
       .filter(([, c]) => c.state === 'PrepareCompleted')
@@ -51,7 +51,7 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
       gpus: gpuEntities(o.machine, o.nodeName, (uuid) => o.nvml.gpuState(uuid)),
       health: (uuid: string) => healthOf(o.nvml.faults(uuid)),
     };
-    return exporter.render([node], attribution);
+    return exporter.exposition([node], attribution);
   };
   const server = await serveDcgm(o.endpoint, scrape, o.log);
   o.log.info({ endpoint: o.endpoint }, 'serving GPU metrics as dcgm-exporter does');
