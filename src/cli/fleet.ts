@@ -1,4 +1,4 @@
-import { DCGM_EXPORTER_VERSION, styleOf } from '../dcgm/version.js';
+import { styleOf } from '../dcgm/version.js';
 import { serveDcgm } from '../dcgm/server.js';
 import { FleetDcgm } from '../fleet/dcgm.js';
 import { createServer } from 'node:http';
@@ -30,6 +30,8 @@ import {
   envOption,
   intFlag,
   sourceOf,
+  dcgmEndpointOption,
+  dcgmVersionOption,
 } from './options.js';
 import { splitEndpoint } from '../net/endpoint.js';
 
@@ -139,22 +141,8 @@ export function fleetCommand(): Command {
         '127.0.0.1:51517',
       ),
     )
-    .addOption(
-      envOption(
-        '--dcgm-endpoint <host:port>',
-        "every served node's GPU metrics as dcgm-exporter serves them, at /metrics; empty to disable",
-        'DCGM_ENDPOINT',
-        '',
-      ),
-    )
-    .addOption(
-      envOption(
-        '--dcgm-exporter-version <version>',
-        'the dcgm-exporter release whose exposition to serve (3.x to 4.8.x)',
-        'DCGM_EXPORTER_VERSION',
-        DCGM_EXPORTER_VERSION,
-      ),
-    )
+    .addOption(dcgmEndpointOption("every served node's"))
+    .addOption(dcgmVersionOption())
     .addOption(
       envOption(
         '--additional-xids-to-ignore <xids>',

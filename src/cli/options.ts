@@ -9,6 +9,7 @@ import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../net/endpoint.js';
+import { DCGM_EXPORTER_VERSION } from '../dcgm/version.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
@@ -179,4 +180,23 @@ export function checkGates(gates: FeatureGates, dynamicMig: boolean, field: stri
       field,
       'feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
     );
+}
+
+/** dcgm-exporter's endpoint, on the plugin and the fleet alike; `what` says whose GPUs it serves. */
+export function dcgmEndpointOption(what: string): Option {
+  return envOption(
+    '--dcgm-endpoint <host:port>',
+    `${what} GPU metrics as dcgm-exporter serves them (its port is 9400), at /metrics; empty to disable`,
+    'DCGM_ENDPOINT',
+    '',
+  );
+}
+
+export function dcgmVersionOption(): Option {
+  return envOption(
+    '--dcgm-exporter-version <version>',
+    'the dcgm-exporter release whose exposition to serve (3.x to 4.8.x)',
+    'DCGM_EXPORTER_VERSION',
+    DCGM_EXPORTER_VERSION,
+  );
 }

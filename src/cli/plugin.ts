@@ -1,4 +1,4 @@
-import { DCGM_EXPORTER_VERSION, styleOf } from '../dcgm/version.js';
+import { styleOf } from '../dcgm/version.js';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkNamespace } from '../k8s/objects.js';
@@ -24,6 +24,8 @@ import {
   sourceOf,
   parseGates,
   checkGates,
+  dcgmEndpointOption,
+  dcgmVersionOption,
 } from './options.js';
 
 interface Flags {
@@ -127,22 +129,8 @@ export function pluginCommand(): Command {
         '127.0.0.1:51516',
       ),
     )
-    .addOption(
-      envOption(
-        '--dcgm-endpoint <host:port>',
-        'GPU metrics as dcgm-exporter serves them (its port is 9400), at /metrics; empty to disable',
-        'DCGM_ENDPOINT',
-        '',
-      ),
-    )
-    .addOption(
-      envOption(
-        '--dcgm-exporter-version <version>',
-        'the dcgm-exporter release whose exposition to serve (3.x to 4.8.x)',
-        'DCGM_EXPORTER_VERSION',
-        DCGM_EXPORTER_VERSION,
-      ),
-    )
+    .addOption(dcgmEndpointOption("this node's"))
+    .addOption(dcgmVersionOption())
     .addOption(
       envOption(
         '--feature-gates <gates>',

@@ -3,6 +3,7 @@ import type { FakegpuError } from '../errors.js';
 import type { ClusterApi } from '../k8s/api.js';
 import type { ApiClient } from '../k8s/client.js';
 import { Informer } from '../k8s/informer.js';
+import { warningEvent } from '../k8s/event.js';
 import { claimView, podView, type ClaimView, type PodView } from './attribution.js';
 
 export const PODS_PATH = '/api/v1/pods';
@@ -40,19 +41,16 @@ export function badLoadReporter(
     told.add(key);
     log.warn({ pod: `${pod.namespace}/${pod.name}`, err: err.message }, 'load annotation ignored');
     api
-      .createEvent(pod.namespace, {
-        apiVersion: 'events.k8s.io/v1',
-        kind: 'Event',
-        metadata: { name: `${pod.name}.${Date.now().toString(16)}` },
-        regarding: { kind: 'Pod', name: pod.name, namespace: pod.namespace, apiVersion: 'v1' },
-        reason: 'FakegpuLoadInvalid',
-        action: 'ReportGpuMetrics',
-        note: err.message,
-        type: 'Warning',
-        reportingController: `fakegpu.dev/${component}`,
-        reportingInstance: `fakegpu-${component}`,
-        eventTime: new Date().toISOString().replace('Z', '000Z'),
-      })
+      .createEvent(
+        pod.namespace,
+        warningEvent({
+          regarding: { kind: 'Pod', name: pod.name, namespace: pod.namespace, apiVersion: 'v1' },
+          reason: 'FakegpuLoadInvalid',
+          action: 'ReportGpuMetrics',
+          note: err.message,
+          component,
+        }),
+      )
       .catch((e: unknown) => {
         log.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not record the event');
       });

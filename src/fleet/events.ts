@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { FakegpuError } from '../errors.js';
 import type { ClusterApi } from '../k8s/api.js';
+import { warningEvent } from '../k8s/event.js';
 
 /**
  * A node whose machine cannot be rendered (unknown preset, bad file, unknown pool): a Warning event on
@@ -18,20 +19,16 @@ export async function reportBadProfile(
     'cannot render the node’s profile',
   );
   try {
-    await api.createEvent('default', {
-      apiVersion: 'events.k8s.io/v1',
-      kind: 'Event',
-      // events.k8s.io names need no generateName suffix rules; a timestamp keeps them unique per node.
-      metadata: { name: `${node.name}.${Date.now().toString(16)}` },
-      regarding: { kind: 'Node', name: node.name, uid: node.uid, apiVersion: 'v1' },
-      reason: 'FakegpuProfileInvalid',
-      action: 'PublishResourceSlices',
-      note: err.message,
-      type: 'Warning',
-      reportingController: 'fakegpu.dev/fleet',
-      reportingInstance: 'fakegpu-fleet',
-      eventTime: new Date().toISOString().replace('Z', '000Z'),
-    });
+    await api.createEvent(
+      'default',
+      warningEvent({
+        regarding: { kind: 'Node', name: node.name, uid: node.uid, apiVersion: 'v1' },
+        reason: 'FakegpuProfileInvalid',
+        action: 'PublishResourceSlices',
+        note: err.message,
+        component: 'fleet',
+      }),
+    );
   } catch (e) {
     log.warn(
       { node: node.name, err: e instanceof Error ? e.message : String(e) },
