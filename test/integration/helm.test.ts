@@ -127,11 +127,16 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'Role',
       'RoleBinding',
       'RoleBinding',
+      'Service',
       'ServiceAccount',
       'ServiceAccount',
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding',
     ]);
+    // GPU metrics on dcgm-exporter's port, behind a Service whose port is named as in its chart.
+    assert.match(r.out, /name: DCGM_ENDPOINT\n\s+value: ":9400"/);
+    assert.match(r.out, /name: DCGM_EXPORTER_VERSION\n\s+value: "4.8.4"/);
+    assert.match(r.out, /- name: metrics\n\s+port: 9400\n\s+targetPort: metrics/);
     kubectl(e, ['create', 'namespace', 'fakegpu-system']);
     const applied = kubectl(e, ['apply', '--dry-run=server', '-f', '-'], r.out);
     assert.equal(applied.code, 0, applied.err);
@@ -324,6 +329,10 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       for (const v of ['get', 'list', 'watch'])
         assert.equal(canPlugin(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
       assert.equal(canPlugin('patch', 'gpufaults.fakegpu.dev', 'status'), 'yes', 'patch gpufaults/status');
+      // GPU metrics: the pods of its node (a field selector RBAC cannot express), events on bad ones.
+      for (const v of ['list', 'watch']) assert.equal(canPlugin(v, 'pods'), 'yes', `${v} pods`);
+      assert.equal(canPlugin('create', 'events.events.k8s.io'), 'yes', 'create events');
+      assert.equal(canPlugin('delete', 'pods'), 'no', 'delete pods');
       for (const v of ['create', 'update', 'patch', 'delete'])
         assert.equal(canPlugin(v, 'gpufaults.fakegpu.dev'), 'no', `${v} gpufaults`);
 
@@ -396,6 +405,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'Deployment',
       'Role',
       'RoleBinding',
+      'Service',
       'ServiceAccount',
     ]);
     // The mounted map is a pools file the fleet accepts.
@@ -457,6 +467,12 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       assert.equal(can(v, 'gpufaults.fakegpu.dev'), 'no', `${v} gpufaults`);
     assert.equal(can('update', 'nodes'), 'no');
     assert.equal(can('get', 'resourceclaims.resource.k8s.io'), 'no');
+    // GPU metrics (dcgm.enabled, on by default): who holds each GPU, from claims and the pods using them.
+    for (const v of ['list', 'watch']) {
+      assert.equal(can(v, 'resourceclaims.resource.k8s.io'), 'yes', `${v} resourceclaims`);
+      assert.equal(can(v, 'pods'), 'yes', `${v} pods`);
+    }
+    assert.equal(can('get', 'pods'), 'no');
     assert.equal(can('list', 'secrets'), 'no');
     // ComputeDomains (on by default): its nodes' labels from the claims and domains it lists, and in the
     // driver's namespace the IMEX daemon pods' labels and their clique entries.
