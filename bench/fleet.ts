@@ -215,9 +215,10 @@ interface DcgmCost {
   bytes: number;
   /** Seconds, one per scrape. */
   scrapesS: number[];
-  /** RSS before the first scrape and after the last, KiB. */
+  /** RSS before the first scrape, after the last, and once the fleet settled after it, KiB. */
   rssBeforeKiB: number;
   rssAfterKiB: number;
+  rssSettledKiB: number;
 }
 
 const SCRAPES = 5;
@@ -239,6 +240,9 @@ async function dcgmCost(p: ChildProcess): Promise<DcgmCost> {
     if (r.status !== 200) throw new FakegpuError('bench/fleet', `dcgm scrape: HTTP ${r.status}`);
     text = r.text;
   }
+  const rssAfterKiB = rss();
+  // The fleet's settler collects once it has been quiet for 2 s after the burst.
+  await sleep(6_000);
   const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
   return {
     series: lines.length,
@@ -246,7 +250,8 @@ async function dcgmCost(p: ChildProcess): Promise<DcgmCost> {
     bytes: Buffer.byteLength(text),
     scrapesS,
     rssBeforeKiB,
-    rssAfterKiB: rss(),
+    rssAfterKiB,
+    rssSettledKiB: rss(),
   };
 }
 
@@ -570,7 +575,7 @@ if (r.dcgm) {
   console.log(`| exposition size | ${f(r.dcgm.bytes / 2 ** 20, 1)} MiB |`);
   console.log(`| scrape, median of ${SCRAPES} | ${f(scrapeS ?? 0, 3)} s (${spread(r.dcgm.scrapesS, 3)}) |`);
   console.log(
-    `| fleet RSS before the first scrape → after the last | ${f(r.dcgm.rssBeforeKiB / 1024, 1)} → ${f(r.dcgm.rssAfterKiB / 1024, 1)} MiB |`,
+    `| fleet RSS before the first scrape → after the last → 6 s later | ${f(r.dcgm.rssBeforeKiB / 1024, 1)} → ${f(r.dcgm.rssAfterKiB / 1024, 1)} → ${f(r.dcgm.rssSettledKiB / 1024, 1)} MiB |`,
   );
 }
 const line = `fleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`;

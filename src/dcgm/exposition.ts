@@ -35,13 +35,13 @@ export function goShortest(v: number): string {
   if (Number.isNaN(v)) return 'NaN';
   if (!Number.isFinite(v)) return v > 0 ? '+Inf' : '-Inf';
   if (v === 0) return '0';
-  // JavaScript's shortest round-trip digits are Go's; only where the exponent starts differs.
+  // Go picks the exponent form outside [1e-4, 1e6) for the shortest precision; inside it JavaScript's
+  // shortest round-trip digits in fixed notation are Go's (most samples: no exponent to work out).
+  const a = Math.abs(v);
+  if (a >= 1e-4 && a < 1e6) return String(v);
   const [mantissa = '', e = '0'] = v.toExponential().split('e');
   const exp = Number(e);
-  // Go picks the exponent form outside [1e-4, 1e6) for the shortest precision, with two exponent digits.
-  if (exp < -4 || exp >= 6)
-    return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
-  return String(v);
+  return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
 }
 
 function value(style: Style, f: Field, v: number): string {

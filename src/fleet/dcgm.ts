@@ -45,6 +45,7 @@ export class FleetDcgm {
   }
 
   exposition(): Iterable<string> {
+    this.fleet.stats.scrapes++;
     const claims = this.claims.snapshot() ?? [];
     const attribution = attribute(claims, this.pods.snapshot() ?? [], this.driverName, this.bad);
     // Dynamic MIG's partitions exist only while allocated: by node, the devices claims hold there.
