@@ -14,15 +14,10 @@ import { styleOf } from '../src/dcgm/version.js';
 import { pino } from 'pino';
 import { FakegpuError } from '../src/errors.js';
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
-import { modelNode, type RenderOptions } from '../src/render.js';
+import { RENDER_OPTIONS } from './support/render.js';
+import { modelNode } from '../src/render.js';
 
-const OPTS: RenderOptions = {
-  nodeName: 'node-a',
-  dynamicMig: false,
-  driverName: 'gpu.nvidia.com',
-  kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-  release: '0.5',
-};
+const OPTS = RENDER_OPTIONS;
 
 function machine(profile: ResolvedProfile | string) {
   const p = typeof profile === 'string' ? resolveProfile(profile) : profile;

@@ -26,17 +26,12 @@ import { FileMigStateStore } from '../src/nvml/state-file.js';
 import { NO_INSTANCE, NVML_EVENT, NVML_MEMORY_ERROR, NVML_RETURN, NvmlError } from '../src/nvml/types.js';
 import { resolveProfile, type ResolvedProfile } from '../src/profile/load.js';
 import { canonicalSpec, keepTaintTimes } from '../src/publish/pool.js';
-import { modelNode, type RenderOptions } from '../src/render.js';
+import { modelNode } from '../src/render.js';
 import { gpuClaim, nodeState } from './support/node-state.js';
+import { RENDER_OPTIONS } from './support/render.js';
 import { buildSlices } from '../src/slice/build.js';
 
-const OPTS: RenderOptions = {
-  nodeName: 'node-a',
-  dynamicMig: false,
-  driverName: 'gpu.nvidia.com',
-  kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-  release: '0.5',
-};
+const OPTS = RENDER_OPTIONS;
 
 function model(profile: ResolvedProfile | string, stateFile?: string) {
   const p = typeof profile === 'string' ? resolveProfile(profile) : profile;

@@ -2,7 +2,7 @@ import { DEFAULT_RELEASE, type DriverRelease } from '../../src/device/release.js
 import type { List, ResourceSlice } from '../../src/k8s/resource.js';
 import { parseLenientVersion } from '../../src/k8s/version.js';
 import { resolveProfile, type ResolvedProfile } from '../../src/profile/load.js';
-import { renderSlices } from '../../src/render.js';
+import { renderSlices, type RenderOptions } from '../../src/render.js';
 import { DRANET } from '../../src/nic/attributes.js';
 import { DRIVER_NAME } from '../../src/slice/build.js';
 
@@ -32,3 +32,12 @@ export function render(profile: string | ResolvedProfile, o: TestRender = {}): L
 export function devicesOf(list: List<ResourceSlice>): NonNullable<ResourceSlice['spec']['devices']> {
   return list.items.flatMap((s) => s.spec.devices ?? []);
 }
+
+/** A plain node of the default release on Kubernetes 1.37, as most model tests render one. */
+export const RENDER_OPTIONS: RenderOptions = {
+  nodeName: 'node-a',
+  dynamicMig: false,
+  driverName: 'gpu.nvidia.com',
+  kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+  release: '0.5',
+};
