@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { GPU_MODELS as MODELS } from '../src/catalog/models.js';
 import { TELEMETRY_MODELS, telemetryOf } from '../src/catalog/telemetry.js';
 import { attribute, claimView, podView, type ClaimView, type PodView } from '../src/dcgm/attribution.js';
-import { gpuEntities, parseMigDevice } from '../src/dcgm/entities.js';
+import { entitiesOf } from '../src/dcgm/entities.js';
+import { parseMigDeviceName } from '../src/device/names.js';
 import { DcgmExporter, type NodeGpus } from '../src/dcgm/exporter.js';
 import { goShortest } from '../src/dcgm/exposition.js';
 import { FIELDS } from '../src/dcgm/fields.js';
@@ -26,7 +27,7 @@ function machine(profile: ResolvedProfile | string) {
 
 function node(profile: ResolvedProfile | string, health: NodeGpus['health'] = () => HEALTHY): NodeGpus {
   const m = machine(profile);
-  return { node: 'node-a', driverVersion: m.driverVersion, gpus: gpuEntities(m, 'node-a'), health };
+  return { node: 'node-a', driverVersion: m.driverVersion, gpus: entitiesOf(m)('node-a'), health };
 }
 
 /** Series of one field: labels (as a record, in their order) and the value text. */
@@ -303,9 +304,9 @@ describe('GPU metrics as dcgm-exporter serves them', () => {
       fb.map((s) => s.value),
       [String(profile.memoryMiB), String(profile.memoryMiB)],
     );
-    assert.deepEqual(parseMigDevice('gpu-2-mig-3g20gb-9-4'), { minor: 2, profileId: 9, start: 4 });
-    assert.deepEqual(parseMigDevice('gpu-0-mig-1g10gb-me-19-6'), { minor: 0, profileId: 19, start: 6 });
-    assert.equal(parseMigDevice('gpu-2'), null);
+    assert.deepEqual(parseMigDeviceName('gpu-2-mig-3g20gb-9-4'), { minor: 2, profileId: 9, start: 4 });
+    assert.deepEqual(parseMigDeviceName('gpu-0-mig-1g10gb-me-19-6'), { minor: 0, profileId: 19, start: 6 });
+    assert.equal(parseMigDeviceName('gpu-2'), null);
   });
 
   it('faults: the last XID with its code and name, remapped rows from ECC, a lost GPU reports only its XID', () => {

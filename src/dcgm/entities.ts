@@ -1,6 +1,6 @@
 import type { GiProfile, GpuModel } from '../catalog/types.js';
 import { gpuDeviceName } from '../device/names.js';
-import { gpuUuid } from '../hardware/identity.js';
+import { nodeUuids } from '../hardware/identity.js';
 import type { Machine } from '../hardware/machine.js';
 import { nvmlBusId } from '../hardware/pci.js';
 import { gpuInstanceId } from '../nvml/mock.js';
@@ -41,44 +41,38 @@ export function instanceAt(model: GpuModel, profile: GiProfile, start: number): 
 }
 
 /**
- * A machine's GPUs for any node of its profile, as the fleet needs them: UUIDs derived from the node
- * name are derived again for each node; instances are those that exist at boot (static MIG), or, where
- * `live` is given, those of NVML's state now (the node plugin's, with dynamic MIG's instances).
+ * A machine's GPUs for any node of its profile, as the fleet needs them (UUIDs derived from the node
+ * name derived again, `nodeUuids`); instances are those that exist at boot (static MIG), or, where `live`
+ * is given, those of NVML's state now (the node plugin's, with dynamic MIG's instances).
  */
-export function gpuEntities(
+export function entitiesOf(
   machine: Machine,
-  node: string = machine.nodeName,
-  live?: (uuid: string) => GpuMigState | undefined,
-): GpuEntity[] {
-  return machine.gpus.map((hw) => {
-    const derived = hw.uuid === gpuUuid(machine.nodeName, hw.busId, hw.model.key);
-    const now = live?.(hw.uuid);
-    const profiles = hw.model.mig?.profiles ?? [];
-    const instances = now
-      ? now.migMode === 1
-        ? now.gpuInstances.flatMap((gi) => {
-            const profile = profiles.find((p) => p.id === gi.profileId);
-            return profile ? [{ id: gi.id, profile, start: gi.start }] : [];
-          })
-        : null
-      : hw.migEnabled
-        ? hw.migInstances.map((p) => instanceAt(hw.model, p.profile, p.start))
-        : null;
-    return {
-      index: hw.index,
-      minor: hw.minor,
-      uuid: derived ? gpuUuid(node, hw.busId, hw.model.key) : hw.uuid,
-      busId: nvmlBusId(hw.busId),
-      model: hw.model,
-      device: gpuDeviceName(hw.minor),
-      instances: instances?.sort((a, b) => a.id - b.id) ?? null,
-    };
-  });
-}
-
-/** A MIG device name of NVIDIA's slices (`gpu-<minor>-mig-<profile>-<GI profile id>-<start>`), parsed. */
-export function parseMigDevice(name: string): { minor: number; profileId: number; start: number } | null {
-  const m = /^gpu-(\d+)-mig-[a-z0-9-]+?-(\d+)-(\d+)$/.exec(name);
-  if (!m) return null;
-  return { minor: Number(m[1]), profileId: Number(m[2]), start: Number(m[3]) };
+): (node: string, live?: (uuid: string) => GpuMigState | undefined) => GpuEntity[] {
+  const uuids = nodeUuids(machine);
+  return (node, live) => {
+    const uuid = uuids(node);
+    return machine.gpus.map((hw, k) => {
+      const now = live?.(hw.uuid);
+      const profiles = hw.model.mig?.profiles ?? [];
+      const instances = now
+        ? now.migMode === 1
+          ? now.gpuInstances.flatMap((gi) => {
+              const profile = profiles.find((p) => p.id === gi.profileId);
+              return profile ? [{ id: gi.id, profile, start: gi.start }] : [];
+            })
+          : null
+        : hw.migEnabled
+          ? hw.migInstances.map((p) => instanceAt(hw.model, p.profile, p.start))
+          : null;
+      return {
+        index: hw.index,
+        minor: hw.minor,
+        uuid: uuid[k] ?? hw.uuid,
+        busId: nvmlBusId(hw.busId),
+        model: hw.model,
+        device: gpuDeviceName(hw.minor),
+        instances: instances?.sort((a, b) => a.id - b.id) ?? null,
+      };
+    });
+  };
 }

@@ -1,7 +1,7 @@
 import { telemetryOf } from '../catalog/telemetry.js';
 import type { NvmlFault } from '../nvml/state.js';
 import type { FieldName } from './fields.js';
-import type { GpuEntity, InstanceEntity } from './entities.js';
+import { memorySlices, type GpuEntity, type InstanceEntity } from './entities.js';
 
 /**
  * What each field reads for a GPU or a MIG instance at a load, by a model users can predict: utilisation
@@ -126,7 +126,7 @@ export function instanceValues(i: InstanceEntity, r: Reading, health: Health): V
  * spans, the share of the board it has.
  */
 export function boardUtil(g: GpuEntity, utilByInstance: ReadonlyMap<number, number>): number {
-  const slices = g.model.mig?.memorySlices ?? 8;
+  const slices = memorySlices(g.model);
   let u = 0;
   for (const i of g.instances ?? [])
     u += ((utilByInstance.get(i.id) ?? 0) * i.profile.placementSize) / slices;

@@ -24,6 +24,13 @@ export function migDeviceName(
   return `gpu-${parentMinor}-mig-${toRfc1123(profile.replaceAll('.', ''))}-${giProfileId}-${start}`;
 }
 
+/** `migDeviceName` read back: the parent's minor, the GI profile id and the placement start; null: not one. */
+export function parseMigDeviceName(name: string): { minor: number; profileId: number; start: number } | null {
+  const m = /^gpu-(\d+)-mig-[a-z0-9-]+?-(\d+)-(\d+)$/.exec(name);
+  if (!m) return null;
+  return { minor: Number(m[1]), profileId: Number(m[2]), start: Number(m[3]) };
+}
+
 export function counterSetName(minor: number): string {
   return toRfc1123(`${gpuDeviceName(minor)}-counter-set`);
 }

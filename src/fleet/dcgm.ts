@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { attribute } from '../dcgm/attribution.js';
-import { gpuEntities, instanceAt, parseMigDevice, type GpuEntity } from '../dcgm/entities.js';
+import { entitiesOf, instanceAt, type GpuEntity } from '../dcgm/entities.js';
+import { parseMigDeviceName } from '../device/names.js';
+import type { Machine } from '../hardware/machine.js';
 import { DcgmExporter, type NodeGpus } from '../dcgm/exporter.js';
 import type { Style } from '../dcgm/exposition.js';
 import { badLoadReporter, claimInformer, podInformer } from '../dcgm/sources.js';
@@ -22,6 +24,8 @@ export class FleetDcgm {
   private readonly claims;
   private readonly bad;
   private readonly driverName: string;
+  /** By profile machine: its GPUs for any node, which UUIDs to derive again worked out once. */
+  private readonly entities = new WeakMap<Machine, ReturnType<typeof entitiesOf>>();
 
   constructor(
     private readonly fleet: Fleet,
@@ -48,26 +52,31 @@ export class FleetDcgm {
     this.fleet.stats.scrapes++;
     const claims = this.claims.snapshot() ?? [];
     const attribution = attribute(claims, this.pods.snapshot() ?? [], this.driverName, this.bad);
-    // Dynamic MIG's partitions exist only while allocated: by node, the devices claims hold there.
-    const migByNode = new Map<string, string[]>();
+    // Dynamic MIG's partitions exist only while allocated: by node, the partitions claims hold there.
+    const migByNode = new Map<string, Partition[]>();
     for (const c of claims)
-      for (const r of c.results)
-        if (r.driver === this.driverName && parseMigDevice(r.device)) {
-          const list = migByNode.get(r.pool);
-          if (list) list.push(r.device);
-          else migByNode.set(r.pool, [r.device]);
-        }
+      for (const r of c.results) {
+        const p = r.driver === this.driverName ? parseMigDeviceName(r.device) : null;
+        if (!p) continue;
+        const list = migByNode.get(r.pool);
+        if (list) list.push(p);
+        else migByNode.set(r.pool, [p]);
+      }
     return this.exporter.exposition(this.nodes(migByNode), attribution);
   }
 
-  private *nodes(migByNode: ReadonlyMap<string, string[]>): Generator<NodeGpus> {
+  private *nodes(migByNode: ReadonlyMap<string, Partition[]>): Generator<NodeGpus> {
     for (const { node, machine, dynamicMig, faults } of this.fleet.servedMachines()) {
-      let gpus = gpuEntities(machine, node);
+      let entities = this.entities.get(machine);
+      if (!entities) this.entities.set(machine, (entities = entitiesOf(machine)));
+      let gpus = entities(node);
       if (dynamicMig) gpus = withPartitions(gpus, migByNode.get(node) ?? []);
       yield { node, driverVersion: machine.driverVersion, gpus, health: healthBy(faults) };
     }
   }
 }
+
+type Partition = NonNullable<ReturnType<typeof parseMigDeviceName>>;
 
 function healthBy(faults: readonly { uuid: string; fault: NvmlFault }[]): NodeGpus['health'] {
   if (faults.length === 0) return () => HEALTHY;
@@ -75,14 +84,13 @@ function healthBy(faults: readonly { uuid: string; fault: NvmlFault }[]): NodeGp
 }
 
 /** GPUs with the instances their allocated partitions would have created; MIG mode where any is. */
-function withPartitions(gpus: GpuEntity[], devices: readonly string[]): GpuEntity[] {
-  if (devices.length === 0) return gpus;
+function withPartitions(gpus: GpuEntity[], partitions: readonly Partition[]): GpuEntity[] {
+  if (partitions.length === 0) return gpus;
   return gpus.map((g) => {
-    const instances = devices.flatMap((d) => {
-      const p = parseMigDevice(d);
+    const instances = partitions.flatMap((p) => {
       const profile =
-        p && p.minor === g.minor ? g.model.mig?.profiles.find((x) => x.id === p.profileId) : undefined;
-      return p && profile ? [instanceAt(g.model, profile, p.start)] : [];
+        p.minor === g.minor ? g.model.mig?.profiles.find((x) => x.id === p.profileId) : undefined;
+      return profile ? [instanceAt(g.model, profile, p.start)] : [];
     });
     return instances.length === 0 ? g : { ...g, instances: instances.sort((a, b) => a.id - b.id) };
   });

@@ -7,8 +7,8 @@ import type { DeviceTaints } from '../health/taints.js';
 import { RACK_LABEL } from '../compute-domain/resource.js';
 import { computeDomainSlices } from '../compute-domain/slice.js';
 import { cliqueOf } from '../device/clique.js';
-import { nodeFabric } from '../hardware/build.js';
-import { hasNvlinkFabric, modelNode, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
+import { buildMachine, nodeFabric } from '../hardware/build.js';
+import { hasNvlinkFabric, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
 import type { Machine } from '../hardware/machine.js';
 import { gpuSkeleton, type NodeGpu } from '../health/gpus.js';
 import { taintSlices } from './health.js';
@@ -134,7 +134,7 @@ export class Machines {
     let machine = this.hardwareOf.get(m.profile);
     if (machine === undefined) {
       try {
-        machine = modelNode(m.profile, { ...this.options(m), nodeName: 'fakegpu-hardware-node' }).machine;
+        machine = buildMachine(m.profile, { nodeName: 'fakegpu-hardware-node', dynamicMig: m.dynamicMig });
       } catch {
         machine = null;
       }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Machine } from './machine.js';
 
 function uuidFrom(...parts: string[]): string {
   const h = createHash('sha256').update(parts.join('\0')).digest('hex');
@@ -11,6 +12,16 @@ function uuidFrom(...parts: string[]): string {
  */
 export function gpuUuid(nodeName: string, busId: string, model: string): string {
   return `GPU-${uuidFrom('gpu', nodeName, busId, model)}`;
+}
+
+/**
+ * A machine's GPU UUIDs for any node of its profile: those derived from the machine's node name are
+ * derived again for `node`; those the profile fixed stay. Which are derived is worked out once.
+ */
+export function nodeUuids(machine: Machine): (node: string) => string[] {
+  const derived = machine.gpus.map((hw) => hw.uuid === gpuUuid(machine.nodeName, hw.busId, hw.model.key));
+  return (node) =>
+    machine.gpus.map((hw, i) => (derived[i] === true ? gpuUuid(node, hw.busId, hw.model.key) : hw.uuid));
 }
 
 /** MIG UUIDs are minted by the driver when the instance is created; ours depend on what was created where. */

@@ -1,6 +1,6 @@
 import type { GpuDevices } from '../device/allocatable.js';
 import { gpuDeviceName } from '../device/names.js';
-import { gpuUuid } from '../hardware/identity.js';
+import { nodeUuids } from '../hardware/identity.js';
 import type { Machine } from '../hardware/machine.js';
 import { watchedDevices, type WatchedGpu } from './expected.js';
 
@@ -22,20 +22,21 @@ export interface GpuSkeleton {
 
 export function gpuSkeleton(machine: Machine, devices: readonly GpuDevices[]): GpuSkeleton {
   const byUuid = new Map(devices.map((g) => [g.gpu.uuid, g]));
-  const rows = machine.gpus.map((hw) => {
+  const watched = machine.gpus.map((hw) => {
     const g = byUuid.get(hw.uuid);
-    const derived = hw.uuid === gpuUuid(machine.nodeName, hw.busId, hw.model.key);
-    const watched = g ? watchedDevices(g) : [];
-    return { hw, derived, watched };
+    return g ? watchedDevices(g) : [];
   });
+  const uuids = nodeUuids(machine);
   return {
-    gpus: (node) =>
-      rows.map(({ hw, derived, watched }) => ({
+    gpus: (node) => {
+      const uuid = uuids(node);
+      return machine.gpus.map((hw, i) => ({
         index: hw.index,
         name: gpuDeviceName(hw.minor),
-        uuid: derived ? gpuUuid(node, hw.busId, hw.model.key) : hw.uuid,
+        uuid: uuid[i] ?? hw.uuid,
         eventsSupported: hw.eventsSupported,
-        devices: watched,
-      })),
+        devices: watched[i] ?? [],
+      }));
+    },
   };
 }

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { CheckpointStore } from '../checkpoint/checkpoint.js';
 import { attribute, type ClaimView } from '../dcgm/attribution.js';
-import { gpuEntities } from '../dcgm/entities.js';
+import { entitiesOf } from '../dcgm/entities.js';
 import { DcgmExporter } from '../dcgm/exporter.js';
 import type { Style } from '../dcgm/exposition.js';
 import { serveDcgm } from '../dcgm/server.js';
@@ -35,6 +35,7 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
   const pods = podInformer(clientOf(o.kc), o.log, o.nodeName);
   pods.start();
   const bad = badLoadReporter(new KubeApi(o.kc), o.log, 'plugin');
+  const entities = entitiesOf(o.machine);
   const scrape = (): Iterable<string> => {
     const claims: ClaimView[] = o.checkpoint
       .all()
@@ -48,7 +49,7 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
     const node = {
       node: o.nodeName,
       driverVersion: o.machine.driverVersion,
-      gpus: gpuEntities(o.machine, o.nodeName, (uuid) => o.nvml.gpuState(uuid)),
+      gpus: entities(o.nodeName, (uuid) => o.nvml.gpuState(uuid)),
       health: (uuid: string) => healthOf(o.nvml.faults(uuid)),
     };
     return exporter.exposition([node], attribution);
