@@ -679,6 +679,21 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       '--http-endpoint: ":1e3" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the port must be a number from 0 to 65535',
     ],
     [
+      'plugin --dcgm-endpoint port',
+      [...plugin, '-p', 'dgx-h100', '--dcgm-endpoint', ':94000'],
+      '--dcgm-endpoint: ":94000" is not host:port, e.g. "127.0.0.1:51516" or ":51516": the port must be a number from 0 to 65535',
+    ],
+    [
+      'plugin --dcgm-exporter-version past 4.8',
+      [...plugin, '-p', 'dgx-h100', '--dcgm-exporter-version', '4.9.0'],
+      '--dcgm-exporter-version: "4.9.0" is not emulated: 4.9.0 renamed the default fields and changed their units; use 4.8.4 or older',
+    ],
+    [
+      'fleet --dcgm-exporter-version',
+      ['fleet', ...kc, '--dcgm-exporter-version', 'latest'],
+      '--dcgm-exporter-version: "latest" is not a dcgm-exporter version; expected e.g. 4.8.4 or 4.6.0-4.8.3',
+    ],
+    [
       'fleet --request-timeout past what a timer holds',
       ['fleet', '--request-timeout', '2147484'],
       '--request-timeout: "2147484" is not an integer from 1 to 2147483',

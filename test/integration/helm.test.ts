@@ -720,6 +720,12 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const pool = helm(e, ['template', 'fakegpu', chart, '--set', 'fleet.pools.a.dynamicMig=true']);
     assert.notEqual(pool.code, 0);
     assert.match(pool.err, /\/fleet\/pools\/a': missing property 'profile'/);
+    const dcgmVersion = helm(e, ['template', 'fakegpu', chart, '--set', 'dcgm.exporterVersion=latest']);
+    assert.notEqual(dcgmVersion.code, 0);
+    assert.match(dcgmVersion.err, /\/dcgm\/exporterVersion/);
+    const interval = helm(e, ['template', 'fakegpu', chart, '--set', 'dcgm.serviceMonitor.interval=often']);
+    assert.notEqual(interval.code, 0);
+    assert.match(interval.err, /\/dcgm\/serviceMonitor\/interval/);
     const cd = helm(e, ['template', 'fakegpu', chart, '--set', 'resources.computeDomains.enabled=yes']);
     assert.notEqual(cd.code, 0);
     assert.match(cd.err, /\/resources\/computeDomains\/enabled/);
