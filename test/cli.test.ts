@@ -217,8 +217,8 @@ describe('bad input on the command line', () => {
     ],
     [
       'KWOK node count',
-      ['cluster', 'up', '--kwok-nodes', '50000'],
-      /^fakegpu: --kwok-nodes: "50000" is not an integer from 0 to 20000\n$/,
+      ['cluster', 'up', '--kwok-nodes', '100001'],
+      /^fakegpu: --kwok-nodes: "100001" is not an integer from 0 to 100000\n$/,
     ],
     [
       'KWOK profile without nodes',
