@@ -62,5 +62,6 @@ export const SOURCES: Record<string, string> = {
   PCIIDS: 'the pci.ids database (vendor and device names DRANET prints); no capture of the device',
   T1: 'nvidia-smi -q and dcgm-exporter outputs in public issues (dcgm-exporter 317, 512, 736; NCCL 1264; DigitalOcean H100 docs): clocks.max.sm and clocks.max.memory, idle clocks, power and temperatures, FB reserved of T4 (447), L4 (470), L40S (608 MiB)',
   T2: 'secondary sources (vendor pages, benchmark write-ups) for max clocks of A30, H200, B200, GB200, B300; no nvidia-smi output seen',
+  SMIX: 'nvidia-smi -q -x of real machines in NVIDIA/k8s-test-infra (tests/e2e/go/assertions/nvidiasmi/testdata/hardware: qx-h100, qx-gb200 AWS p6e, qx-gb300, qx-a100, qx-l40s AWS g6e.2xlarge, qx-t4 AWS g4dn.xlarge) and influxdata/telegraf (A100-SXM4-80GB with MIG); copies in test/fixtures/nvidia-smi',
   FAKEGPU: 'fakegpu inference: no public output found; value chosen to be consistent with the confirmed ones',
 };

@@ -7,6 +7,8 @@ import { demoCommand } from './demo.js';
 import { faultCommand } from './fault.js';
 import { pluginCommand } from './plugin.js';
 import { fleetCommand } from './fleet.js';
+import { captureCommand, diffCommand } from './capture.js';
+import { OutputWithStatus } from './output.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
@@ -86,6 +88,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(renderCommand(write));
   program.addCommand(validateCommand(write));
   program.addCommand(topoCommand(write));
+  program.addCommand(diffCommand(write));
+  program.addCommand(captureCommand(write));
   program.addCommand(fleetCommand());
   program.addCommand(clusterCommand(write));
   program.addCommand(pluginCommand());
@@ -102,6 +106,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE;
+    if (e instanceof OutputWithStatus) {
+      process.stdout.write(out);
+      return e.status;
+    }
     if (e instanceof FakegpuError) {
       process.stderr.write(`fakegpu: ${e.message}\n`);
       return BAD_INPUT;

@@ -16,3 +16,13 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
+
+/**
+ * Thrown by a command whose output is its answer but not a success, as `diff` finding differences: main
+ * prints what was written and exits with `status`.
+ */
+export class OutputWithStatus extends Error {
+  constructor(readonly status: number) {
+    super(`exit status ${status}`);
+  }
+}

@@ -3,41 +3,29 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { writeIfChanged } from '../durable/file.js';
-import { FakegpuError } from '../errors.js';
 import { KubeApi } from '../k8s/api.js';
 import { ApiClient } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { parseYamlDocuments, resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { readSlices } from '../slice/read.js';
 import type { PluginOptions } from './run.js';
 
 /** What this node is: its machine (a profile, or one a node label names), or slices replayed from a file. */
 
 /** Slices replayed from a file: the node's name goes where the capture had its own. */
 export function slicesFromFile(path: string, nodeName: string, driverName: string): ResourceSlice[] {
-  const docs = parseYamlDocuments(readFileSync(path, 'utf8'), '--slices-file');
-  const items = docs.flatMap((d) => {
-    const o = d as { kind?: string; items?: unknown[] };
-    return o.kind === 'List' || o.kind === 'ResourceSliceList' ? (o.items ?? []) : [d];
-  }) as Partial<ResourceSlice>[];
-  if (items.length === 0) throw new FakegpuError('--slices-file', `${path} holds no ResourceSlice`);
-  return items.map((s, i) => {
-    if (s.kind !== 'ResourceSlice' || !s.spec)
-      throw new FakegpuError(
-        '--slices-file',
-        `${path}: item ${i} is a ${s.kind ?? 'object without kind'}, not a ResourceSlice`,
-      );
-    return {
-      apiVersion: 'resource.k8s.io/v1',
-      kind: 'ResourceSlice',
-      metadata: { generateName: `${i.toString(16).padStart(5, '0')}-${driverName}-${nodeName}-` },
-      spec: {
-        ...s.spec,
-        driver: driverName,
-        nodeName,
-        pool: { name: nodeName, generation: 1, resourceSliceCount: items.length },
-      },
-    };
-  });
+  const items = readSlices(readFileSync(path, 'utf8'), path, '--slices-file');
+  return items.map((s, i) => ({
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceSlice',
+    metadata: { generateName: `${i.toString(16).padStart(5, '0')}-${driverName}-${nodeName}-` },
+    spec: {
+      ...s.spec,
+      driver: driverName,
+      nodeName,
+      pool: { name: nodeName, generation: 1, resourceSliceCount: items.length },
+    },
+  }));
 }
 
 /**

@@ -250,7 +250,7 @@ export const PRESETS: readonly Preset[] = [
     },
     provenance: {
       gpus: seen('S24'),
-      busIds: inferred('S22', 'single-GPU Nitro instances put the GPU at 00:1e.0'),
+      busIds: seen('SMIX', 'qx-t4: 00000000:00:1E.0'),
       pcieRoots: inferred('FAKEGPU', 'one root bus on a small VM'),
       numa: inferred('FAKEGPU', 'single NUMA node: sysfs numa_node -1, so the attribute is omitted'),
       nics: noNics,
@@ -304,13 +304,16 @@ export const PRESETS: readonly Preset[] = [
     description: 'AWS g6e.2xlarge (1x L40S)',
     spec: {
       driver: { version: '580.126.20' },
-      gpus: gpus('L40S', [slot('0000:00:1e.0', 'pci0000:00', -1)]),
+      gpus: gpus('L40S', [slot('0000:30:00.0', 'pci0000:30', -1)]),
       nics: [],
     },
     provenance: {
       gpus: seen('S26'),
-      busIds: inferred('S22', 'single-GPU Nitro instances put the GPU at 00:1e.0'),
-      pcieRoots: inferred('FAKEGPU', 'one root bus on a small VM'),
+      busIds: seen('SMIX', 'qx-l40s: 00000000:30:00.0'),
+      pcieRoots: inferred(
+        'FAKEGPU',
+        'the GPU on a root of its own bus, as on other Nitro hosts; no sysfs seen',
+      ),
       numa: inferred('FAKEGPU', 'single NUMA node: attribute omitted'),
       nics: noNics,
       driver: inferred('FAKEGPU', 'a current R580 driver'),

@@ -1,0 +1,175 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { parseBundle, CAPTURE_SCRIPT, type Section } from '../capture/bundle.js';
+import { compareNode } from '../capture/compare.js';
+import { renderDiff } from '../capture/diff.js';
+import { type Inputs, readNodeInputs } from '../capture/inputs.js';
+import { captureNode } from '../capture/node.js';
+import { parseRelease, RELEASES } from '../device/release.js';
+import { FakegpuError, show } from '../errors.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
+import { resolveProfile } from '../profile/load.js';
+import { readSlices } from '../slice/read.js';
+import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
+import { OutputWithStatus, serialize } from './output.js';
+
+function readInput(path: string, flag: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
+    throw new FakegpuError(flag, `cannot read ${show(path)} (${why})`);
+  }
+}
+
+const warn = (w: string): void => {
+  process.stderr.write(`fakegpu: warning: ${w}\n`);
+};
+
+/** Exit status of `diff` when the two sides differ; 1 and 2 stay bad input and usage, as elsewhere. */
+export const DIFFERENT = 3;
+
+interface NodeFlags {
+  bundle?: string;
+  nvidiaSmiXml?: string;
+  topo?: string;
+  lspci?: string;
+  sysfs?: string;
+  ibdev2netdev?: string;
+  ipLink?: string;
+  ipAddr?: string;
+  name?: string;
+  anonymize?: boolean;
+  output?: string;
+}
+
+/** Flag → bundle section: a flag given wins over the bundle's section. */
+const FLAGS: readonly [keyof NodeFlags, Section, string][] = [
+  ['nvidiaSmiXml', 'nvidia-smi-xml', '--nvidia-smi-xml'],
+  ['topo', 'topo', '--topo'],
+  ['lspci', 'lspci', '--lspci'],
+  ['sysfs', 'pci', '--sysfs'],
+  ['ibdev2netdev', 'ibdev2netdev', '--ibdev2netdev'],
+  ['ipLink', 'ip-link', '--ip-link'],
+  ['ipAddr', 'ip-addr', '--ip-addr'],
+];
+
+function nodeCommand(write: (s: string) => void): Command {
+  return new Command('node')
+    .description('turn what a real GPU node shows (nvidia-smi -q -x and more) into a MachineProfile')
+    .option('--bundle <file>', 'the output of the script `fakegpu capture script` prints, run on the node')
+    .option('--nvidia-smi-xml <file>', 'nvidia-smi -q -x')
+    .option('--topo <file>', 'nvidia-smi topo -m (GPU NUMA nodes)')
+    .option('--lspci <file>', 'lspci -D -vmm [-nn] (NUMA nodes, NICs)')
+    .option('--sysfs <file>', 'ls -l /sys/bus/pci/devices (PCIe roots)')
+    .option('--ibdev2netdev <file>', 'ibdev2netdev [-v] (RDMA device → interface)')
+    .option('--ip-link <file>', 'ip -j link (MAC, MTU)')
+    .option('--ip-addr <file>', 'ip -j addr (IPv4 addresses)')
+    .option('--name <name>', 'metadata.name of the profile (default: from the GPUs)')
+    .option('--anonymize', "leave the GPUs' UUIDs out: each node derives its own from its name")
+    .option('-o, --output <file>', 'write the profile here instead of standard output')
+    .action((f: NodeFlags) => {
+      const inputs: Inputs = {};
+      if (f.bundle !== undefined) {
+        const bundle = parseBundle(readInput(f.bundle, '--bundle'), f.bundle);
+        for (const failed of bundle.failed) warn(`${f.bundle}: ${failed}: its command failed; left out`);
+        for (const [name, text] of Object.entries(bundle.sections))
+          inputs[name as Section] = { text, source: `${f.bundle} (${name})` };
+      }
+      for (const [key, section, flag] of FLAGS) {
+        const path = f[key];
+        if (typeof path === 'string') inputs[section] = { text: readInput(path, flag), source: path };
+      }
+      if (!inputs['nvidia-smi-xml'])
+        throw new FakegpuError(
+          '--nvidia-smi-xml',
+          f.bundle === undefined
+            ? 'required: the output of nvidia-smi -q -x (or --bundle)'
+            : `${f.bundle} has no nvidia-smi-xml section (nvidia-smi missing or failed on the node)`,
+        );
+      const read = readNodeInputs(inputs);
+      const captured = captureNode(read.node, { name: f.name, anonymize: f.anonymize === true });
+      for (const w of [...read.warnings, ...captured.warnings]) warn(w);
+      const text = serialize(captured.profile, 'yaml');
+      if (f.output === undefined) write(text);
+      else writeFileSync(f.output, text);
+    });
+}
+
+export function captureCommand(write: (s: string) => void): Command {
+  return new Command('capture')
+    .description('make profiles from real GPU nodes')
+    .addCommand(nodeCommand(write))
+    .addCommand(
+      new Command('script')
+        .description('print the shell script that collects what `capture node --bundle` reads')
+        .action(() => {
+          write(CAPTURE_SCRIPT);
+        }),
+    );
+}
+
+interface DiffFlags {
+  capture: string;
+  profile: string;
+  node?: string;
+  draDriverRelease?: string;
+  kubernetesVersion: string;
+  ignore?: string;
+  output: 'text' | 'json';
+}
+
+export function diffCommand(write: (s: string) => void): Command {
+  return new Command('diff')
+    .description(
+      "compare a node's captured ResourceSlices with what fakegpu renders for it, device by device; exit 3 on any difference",
+    )
+    .requiredOption(
+      '--capture <file>',
+      'ResourceSlices as kubectl get resourceslices -o yaml|json saves them',
+    )
+    .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name or a MachineProfile file')
+    .option('-n, --node <name>', "the node to compare (default: the capture's only node)")
+    .addOption(
+      new Option(
+        '--dra-driver-release <release>',
+        'NVIDIA DRA driver release (default: the closest)',
+      ).choices(Object.keys(RELEASES)),
+    )
+    .option(
+      '--kubernetes-version <version>',
+      'API server version the slices are laid out for',
+      DEFAULT_KUBERNETES_VERSION,
+    )
+    .option(
+      '--ignore <names>',
+      'attributes or capacities (e.g. uuid) the capture cannot know, comma-separated',
+    )
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action((f: DiffFlags) => {
+      const captured = readSlices(readInput(f.capture, '--capture'), f.capture, '--capture');
+      const ignore = new Set(
+        (f.ignore ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      );
+      const result = compareNode(resolveProfile(f.profile), captured, {
+        node: f.node,
+        release:
+          f.draDriverRelease === undefined
+            ? undefined
+            : parseRelease(f.draDriverRelease, '--dra-driver-release'),
+        kubernetesVersion: parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version'),
+        ignore,
+      });
+      if (f.output === 'json') write(serialize(result, 'json'));
+      else {
+        write(
+          `node ${result.node}, NVIDIA DRA driver ${result.release}${result.dynamicMig ? ', dynamic MIG' : ''}; compared ${result.drivers.join(', ')}${result.skipped.length > 0 ? `; not fakegpu's: ${result.skipped.join(', ')}` : ''}\n`,
+        );
+        write(renderDiff(result, { capture: 'capture', fakegpu: 'fakegpu' }));
+      }
+      if (result.differences.length > 0) throw new OutputWithStatus(DIFFERENT);
+    });
+}

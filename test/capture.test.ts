@@ -1,0 +1,523 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { CAPTURE_SCRIPT, parseBundle } from '../src/capture/bundle.js';
+import { compareNode } from '../src/capture/compare.js';
+import { diffSlices } from '../src/capture/diff.js';
+import { readNodeInputs } from '../src/capture/inputs.js';
+import { captureNode } from '../src/capture/node.js';
+import { parseLspci, parseSysfsLinks } from '../src/capture/pci.js';
+import { machineFromSlices } from '../src/capture/slices.js';
+import { parseSmiXml } from '../src/capture/smi-xml.js';
+import { parseTopo } from '../src/capture/topo.js';
+import type { DriverRelease } from '../src/device/release.js';
+import { FakegpuError } from '../src/errors.js';
+import type { ResourceSlice } from '../src/k8s/resource.js';
+import { PRESETS } from '../src/preset/index.js';
+import { mergeOverPreset, parseProfileText, resolveProfile } from '../src/profile/load.js';
+import { renderSlices } from '../src/render.js';
+import { buildMachine } from '../src/hardware/build.js';
+import { nvmlBusId } from '../src/hardware/pci.js';
+import { gpuInstanceId } from '../src/nvml/mock.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fixtures = join(here, '..', '..', 'test', 'fixtures');
+const smiDir = join(fixtures, 'nvidia-smi');
+const read = (f: string): string => readFileSync(join(smiDir, f), 'utf8');
+const bin = join(here, '..', '..', 'bin', 'fakegpu.js');
+const K8S = { major: 1, minor: 37, patch: 0 };
+
+function fakegpu(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function refused(fn: () => unknown, message: RegExp): void {
+  assert.throws(fn, (e: unknown) => e instanceof FakegpuError && message.test(e.message));
+}
+
+/** The captured slices of test/fixtures/captures as a kubectl List, and the profile they match. */
+function realCaptures(): {
+  file: string;
+  slices: ResourceSlice[];
+  exact: boolean;
+  release: DriverRelease;
+  profile: unknown;
+}[] {
+  const dir = join(fixtures, 'captures');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => {
+      const c = JSON.parse(readFileSync(join(dir, f), 'utf8')) as {
+        draDriverRelease: DriverRelease;
+        profile: unknown;
+        expected: { metadata: { generateName: string }; spec: ResourceSlice['spec'] };
+        nicExpected: { spec: ResourceSlice['spec']; exact: boolean };
+      };
+      const slice = (name: string, spec: ResourceSlice['spec']): ResourceSlice => ({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: { name },
+        spec,
+      });
+      return {
+        file: f,
+        slices: [
+          slice(`${c.expected.metadata.generateName}abcde`, c.expected.spec),
+          slice(`${c.nicExpected.spec.nodeName}-dra.net-fghij`, c.nicExpected.spec),
+        ],
+        exact: c.nicExpected.exact,
+        release: c.draDriverRelease,
+        profile: c.profile,
+      };
+    });
+}
+
+describe('nvidia-smi -q -x', () => {
+  it('reads a real A100 80GB in MIG mode (fixture from telegraf, driver 535)', () => {
+    const log = parseSmiXml(read('telegraf-a100-sxm4-80gb-mig.xml'), 'a100.xml');
+    assert.equal(log.dtdVersion, 12);
+    assert.equal(log.driverVersion, '535.54.03');
+    assert.equal(log.cudaVersion, '12.2');
+    const [gpu] = log.gpus;
+    assert.ok(gpu);
+    assert.equal(gpu.productName, 'NVIDIA A100-SXM4-80GB');
+    assert.equal(gpu.busId, '00000000:01:00.0');
+    assert.equal(gpu.uuid, 'GPU-513536b6-7d19-9063-b049-1e69664bb298');
+    assert.equal(gpu.pciDeviceId, 0x20b2);
+    assert.equal(gpu.pciSubsystemId, 0x147f);
+    assert.equal(gpu.memoryMiB, 81920);
+    assert.equal(gpu.migMode, 'Enabled');
+    assert.deepEqual(
+      gpu.migDevices.map((d) => [d.gpuInstanceId, d.computeInstanceId, d.multiprocessors, d.memoryMiB]),
+      [
+        [3, 0, 14, 19968],
+        [4, 0, 14, 19968],
+        [5, 0, 14, 19968],
+        [6, 0, 14, 19968],
+      ],
+    );
+  });
+
+  it('refuses a truncated file in one line naming where it stops', () => {
+    const xml = read('telegraf-a100-sxm4-80gb-mig.xml');
+    refused(
+      () => parseSmiXml(xml.slice(0, 4000), 'cut.xml'),
+      /^cut\.xml: the XML ends inside <shared> \(still open: nvidia_smi_log > gpu > mig_devices > mig_device > device_attributes > shared\): the file is cut off; give the whole output of nvidia-smi -q -x$/,
+    );
+    refused(() => parseSmiXml('<html></html>', 'page.xml'), /^page\.xml: no <nvidia_smi_log> element/);
+  });
+});
+
+describe('capture node', () => {
+  it('turns the XML into a profile whose render shows the same GPU, MIG instances where their IDs put them', () => {
+    const { node, warnings } = readNodeInputs({
+      'nvidia-smi-xml': { text: read('telegraf-a100-sxm4-80gb-mig.xml'), source: 'a100.xml' },
+    });
+    assert.deepEqual(warnings, []);
+    const { profile, warnings: more } = captureNode(node, { anonymize: false });
+    assert.deepEqual(more, []);
+    assert.deepEqual(profile.spec.gpus, [
+      {
+        model: 'A100-SXM4-80GB',
+        busId: '0000:01:00.0',
+        minor: 1,
+        uuid: 'GPU-513536b6-7d19-9063-b049-1e69664bb298',
+        mig: { mode: 'enabled', layout: ['1g.20gb@0', '1g.20gb@2', '1g.20gb@4', '1g.20gb@6'] },
+      },
+    ]);
+    assert.deepEqual(profile.spec.driver, { version: '535.54.03', cudaVersion: '12.2' });
+    assert.equal(profile.provenance.uuids?.status, 'confirmed');
+    assert.equal(profile.provenance.pcieRoots?.status, 'derived');
+    // What the profile says is what a node renders, through the same schema a user's file goes through.
+    const parsed = parseProfileText(JSON.stringify(profile), 'captured');
+    const list = renderSlices(
+      { name: parsed.metadata.name, preset: null, spec: mergeOverPreset(parsed.spec) },
+      {
+        nodeName: 'n1',
+        dynamicMig: false,
+        driverName: 'gpu.nvidia.com',
+        kubernetesVersion: K8S,
+        release: '0.5',
+      },
+    );
+    const devices = list.items.flatMap((s) => s.spec.devices ?? []);
+    assert.deepEqual(
+      devices.map((d) => d.name),
+      ['gpu-1-mig-1g20gb-15-0', 'gpu-1-mig-1g20gb-15-2', 'gpu-1-mig-1g20gb-15-4', 'gpu-1-mig-1g20gb-15-6'],
+    );
+    for (const d of devices) {
+      assert.deepEqual(d.attributes?.parentUUID, { string: 'GPU-513536b6-7d19-9063-b049-1e69664bb298' });
+      assert.deepEqual(d.attributes.driverVersion, { version: '535.54.3' });
+    }
+  });
+
+  it('--anonymize leaves the UUIDs to each node and says so; serials never reach the profile', () => {
+    const { node } = readNodeInputs({
+      'nvidia-smi-xml': { text: read('telegraf-a100-sxm4-80gb-mig.xml'), source: 'a100.xml' },
+    });
+    const { profile } = captureNode(node, { anonymize: true });
+    assert.equal(profile.spec.gpus?.[0]?.uuid, undefined);
+    assert.equal(profile.provenance.uuids?.status, 'derived');
+    assert.doesNotMatch(JSON.stringify(profile), /1650522003820/, 'the board serial');
+  });
+
+  it('names a GPU outside the catalog and warns of a driver branch it does not know', () => {
+    const xml = read('telegraf-a100-sxm4-80gb-mig.xml');
+    const unknown = xml.replace('NVIDIA A100-SXM4-80GB', 'NVIDIA Z900 Prototype');
+    refused(
+      () =>
+        captureNode(readNodeInputs({ 'nvidia-smi-xml': { text: unknown, source: 'z.xml' } }).node, {
+          anonymize: false,
+        }),
+      /^z\.xml: gpu\[0\]\/product_name: product "NVIDIA Z900 Prototype" is not in fakegpu's GPU catalog \(known models: .+\); a profile cannot describe it yet$/,
+    );
+    const future = xml.replace('<driver_version>535.54.03', '<driver_version>612.10.01');
+    const { warnings } = captureNode(
+      readNodeInputs({ 'nvidia-smi-xml': { text: future, source: 'f.xml' } }).node,
+      { anonymize: false },
+    );
+    assert.deepEqual(warnings, [
+      'f.xml: driver 612.10.01 is of branch R612, which fakegpu does not know (R450 to R595); its facts are taken as read, check the profile',
+    ]);
+  });
+
+  it('reads GPU NUMA nodes from nvidia-smi topo -m, tab- or space-separated, and says why a Grace list is not one', () => {
+    const h100 = parseTopo(read('topo-dgx-h100.txt'), 'topo');
+    assert.deepEqual(
+      [...h100.gpuNuma],
+      [0, 0, 0, 0, 1, 1, 1, 1].map((n, i) => [i, n]),
+    );
+    assert.equal(h100.nics.get('NIC11'), 'mlx5_11');
+    assert.equal(h100.links.get(0)?.get('NIC0'), 'PXB');
+    const gb200 = parseTopo(read('topo-gb200.txt'), 'topo');
+    assert.equal(gb200.gpuNuma.size, 0);
+    assert.match(gb200.notes[0] ?? '', /GPU0's NUMA Affinity is "0,3-9,11-17", not one node/);
+    const ansi = parseTopo(
+      '\t\u001b[4mGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\u001b[0m\nGPU0\t X \t0-23\t0\t\tN/A\n',
+      't',
+    );
+    assert.deepEqual([...ansi.gpuNuma], [[0, 0]]);
+    refused(() => parseTopo('GPU0 GPU1\n', 'bad'), /^bad: no matrix header/);
+  });
+
+  it('places GPUs and NICs on PCIe roots and NUMA nodes from lspci and the sysfs links', () => {
+    const lspci = parseLspci(
+      [
+        'Slot:\t0000:1b:00.0\nClass:\t3D controller [0302]\nVendor:\tNVIDIA Corporation [10de]\nDevice:\tGH100 [H100 SXM5 80GB] [2330]\nNUMANode:\t0\n',
+        'Slot:\t0000:18:00.0\nClass:\tInfiniband controller [0207]\nVendor:\tMellanox Technologies [15b3]\nDevice:\tMT2910 Family [ConnectX-7] [1021]\nNUMANode:\t0\n',
+        'Slot:\t0000:a1:00.0\nClass:\tEthernet controller [0200]\nVendor:\tIntel Corporation [8086]\nDevice:\tEthernet Controller E810 [1593]\nNUMANode:\t1\n',
+      ].join('\n'),
+      'lspci',
+    );
+    assert.equal(lspci.length, 3);
+    assert.equal(lspci[1]?.deviceId, '1021');
+    const sysfs = parseSysfsLinks(
+      [
+        'lrwxrwxrwx 1 root root 0 Dec  1 10:00 0000:1b:00.0 -> ../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0/0000:1b:00.0',
+        '0000:18:00.0 /sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0 0',
+      ].join('\n'),
+      'sysfs',
+    );
+    assert.deepEqual(
+      sysfs.map((s) => [s.busId, s.pcieRoot, s.numaNode]),
+      [
+        ['0000:1b:00.0', 'pci0000:15', undefined],
+        ['0000:18:00.0', 'pci0000:15', 0],
+      ],
+    );
+    const xml = read('telegraf-a100-sxm4-80gb-mig.xml').replace(/00000000:01:00\.0/g, '00000000:1B:00.0');
+    const { node, warnings } = readNodeInputs({
+      'nvidia-smi-xml': { text: xml, source: 'x.xml' },
+      lspci: { text: readLspciText(), source: 'lspci.txt' },
+      pci: {
+        text: '0000:1b:00.0 /sys/devices/pci0000:15/0000:15:01.0/0000:1b:00.0 0\n0000:18:00.0 /sys/devices/pci0000:15/0000:15:01.0/0000:18:00.0 0\n',
+        source: 'pci.txt',
+      },
+      rdma: { text: 'mlx5_0 /sys/devices/pci0000:15/0000:15:01.0/0000:18:00.0\n', source: 'rdma' },
+      net: { text: 'ibp24s0 /sys/devices/pci0000:15/0000:15:01.0/0000:18:00.0\n', source: 'net' },
+      'ip-link': {
+        text: '[{"ifname":"ibp24s0","mtu":4092,"address":"0e:96:fe:e8:a3:f5"}]',
+        source: 'ip-link',
+      },
+    });
+    assert.deepEqual(warnings, [
+      "lspci.txt: 0000:a1:00.0 Intel Corporation Ethernet Controller E810: not in fakegpu's NIC catalog, left out",
+    ]);
+    const { profile } = captureNode(node, { anonymize: true });
+    assert.equal(profile.spec.gpus?.[0]?.pcieRoot, 'pci0000:15');
+    assert.equal(profile.spec.gpus[0].numaNode, 0);
+    assert.deepEqual(profile.spec.nics, [
+      {
+        busId: '0000:18:00.0',
+        model: 'ConnectX-7',
+        ifName: 'ibp24s0',
+        pcieRoot: 'pci0000:15',
+        numaNode: 0,
+        rdmaDevice: 'mlx5_0',
+        mac: '0e:96:fe:e8:a3:f5',
+        mtu: 4092,
+      },
+    ]);
+    assert.equal(profile.provenance.pcieRoots?.status, 'confirmed');
+    assert.equal(profile.provenance.pcieRoots.from, 'pci.txt');
+    assert.match(
+      profile.provenance.nics?.from ?? '',
+      /^lspci -D -vmm, \/sys\/class\/\{net,infiniband\}, ip -j link$/,
+    );
+  });
+
+  it('reads the bundle the capture script writes, and the script is plain sh that runs here', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capture-'));
+    writeFileSync(join(dir, 'capture.sh'), CAPTURE_SCRIPT);
+    const syntax = spawnSync('sh', ['-n', join(dir, 'capture.sh')], { encoding: 'utf8' });
+    assert.equal(syntax.status, 0, syntax.stderr);
+    // This machine has no nvidia-smi: the script leaves those sections out and still collects the rest.
+    const run = spawnSync('sh', [join(dir, 'capture.sh')], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(run.status, 0, run.stderr);
+    const bundle = parseBundle(run.stdout, 'capture.txt');
+    assert.equal(bundle.sections['nvidia-smi-xml'], undefined);
+    assert.match(bundle.sections.pci ?? '', /^0000:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] \/sys\/devices\/pci/m);
+    assert.doesNotMatch(
+      run.stdout,
+      new RegExp(`\\b${spawnSync('hostname', { encoding: 'utf8' }).stdout.trim()}\\b`),
+    );
+    const withXml = `fakegpu-capture v1\n=== fakegpu-capture nvidia-smi-xml ===\n${read('telegraf-a100-sxm4-80gb-mig.xml')}=== fakegpu-capture-exit nvidia-smi-xml 0 ===\n=== fakegpu-capture topo ===\n=== fakegpu-capture-exit topo 9 ===\n`;
+    const b = parseBundle(withXml, 'b.txt');
+    assert.match(b.sections['nvidia-smi-xml'] ?? '', /<nvidia_smi_log>/);
+    assert.deepEqual(b.failed, ['topo (exit 9)']);
+    refused(
+      () => parseBundle(withXml.slice(0, 300), 'cut.txt'),
+      /^cut\.txt: section "nvidia-smi-xml" is cut off: the file is truncated$/,
+    );
+    refused(() => parseBundle('hello\n', 'x.txt'), /^x\.txt: does not start with "fakegpu-capture v1"/);
+  });
+});
+
+function readLspciText(): string {
+  return [
+    'Slot:\t0000:1b:00.0\nClass:\t3D controller [0302]\nVendor:\tNVIDIA Corporation [10de]\nDevice:\tGA100 [A100 SXM4 80GB] [20b2]\nNUMANode:\t0\n',
+    'Slot:\t0000:18:00.0\nClass:\tInfiniband controller [0207]\nVendor:\tMellanox Technologies [15b3]\nDevice:\tMT2910 Family [ConnectX-7] [1021]\nNUMANode:\t0\n',
+    'Slot:\t0000:a1:00.0\nClass:\tEthernet controller [0200]\nVendor:\tIntel Corporation [8086]\nDevice:\tEthernet Controller E810 [1593]\nNUMANode:\t1\n',
+  ].join('\n');
+}
+
+/** Real `nvidia-smi -q -x` outputs (sources: docs/fidelity.md, SMIX) and the preset each is a node of. */
+const REAL_XML: readonly { file: string; preset?: string }[] = [
+  { file: 'k8s-test-infra-h100.xml', preset: 'aws-p5.48xlarge' },
+  { file: 'k8s-test-infra-gb200.xml' },
+  { file: 'k8s-test-infra-gb300.xml', preset: 'azure-nd-gb300-v6' },
+  { file: 'k8s-test-infra-a100.xml' },
+  { file: 'k8s-test-infra-l40s.xml', preset: 'aws-g6e.2xlarge' },
+  { file: 'k8s-test-infra-t4.xml', preset: 'aws-g4dn.xlarge' },
+  { file: 'telegraf-a100-sxm4-80gb-mig.xml' },
+];
+
+describe('real nvidia-smi captures', () => {
+  it('round trip: the machine a captured profile builds is the one nvidia-smi showed, GPU by GPU', () => {
+    for (const { file } of REAL_XML) {
+      const xml = read(file);
+      const log = parseSmiXml(xml, file);
+      const { node, warnings } = readNodeInputs({ 'nvidia-smi-xml': { text: xml, source: file } });
+      const captured = captureNode(node, { anonymize: false });
+      assert.deepEqual(
+        [...warnings, ...captured.warnings],
+        [],
+        `${file}: every fact agrees with the catalog`,
+      );
+      const profile = parseProfileText(JSON.stringify(captured.profile), file);
+      const machine = buildMachine(
+        { name: file, preset: null, spec: mergeOverPreset(profile.spec) },
+        { nodeName: 'n1', dynamicMig: false },
+      );
+      assert.equal(machine.driverVersion, log.driverVersion, file);
+      const want = [...log.gpus].sort((a, b) => a.busId.localeCompare(b.busId));
+      assert.equal(machine.gpus.length, want.length, file);
+      machine.gpus.forEach((hw, i) => {
+        const g = want[i];
+        assert.ok(g);
+        const where = `${file} ${g.busId}`;
+        assert.equal(hw.model.name, g.productName, where);
+        assert.equal(nvmlBusId(hw.busId), g.busId, where);
+        assert.equal(hw.uuid, g.uuid, where);
+        assert.equal(hw.minor, g.minor, where);
+        assert.equal(hw.model.memoryMiB, g.memoryMiB, where);
+        assert.equal(hw.model.pciDeviceId, g.pciDeviceId, where);
+        assert.equal(hw.migEnabled, g.migMode === 'Enabled', where);
+        const slices = hw.model.mig?.memorySlices ?? 8;
+        assert.deepEqual(
+          hw.migInstances.map((p) => [
+            gpuInstanceId(slices, p.start, p.profile.placementSize),
+            p.profile.multiprocessors,
+          ]),
+          g.migDevices.map((d) => [d.gpuInstanceId, d.multiprocessors]),
+          where,
+        );
+      });
+      if (log.gpus.some((g) => g.fabric)) assert.ok(machine.fabric, `${file}: NVLink fabric kept`);
+    }
+  });
+
+  it('confirms the presets they are nodes of: fakegpu diff of the two renders differs only in what the XML cannot know', () => {
+    for (const { file, preset } of REAL_XML) {
+      if (preset === undefined) continue;
+      const { node } = readNodeInputs({ 'nvidia-smi-xml': { text: read(file), source: file } });
+      const captured = captureNode(node, { anonymize: true });
+      const base = resolveProfile(preset);
+      const opts = {
+        nodeName: 'n1',
+        dynamicMig: false,
+        driverName: 'gpu.nvidia.com',
+        kubernetesVersion: K8S,
+        release: '0.5',
+        driverVersion: base.spec.driver?.version,
+      } as const;
+      const fromXml = renderSlices({ name: file, preset: null, spec: captured.profile.spec }, opts).items;
+      // Without sysfs or topo input, PCIe roots and NUMA nodes are derived, not read: not compared.
+      const r = diffSlices(renderSlices(base, opts).items, fromXml, new Set(['pcieRoot', 'numaNode']));
+      assert.deepEqual(r.differences, [], `${file} against ${preset}`);
+    }
+  });
+});
+
+describe('fakegpu diff', () => {
+  it('finds no difference between each real capture and the profile it is rendered from', () => {
+    for (const c of realCaptures()) {
+      const profile = parseProfileText(JSON.stringify(c.profile), c.file);
+      const r = compareNode({ name: c.file, preset: null, spec: mergeOverPreset(profile.spec) }, c.slices, {
+        kubernetesVersion: K8S,
+        ignore: new Set(),
+      });
+      assert.equal(r.release, c.release, `${c.file}: the release read from the slice names`);
+      if (c.exact) assert.deepEqual(r.differences, [], c.file);
+      // A hand-trimmed NIC capture lacks attributes; what differs is only what it left out.
+      else for (const d of r.differences) assert.equal(d.capture, null, `${c.file}: ${d.where} ${d.field}`);
+    }
+  });
+
+  it('lists a changed attribute, a missing device and a slice count, and leaves ignored fields apart', () => {
+    const p = resolveProfile('dgx-h100');
+    const opts = {
+      nodeName: 'n1',
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: K8S,
+      release: '0.5',
+    } as const;
+    const mine = renderSlices(p, opts).items;
+    const other = renderSlices(p, { ...opts, nodeName: 'n2' }).items.map((s) => ({
+      ...s,
+      spec: { ...s.spec, nodeName: 'n1' },
+    }));
+    const r = diffSlices(mine, other, new Set(['uuid']));
+    assert.deepEqual(r.differences, []);
+    assert.equal(r.ignored.length, 8);
+    const changed = structuredClone(mine);
+    const devices = changed[0]?.spec.devices ?? [];
+    const [first] = devices;
+    assert.ok(first?.attributes);
+    first.attributes.productName = { string: 'NVIDIA H100 PCIe' };
+    devices.pop();
+    const d = diffSlices(changed, mine);
+    assert.deepEqual(d.differences, [
+      {
+        where: 'gpu.nvidia.com gpu-0',
+        field: 'attribute productName',
+        capture: 'string "NVIDIA H100 PCIe"',
+        fakegpu: 'string "NVIDIA H100 80GB HBM3"',
+      },
+      { where: 'gpu.nvidia.com gpu-7', field: 'device', capture: null, fakegpu: 'present' },
+    ]);
+  });
+
+  it('exits 3 on a difference and 0 on none, printing what differs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'diff-'));
+    const list = renderSlices(resolveProfile('dgx-a100'), {
+      nodeName: 'n1',
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: K8S,
+      release: '0.4',
+    });
+    writeFileSync(join(dir, 'same.json'), JSON.stringify(list));
+    const same = fakegpu('diff', '--capture', join(dir, 'same.json'), '-p', 'dgx-a100');
+    assert.equal(same.code, 0, same.stderr);
+    assert.equal(
+      same.stdout,
+      'node n1, NVIDIA DRA driver 0.4; compared gpu.nvidia.com\nidentical: 8 device(s)\n',
+    );
+    const other = fakegpu('diff', '--capture', join(dir, 'same.json'), '-p', 'dgx-h100');
+    assert.equal(other.code, 3);
+    assert.match(
+      other.stdout,
+      /^gpu\.nvidia\.com gpu-0: attribute productName: capture string "NVIDIA A100-SXM4-40GB", fakegpu string "NVIDIA H100 80GB HBM3"$/m,
+    );
+    const nodes = fakegpu('diff', '--capture', join(dir, 'same.json'), '-p', 'dgx-a100', '--node', 'n9');
+    assert.equal(nodes.code, 1);
+    assert.equal(nodes.stderr, 'fakegpu: --node: "n9" has no slice in the capture; its nodes: n1\n');
+  });
+});
+
+describe('slices read back into a machine', () => {
+  it('renders every preset (plain, dynamic MIG, every release) and the static MIG fixtures back to the same slices', () => {
+    const refs = [...PRESETS.map((x) => x.name), join(fixtures, 'profiles', 'dgx-a100-mig.yaml')];
+    let checked = 0;
+    for (const ref of refs)
+      for (const dynamicMig of ref.endsWith('.yaml') ? [false] : [false, true])
+        for (const release of ['25.12', '0.4', '0.5'] as const) {
+          const slices = renderSlices(resolveProfile(ref), {
+            nodeName: 'n1',
+            dynamicMig,
+            driverName: 'gpu.nvidia.com',
+            kubernetesVersion: K8S,
+            release,
+            nics: { driverName: 'dra.net', standardNumaNode: false },
+          }).items;
+          const m = machineFromSlices('n1', slices);
+          assert.equal(
+            m.dynamicMig,
+            slices.some((s) => (s.spec.sharedCounters ?? []).length > 0),
+          );
+          const r = compareNode({ name: 'back', preset: null, spec: m.spec }, slices, {
+            kubernetesVersion: K8S,
+            ignore: new Set(),
+          });
+          assert.deepEqual(r.differences, [], `${ref} dynamicMig=${dynamicMig} release=${release}`);
+          checked++;
+        }
+    assert.ok(checked > 90);
+  });
+
+  it('refuses slices of a NIC it does not know, naming the device', () => {
+    const [c] = realCaptures();
+    assert.ok(c);
+    const slices = structuredClone(c.slices);
+    const nic = slices[1]?.spec.devices?.[0];
+    assert.ok(nic?.attributes);
+    nic.attributes['dra.net/pciDevice'] = { string: 'Frobnicator 9000' };
+    refused(
+      () => machineFromSlices(slices[0]?.spec.nodeName ?? '', slices),
+      /device pci-.+: ".+ Frobnicator 9000" is not in fakegpu's NIC catalog/,
+    );
+  });
+
+  it('writes YAML the profile parser reads back', () => {
+    const r = fakegpu(
+      'capture',
+      'node',
+      '--nvidia-smi-xml',
+      join(smiDir, 'telegraf-a100-sxm4-80gb-mig.xml'),
+      '--anonymize',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const doc = parse(r.stdout) as unknown;
+    const profile = parseProfileText(JSON.stringify(doc), 'stdout');
+    assert.equal(profile.spec.gpus?.length, 1);
+    assert.equal(r.stderr, '');
+  });
+});
