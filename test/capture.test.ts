@@ -7,7 +7,10 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { CAPTURE_SCRIPT, parseBundle } from '../src/capture/bundle.js';
+import { captureCluster, type ClusterNode, type Taint } from '../src/capture/cluster.js';
 import { compareNode } from '../src/capture/compare.js';
+import { writeCapture } from '../src/capture/write.js';
+import { parsePools } from '../src/fleet/pools.js';
 import { diffSlices } from '../src/capture/diff.js';
 import { readNodeInputs } from '../src/capture/inputs.js';
 import { captureNode } from '../src/capture/node.js';
@@ -519,5 +522,141 @@ describe('slices read back into a machine', () => {
     const profile = parseProfileText(JSON.stringify(doc), 'stdout');
     assert.equal(profile.spec.gpus?.length, 1);
     assert.equal(r.stderr, '');
+  });
+});
+
+describe('capture cluster', () => {
+  const opts = (nodeName: string, release: '25.12' | '0.4' | '0.5' = '0.5') =>
+    ({
+      nodeName,
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      kubernetesVersion: K8S,
+      release,
+      nics: { driverName: 'dra.net', standardNumaNode: false },
+    }) as const;
+  const node = (name: string, labels: Record<string, string>, taints: Taint[] = []): ClusterNode => ({
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, type: 'kwok', ...labels } },
+    spec: { taints: [{ key: 'kwok.x-k8s.io/node', value: 'fake', effect: 'NoSchedule' }, ...taints] },
+  });
+  const shapes: [string, string, Record<string, string>][] = [
+    ['a-0', 'dgx-a100', { 'node.kubernetes.io/instance-type': 'p4d' }],
+    ['a-1', 'dgx-a100', { 'node.kubernetes.io/instance-type': 'p4d' }],
+    ['h-0', 'dgx-h100', { 'karpenter.sh/nodepool': 'h100' }],
+    ['g-0', 'aws-g4dn.xlarge', {}],
+  ];
+  const slices = shapes.flatMap(([n, preset]) => renderSlices(resolveProfile(preset), opts(n)).items);
+  const nodes = shapes.map(([n, , labels]) =>
+    node(n, labels, n.startsWith('a') ? [{ key: 'nvidia.com/gpu', effect: 'NoSchedule' }] : []),
+  );
+  nodes[1]?.spec?.taints?.push({ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' });
+
+  it('groups nodes of one machine into pools named by their pool label, with the labels and taints they share', () => {
+    const c = captureCluster(nodes, slices, K8S);
+    assert.deepEqual(
+      c.pools.map((p) => [p.name, p.nodes, p.dynamicMig]),
+      [
+        ['p4d', ['a-0', 'a-1'], false],
+        ['pool-1', ['g-0'], false],
+        ['h100', ['h-0'], false],
+      ],
+    );
+    const p4d = c.pools[0];
+    assert.ok(p4d);
+    assert.deepEqual(p4d.labels, { type: 'kwok', 'node.kubernetes.io/instance-type': 'p4d' });
+    assert.deepEqual(p4d.taints, [
+      { key: 'kwok.x-k8s.io/node', value: 'fake', effect: 'NoSchedule' },
+      { key: 'nvidia.com/gpu', effect: 'NoSchedule' },
+    ]);
+    assert.ok(
+      p4d.spec.gpus?.every((g) => g.uuid === undefined),
+      'UUIDs are per node, not per pool',
+    );
+    assert.deepEqual(c.verbatim, []);
+  });
+
+  it('replays: every node of a written pools file renders the slices it was captured with', () => {
+    const c = captureCluster(nodes, slices, K8S);
+    const dir = mkdtempSync(join(tmpdir(), 'cluster-capture-'));
+    const { pools: path } = writeCapture(dir, c, 'test');
+    const pools = parsePools(readFileSync(path, 'utf8'), path);
+    let compared = 0;
+    for (const [name, m] of pools.byName)
+      for (const n of m.nodes?.names ?? []) {
+        const captured = slices.filter((s) => s.spec.nodeName === n);
+        const replayed = renderSlices(m.profile, { ...opts(n), dynamicMig: m.dynamicMig ?? false }).items;
+        assert.deepEqual(diffSlices(captured, replayed).differences, [], `${name}/${n}`);
+        compared++;
+      }
+    assert.equal(compared, 4);
+    const profile = parseProfileText(readFileSync(join(dir, 'profiles', 'p4d.yaml'), 'utf8'), 'p4d.yaml');
+    assert.equal(profile.provenance?.busIds?.status, 'confirmed');
+  });
+
+  it('keeps what it cannot reproduce verbatim, and says why', () => {
+    const changed = structuredClone(slices);
+    const g = changed.find((s) => s.spec.nodeName === 'g-0');
+    const [dev] = g?.spec.devices ?? [];
+    assert.ok(dev?.attributes);
+    dev.attributes['gpu.nvidia.com/extra'] = { string: 'x' };
+    const cd: ResourceSlice = {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: { name: 'cd' },
+      spec: {
+        driver: 'compute-domain.nvidia.com',
+        nodeName: 'h-0',
+        pool: { name: 'h-0', generation: 1, resourceSliceCount: 1 },
+      },
+    };
+    const c = captureCluster(nodes, [...changed, cd], K8S);
+    assert.deepEqual(
+      c.verbatim.map((v) => [v.node, v.why]),
+      [['g-0', 'gpu.nvidia.com gpu-0: attribute gpu.nvidia.com/extra differs']],
+    );
+    assert.deepEqual([...c.otherDrivers.keys()], ['compute-domain.nvidia.com']);
+  });
+
+  it('from saved files on the command line: a table of pools, and refusals in one line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cluster-cli-'));
+    writeFileSync(
+      join(dir, 'slices.json'),
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: slices }),
+    );
+    writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+    const out = join(dir, 'out');
+    const r = fakegpu(
+      'capture',
+      'cluster',
+      '--slices',
+      join(dir, 'slices.json'),
+      '--nodes',
+      join(dir, 'nodes.json'),
+      '-o',
+      out,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout,
+      `POOL     NODES   GPUS                DYNAMIC MIG\np4d      2       8x A100-SXM4-40GB   no\npool-1   1       1x T4               no\nh100     1       8x H100-SXM5-80GB   no\nwrote ${join(out, 'pools.yaml')}\n`,
+    );
+    const both = fakegpu(
+      'capture',
+      'cluster',
+      '--slices',
+      join(dir, 'slices.json'),
+      '--kubeconfig',
+      '/nope',
+      '-o',
+      out,
+    );
+    assert.equal(both.code, 1);
+    assert.equal(both.stderr, 'fakegpu: --slices: give --slices (saved) or --kubeconfig (live), not both\n');
+    const up = fakegpu('cluster', 'up', '--kwok-pools', join(out, 'pools.yaml'), '--kwok-nodes', '3');
+    assert.equal(up.code, 1);
+    assert.equal(
+      up.stderr,
+      'fakegpu: --kwok-pools: the pools list their nodes and machines; leave out --kwok-nodes\n',
+    );
   });
 });

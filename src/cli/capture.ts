@@ -1,4 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { captureCluster, type ClusterNode } from '../capture/cluster.js';
+import { writeCapture } from '../capture/write.js';
+import { parsePools } from '../fleet/pools.js';
+import { NODES_PATH, SLICES_PATH } from '../k8s/api.js';
+import type { ResourceSlice } from '../k8s/resource.js';
+import { parseYamlDocuments } from '../profile/load.js';
+import { DRIVER_NAME } from '../slice/build.js';
+import { checkKubeconfig } from './options.js';
+import { gpuSummaryText as gpuSummary } from './commands.js';
 import { Command, Option } from 'commander';
 import { parseBundle, CAPTURE_SCRIPT, type Section } from '../capture/bundle.js';
 import { compareNode } from '../capture/compare.js';
@@ -6,12 +15,12 @@ import { renderDiff } from '../capture/diff.js';
 import { type Inputs, readNodeInputs } from '../capture/inputs.js';
 import { captureNode } from '../capture/node.js';
 import { parseRelease, RELEASES } from '../device/release.js';
-import { FakegpuError, show } from '../errors.js';
+import { clip, FakegpuError, show } from '../errors.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { resolveProfile } from '../profile/load.js';
 import { readSlices } from '../slice/read.js';
 import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
-import { OutputWithStatus, serialize } from './output.js';
+import { OutputWithStatus, serialize, table } from './output.js';
 
 function readInput(path: string, flag: string): string {
   try {
@@ -96,10 +105,115 @@ function nodeCommand(write: (s: string) => void): Command {
     });
 }
 
+interface ClusterFlags {
+  kubeconfig?: string;
+  slices?: string;
+  nodes?: string;
+  output: string;
+  kubernetesVersion: string;
+}
+
+/** Every page of a list, as the API server gives them. */
+async function listAll<T>(kubeconfig: string | undefined, path: string): Promise<T[]> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { clientOf } = await import('../k8s/client.js');
+  const { listPage } = await import('../k8s/api.js');
+  const kc = new KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromDefault();
+  const http = clientOf(kc);
+  const items: T[] = [];
+  let next: string | undefined;
+  do {
+    const page = await listPage<T>(http, path, { limit: 500, continue: next }, 'application/json');
+    items.push(...page.items);
+    next = page.continue;
+  } while (next !== undefined);
+  return items;
+}
+
+function readNodes(path: string): ClusterNode[] {
+  const docs = parseYamlDocuments(readInput(path, '--nodes'), '--nodes');
+  return docs.flatMap((d) => {
+    const o = d as { kind?: string; items?: unknown[] } | null;
+    return (o?.kind === 'List' || o?.kind === 'NodeList' ? (o.items ?? []) : [d]) as ClusterNode[];
+  });
+}
+
+function clusterCommand(write: (s: string) => void): Command {
+  return new Command('cluster')
+    .description(
+      "turn a cluster's GPU nodes (their ResourceSlices, labels and taints) into a FleetPools file and one profile per machine shape",
+    )
+    .option('--kubeconfig <file>', 'read the cluster itself (default: KUBECONFIG or ~/.kube/config)')
+    .option('--slices <file>', 'or read saved slices: kubectl get resourceslices -o yaml')
+    .option('--nodes <file>', 'with --slices: kubectl get nodes -o yaml (labels and taints)')
+    .requiredOption('-o, --output <dir>', 'write pools.yaml, profiles/ and slices/ here')
+    .option(
+      '--kubernetes-version <version>',
+      'API server version the slices are laid out for',
+      DEFAULT_KUBERNETES_VERSION,
+    )
+    .action(async (f: ClusterFlags) => {
+      const kubernetesVersion = parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version');
+      if (f.slices !== undefined && f.kubeconfig !== undefined)
+        throw new FakegpuError('--slices', 'give --slices (saved) or --kubeconfig (live), not both');
+      if (f.nodes !== undefined && f.slices === undefined)
+        throw new FakegpuError('--nodes', 'needs --slices');
+      const source = f.slices ?? `the cluster of ${f.kubeconfig ?? 'the default kubeconfig'}`;
+      let slices: ResourceSlice[];
+      let nodes: ClusterNode[];
+      if (f.slices !== undefined) {
+        slices = readSlices(readInput(f.slices, '--slices'), f.slices, '--slices');
+        nodes = f.nodes === undefined ? [] : readNodes(f.nodes);
+      } else {
+        if (f.kubeconfig !== undefined) await checkKubeconfig(f.kubeconfig, '--kubeconfig');
+        try {
+          slices = await listAll<ResourceSlice>(f.kubeconfig, SLICES_PATH);
+          nodes = await listAll<ClusterNode>(f.kubeconfig, NODES_PATH);
+        } catch (e) {
+          if (e instanceof FakegpuError) throw e;
+          throw new FakegpuError(
+            '--kubeconfig',
+            `listing the cluster failed: ${clip(e instanceof Error ? e.message : String(e))}`,
+          );
+        }
+      }
+      const captured = captureCluster(nodes, slices, kubernetesVersion);
+      if (captured.pools.length === 0 && captured.verbatim.length === 0)
+        throw new FakegpuError(
+          f.slices ? '--slices' : '--kubeconfig',
+          `${source} has no node with ${DRIVER_NAME} slices`,
+        );
+      const written = writeCapture(f.output, captured, source);
+      // What was written must load as the fleet loads it: every pool resolved and rendered once.
+      parsePools(readFileSync(written.pools, 'utf8'), written.pools);
+      write(
+        table(
+          ['POOL', 'NODES', 'GPUS', 'DYNAMIC MIG'],
+          captured.pools.map((p) => [
+            p.name,
+            String(p.nodes.length),
+            gpuSummary(p.spec),
+            p.dynamicMig ? 'yes' : 'no',
+          ]),
+        ),
+      );
+      for (const v of captured.verbatim)
+        write(`kept verbatim (slices/${v.node}.yaml): node ${v.node}: ${v.why}\n`);
+      for (const [driver, list] of captured.otherDrivers)
+        write(
+          `kept verbatim (slices/${driver}.yaml): ${list.length} slice(s) of ${driver}, which fakegpu does not publish\n`,
+        );
+      write(`wrote ${written.pools}\n`);
+    });
+}
+
 export function captureCommand(write: (s: string) => void): Command {
   return new Command('capture')
-    .description('make profiles from real GPU nodes')
+    .description('make profiles from real GPU nodes and fleets from real clusters')
     .addCommand(nodeCommand(write))
+    .addCommand(clusterCommand(write))
     .addCommand(
       new Command('script')
         .description('print the shell script that collects what `capture node --bundle` reads')

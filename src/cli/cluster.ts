@@ -12,6 +12,7 @@ import {
   exportLines,
 } from '../cluster/cluster.js';
 import { FakegpuError } from '../errors.js';
+import { loadPools, type Pools } from '../fleet/pools.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
 import { nicNumaOption } from './commands.js';
@@ -23,6 +24,23 @@ import { table } from './output.js';
  * ten times what Kubernetes is tested to; the cap only stops a typo from filling the machine.
  */
 export const MAX_KWOK_NODES = 100_000;
+
+/** How many KWOK nodes the pools list; each pool must list some, or the fleet would serve nothing of it. */
+function poolNodeCount(pools: Pools, field: string): number {
+  let n = 0;
+  for (const [name, m] of pools.byName) {
+    const count = m.nodes?.names?.length ?? m.nodes?.count;
+    if (count === undefined)
+      throw new FakegpuError(
+        `${field}: pools.${name}.nodes`,
+        'missing: give names or a count of the nodes to create',
+      );
+    n += count;
+  }
+  if (n > MAX_KWOK_NODES)
+    throw new FakegpuError(field, `the pools list ${n} nodes; cluster up creates at most ${MAX_KWOK_NODES}`);
+  return n;
+}
 
 const progress = (line: string): void => {
   process.stderr.write(`fakegpu: ${line}\n`);
@@ -60,6 +78,10 @@ export function clusterCommand(write: (s: string) => void): Command {
       '--kwok-profile <preset|file.yaml>',
       'the machine of the KWOK nodes (default: --profile, else dgx-h100)',
     )
+    .option(
+      '--kwok-pools <pools.yaml>',
+      'instead of --kwok-nodes: the KWOK nodes a FleetPools file lists (e.g. from fakegpu capture cluster), served by the fleet with those pools',
+    )
     .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
     .action(
       async (opts: {
@@ -72,9 +94,18 @@ export function clusterCommand(write: (s: string) => void): Command {
         healthService?: boolean;
         kwokNodes: string;
         kwokProfile?: string;
+        kwokPools?: string;
         fleet: boolean;
       }) => {
-        const kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
+        let kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
+        if (opts.kwokPools !== undefined) {
+          if (kwokNodes > 0 || opts.kwokProfile !== undefined)
+            throw new FakegpuError(
+              '--kwok-pools',
+              `the pools list their nodes and machines; leave out ${kwokNodes > 0 ? '--kwok-nodes' : '--kwok-profile'}`,
+            );
+          kwokNodes = poolNodeCount(loadPools(opts.kwokPools, '--kwok-pools'), '--kwok-pools');
+        }
         if (opts.kwokProfile !== undefined) {
           if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
           resolveProfile(opts.kwokProfile);
@@ -118,6 +149,7 @@ export function clusterCommand(write: (s: string) => void): Command {
               ? resolvePath(opts.kwokProfile)
               : opts.kwokProfile,
           kwokFleet: opts.fleet,
+          kwokPools: opts.kwokPools === undefined ? undefined : resolvePath(opts.kwokPools),
           log: progress,
         });
         write(`${exportLines(e)}\n`);

@@ -27,6 +27,13 @@ function gpuSummary(spec: ProfileSpec): { model: string; count: number }[] {
   return out;
 }
 
+/** `8x A100-SXM4-40GB, 2x L4`. */
+export function gpuSummaryText(spec: ProfileSpec): string {
+  return gpuSummary(spec)
+    .map((g) => `${g.count}x ${g.model}`)
+    .join(', ');
+}
+
 export function profilesCommand(write: (s: string) => void): Command {
   return new Command('profiles')
     .description('list the built-in machine presets')

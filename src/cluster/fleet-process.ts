@@ -45,7 +45,7 @@ export async function startFleet(
       join(REPO_ROOT, 'bin', 'fakegpu.js'),
       'fleet',
       `--kubeconfig=${l.adminKubeconfig}`,
-      `--profile=${profile}`,
+      ...(s.kwokPools ? [`--pools=${s.kwokPools}`] : [`--profile=${profile}`]),
       `--http-endpoint=${FLEET_HTTP}`,
       `--dcgm-endpoint=${FLEET_DCGM}`,
       ...(s.dynamicMig ? ['--dynamic-mig'] : []),

@@ -1,5 +1,6 @@
 import { MAX_NODES_PER_IMEX_DOMAIN, RACK_LABEL } from '../compute-domain/resource.js';
 import { FakegpuError } from '../errors.js';
+import { loadPools, type Pools } from '../fleet/pools.js';
 import { needsComputeDomains } from './compute-domain-process.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import { isProfileFile } from '../profile/load.js';
@@ -23,24 +24,34 @@ export async function createKwokNodes(
   kwok: Started,
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
-  const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
   const fleet = s.kwokFleet !== false;
-  log(`creating ${n} KWOK node(s) of ${profile}`);
-  const labelled = !isProfileFile(profile);
-  // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
-  const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
+  let nodes: KwokNodeSpec[];
+  if (s.kwokPools) {
+    log(`creating ${n} KWOK node(s) of the pools in ${s.kwokPools}`);
+    nodes = poolNodes(loadPools(s.kwokPools, '--kwok-pools'));
+  } else {
+    const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
+    log(`creating ${n} KWOK node(s) of ${profile}`);
+    const labelled = !isProfileFile(profile);
+    // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
+    const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
+    nodes = Array.from({ length: n }, (_, i) => ({
+      name: `${KWOK_PREFIX}${i}`,
+      labels: {
+        ...(labelled ? { [PROFILE_LABEL]: profile } : {}),
+        ...(perRack > 0 ? { [RACK_LABEL]: `nvl72-${Math.floor(i / perRack)}` } : {}),
+      },
+      taints: [],
+    }));
+  }
   // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
-  // (--force-conflicts takes back labels changed since) or, beyond this run's count, to remove.
+  // (--force-conflicts takes back labels changed since) or, when this run does not have them, to remove.
+  const keep = new Set(nodes.map((x) => `node/${x.name}`));
   const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
-  const extra = old.filter((x) => {
-    const i = Number(x.slice(`node/${KWOK_PREFIX}`.length));
-    return x.startsWith(`node/${KWOK_PREFIX}`) && (!Number.isInteger(i) || i >= n);
-  });
+  const extra = old.filter((x) => x.startsWith('node/') && !keep.has(x));
   if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
   for (let from = 0; from < n; from += 500) {
-    const items = Array.from({ length: Math.min(500, n - from) }, (_, k) =>
-      kwokNode(from + k, labelled ? profile : null, perRack),
-    );
+    const items = nodes.slice(from, from + 500).map(kwokNode);
     const r = kubectl(
       l,
       t.bin,
@@ -68,25 +79,48 @@ export function readyRows(table: string): number {
   return table.split('\n').filter((row) => /^Ready(,|$)/.test(row.trim().split(/\s+/)[1] ?? '')).length;
 }
 
-/** Node `i`; with `perRack`, labelled with its NVLink domain (`nvl72-<i / perRack>`). */
-export function kwokNode(i: number, profile: string | null, perRack = 0): unknown {
-  const name = `${KWOK_PREFIX}${i}`;
+export interface KwokNodeSpec {
+  name: string;
+  labels: Record<string, string>;
+  taints: { key: string; value?: string; effect: string }[];
+}
+
+/** The nodes a FleetPools file lists, each with its pool's label, labels and taints. */
+export function poolNodes(pools: Pools): KwokNodeSpec[] {
+  const out: KwokNodeSpec[] = [];
+  for (const [pool, m] of pools.byName) {
+    const spec = m.nodes;
+    if (!spec) continue;
+    const names = spec.names ?? Array.from({ length: spec.count ?? 0 }, (_, i) => `${pool}-${i}`);
+    for (const name of names)
+      out.push({ name, labels: { ...spec.labels, [pools.label]: pool }, taints: spec.taints ?? [] });
+  }
+  return out;
+}
+
+/** A KWOK node as KWOK's docs describe it, with the labels and taints of its machine or pool. */
+export function kwokNode(n: KwokNodeSpec): unknown {
+  const kwokTaint = { key: KWOK_ANNOTATION, value: 'fake', effect: 'NoSchedule' };
+  // A captured KWOK node brings KWOK's own taint with it: it is not given twice.
+  const taints = [
+    kwokTaint,
+    ...n.taints.filter((t) => !(t.key === kwokTaint.key && t.effect === kwokTaint.effect)),
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
-      name,
+      name: n.name,
       annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
       labels: {
+        ...n.labels,
         type: 'kwok',
-        'kubernetes.io/hostname': name,
+        'kubernetes.io/hostname': n.name,
         'kubernetes.io/os': 'linux',
         'kubernetes.io/arch': 'amd64',
-        ...(profile ? { [PROFILE_LABEL]: profile } : {}),
-        ...(perRack > 0 ? { [RACK_LABEL]: `nvl72-${Math.floor(i / perRack)}` } : {}),
       },
     },
-    spec: { taints: [{ key: KWOK_ANNOTATION, value: 'fake', effect: 'NoSchedule' }] },
+    spec: { taints },
     status: {
       allocatable: { cpu: '128', memory: '2Ti', pods: '110' },
       capacity: { cpu: '128', memory: '2Ti', pods: '110' },

@@ -42,6 +42,8 @@ export interface State {
   healthService?: boolean;
   kwokNodes?: number;
   kwokProfile?: string | null;
+  /** A FleetPools file (absolute) whose pools list their nodes: the KWOK nodes and the fleet's machines. */
+  kwokPools?: string;
   /** Absent: true (state files from before the option). */
   kwokFleet?: boolean;
   /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */

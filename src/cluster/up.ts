@@ -15,6 +15,8 @@ import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
+import { loadPools } from '../fleet/pools.js';
+import { hasNvlinkFabric } from '../render.js';
 import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
@@ -46,6 +48,8 @@ export interface ClusterOptions {
   kwokNodes?: number;
   /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
   kwokProfile?: string | undefined;
+  /** A FleetPools file whose pools list their nodes (`fakegpu capture cluster` writes one); absolute. */
+  kwokPools?: string | undefined;
   /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
   kwokFleet?: boolean;
   log: (line: string) => void;
@@ -115,11 +119,12 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   }
   if (
     (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
-    (state.kwokFleet !== false) !== (o.kwokFleet !== false)
+    (state.kwokFleet !== false) !== (o.kwokFleet !== false) ||
+    (state.kwokPools ?? null) !== (o.kwokPools ?? null)
   ) {
     throw new FakegpuError(
       '--kwok-nodes',
-      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
+      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
     );
   }
 }
@@ -162,8 +167,15 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     kwokNodes: o.kwokNodes ?? 0,
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
+    ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
   };
-  if (needsComputeDomains([s.profile, s.kwokNodes ? s.kwokProfile : null])) s.computeDomains = true;
+  if (needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]))
+    s.computeDomains = true;
+  if (
+    s.kwokPools &&
+    [...loadPools(s.kwokPools, '--kwok-pools').byName.values()].some((m) => hasNvlinkFabric(m.profile))
+  )
+    s.computeDomains = true;
   writeState(l, s);
 
   const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);

@@ -29,6 +29,26 @@ import { RACK_LABEL } from '../compute-domain/resource.js';
 export const POOLS_KIND = 'FleetPools';
 export const DEFAULT_POOL_LABEL = 'fakegpu.dev/pool';
 
+/** Kubernetes' node taint, as `kubectl get node -o yaml` shows it. */
+const NodeTaint = strict({
+  key: nonEmpty,
+  value: z.string().optional(),
+  effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+});
+
+/**
+ * The nodes of a pool, for `cluster up --kwok-pools` to create as KWOK nodes (the fleet itself serves
+ * whatever nodes carry the pool label): their names, or how many (`<pool>-<i>`), with the labels and
+ * taints they share. `fakegpu capture cluster` writes it.
+ */
+export const PoolNodes = strict({
+  count: z.number().int().min(1).max(100_000).optional(),
+  names: z.array(nonEmpty).min(1).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  taints: z.array(NodeTaint).optional(),
+});
+export type PoolNodes = z.infer<typeof PoolNodes>;
+
 const Pool = strict({
   /** A preset name or a MachineProfile file. */
   profile: nonEmpty.optional(),
@@ -36,6 +56,7 @@ const Pool = strict({
   spec: ProfileSpec.optional(),
   /** Unset: the fleet's `--dynamic-mig`. */
   dynamicMig: z.boolean().optional(),
+  nodes: PoolNodes.optional(),
 });
 
 const FleetPools = strict({
@@ -50,6 +71,7 @@ const FleetPools = strict({
 export interface PoolMachine {
   profile: ResolvedProfile;
   dynamicMig: boolean | undefined;
+  nodes: PoolNodes | undefined;
 }
 
 export interface Pools {
@@ -92,7 +114,12 @@ export function parsePools(text: string, source: string): Pools {
       const where = p.spec ? `${field}.${e.field}` : `${field}.profile (${p.profile ?? ''}) ${e.field}`;
       throw new FakegpuError(where, e.detail);
     }
-    byName.set(name, { profile, dynamicMig: p.dynamicMig });
+    if (p.nodes?.count !== undefined && p.nodes.names !== undefined && p.nodes.names.length !== p.nodes.count)
+      throw new FakegpuError(
+        `${field}.nodes.count`,
+        `${p.nodes.count}, but nodes.names lists ${p.nodes.names.length}; give one of them, or both agreeing`,
+      );
+    byName.set(name, { profile, dynamicMig: p.dynamicMig, nodes: p.nodes });
   }
   return { label: doc.poolLabel ?? DEFAULT_POOL_LABEL, rackLabel: doc.rackLabel ?? RACK_LABEL, byName };
 }

@@ -6,7 +6,13 @@ import { before, describe, it } from 'node:test';
 import { PooledKubeConfig } from '../../src/k8s/client.js';
 import { pino } from 'pino';
 import { cacheRoot } from '../../src/cluster/build.js';
-import { clusterRestart, FLEET_HTTP, kwokNode, type Exports } from '../../src/cluster/cluster.js';
+import {
+  clusterRestart,
+  FLEET_HTTP,
+  kwokNode,
+  PROFILE_LABEL,
+  type Exports,
+} from '../../src/cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../../src/device/release.js';
 import { Fleet } from '../../src/fleet/fleet.js';
 import { parsePools } from '../../src/fleet/pools.js';
@@ -206,7 +212,11 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
   it('deletes the slices of a deleted node, and publishes a new node', async () => {
     mustKubectl(e, ['delete', 'node', 'kwok-gpu-0']);
     await eventually('kwok-gpu-0 slices gone', () => (slicesByNode(e).has('kwok-gpu-0') ? undefined : true));
-    mustKubectl(e, ['apply', '-f', '-'], JSON.stringify(kwokNode(0, 'dgx-h100')));
+    mustKubectl(
+      e,
+      ['apply', '-f', '-'],
+      JSON.stringify(kwokNode({ name: 'kwok-gpu-0', labels: { [PROFILE_LABEL]: 'dgx-h100' }, taints: [] })),
+    );
     await eventually('kwok-gpu-0 published again', () =>
       matches(e, (n) => (p4d(n) ? 'aws-p4d.24xlarge' : 'dgx-h100')).length === 0 ? true : undefined,
     );
