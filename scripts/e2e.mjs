@@ -2,10 +2,11 @@
 // H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
 // with dynamic MIG for test/e2e-mig, with a statically partitioned A100 for test/e2e-static-mig, a
 // p4d for GPU–NIC topology, GPU failures with a KWOK fleet for test/e2e-faults, and a GB200 tray with
-// two KWOK NVL72 racks for test/e2e-compute-domains.
+// two KWOK NVL72 racks for test/e2e-compute-domains; last, test/e2e-capture captures a cluster of KWOK nodes
+// and replays it in a second cluster directory.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
-import { cacheDir, testFiles, withCluster } from './suite.mjs';
+import { cacheDir, leftovers, step, testFiles, withCluster } from './suite.mjs';
 
 bootstrap();
 
@@ -87,4 +88,32 @@ ok =
     upArgs: ['--node', 'fakegpu-gb200-node', '--profile', 'oci-bm.gpu.gb200.4', '--kwok-nodes', '36'],
     files: testFiles(join(root, 'dist', 'test', 'e2e-compute-domains')),
   }) && ok;
+// Capture and replay: the test starts and stops its two cluster directories itself, one after the other.
+{
+  const dirs = {
+    FAKEGPU_E2E_CAPTURE_CLUSTER_DIR:
+      process.env.FAKEGPU_E2E_CAPTURE_CLUSTER_DIR ?? join(cacheDir(), 'e2e-capture-cluster'),
+    FAKEGPU_E2E_REPLAY_CLUSTER_DIR:
+      process.env.FAKEGPU_E2E_REPLAY_CLUSTER_DIR ?? join(cacheDir(), 'e2e-replay-cluster'),
+  };
+  ok =
+    step(
+      'end-to-end tests, capture a cluster and replay it',
+      process.execPath,
+      [
+        '--test',
+        '--test-concurrency=1',
+        '--test-reporter=spec',
+        ...testFiles(join(root, 'dist', 'test', 'e2e-capture')),
+      ],
+      { ...process.env, ...dirs },
+    ) && ok;
+  for (const dir of Object.values(dirs)) {
+    const left = leftovers(dir);
+    if (left.length > 0) {
+      process.stderr.write(`fakegpu: cluster down left processes behind: ${left.join(', ')}\n`);
+      ok = false;
+    }
+  }
+}
 process.exit(ok ? 0 : 1);

@@ -28,7 +28,7 @@ export function cacheDir() {
 }
 
 /** Pids whose command line mentions `dir`: what `cluster down` must not leave behind. */
-function leftovers(dir) {
+export function leftovers(dir) {
   return readdirSync('/proc').filter((p) => {
     if (!/^\d+$/.test(p) || Number(p) === process.pid) return false;
     try {

@@ -55,8 +55,11 @@ const POOL_LABELS = [
   'fakegpu.dev/profile',
 ];
 
-/** Per node, never shared by a pool, or put there by the control plane while a node is unwell. */
-const NODE_OWN_LABELS = new Set(['kubernetes.io/hostname']);
+/**
+ * Labels a pool does not carry: the node's own name, and fakegpu's profile label, which would name a
+ * machine over the pool's own (the pool's spec is the machine now).
+ */
+const NODE_OWN_LABELS = new Set(['kubernetes.io/hostname', 'fakegpu.dev/profile']);
 const TRANSIENT_TAINT = /^node\.(kubernetes\.io|cloudprovider\.kubernetes\.io)\//;
 
 /** What a pool's nodes share: derived identities left out. */
@@ -128,14 +131,13 @@ export function captureCluster(
   }
   const used = new Set<string>();
   const pools: CapturedPool[] = [...shapes.values()].map((shape, i) => {
-    const labels = common(
-      shape.nodes.map((n) =>
-        Object.entries(n.metadata.labels ?? {}).filter(([k]) => !NODE_OWN_LABELS.has(k)),
-      ),
+    const shared = common(
+      shape.nodes.map((n) => Object.entries(n.metadata.labels ?? {})),
       ([k, v]) => `${k}=${v}`,
     );
-    const poolLabel = POOL_LABELS.find((l) => labels.some(([k]) => k === l));
-    const base = safeName(poolLabel ? (labels.find(([k]) => k === poolLabel)?.[1] ?? '') : `pool-${i}`);
+    const labels = shared.filter(([k]) => !NODE_OWN_LABELS.has(k));
+    const poolLabel = POOL_LABELS.find((l) => shared.some(([k]) => k === l));
+    const base = safeName(poolLabel ? (shared.find(([k]) => k === poolLabel)?.[1] ?? '') : `pool-${i}`);
     let name = base;
     for (let n = 2; used.has(name); n++) name = `${base}-${n}`;
     used.add(name);
