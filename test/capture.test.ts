@@ -14,6 +14,7 @@ import { parsePools } from '../src/fleet/pools.js';
 import { diffSlices } from '../src/capture/diff.js';
 import { readNodeInputs } from '../src/capture/inputs.js';
 import { captureNode } from '../src/capture/node.js';
+import { parseLgip, parseLgipp } from '../src/capture/mig-tables.js';
 import { parseLspci, parseSysfsLinks } from '../src/capture/pci.js';
 import { machineFromSlices } from '../src/capture/slices.js';
 import { parseSmiXml } from '../src/capture/smi-xml.js';
@@ -22,6 +23,7 @@ import type { DriverRelease } from '../src/device/release.js';
 import { FakegpuError } from '../src/errors.js';
 import type { ResourceSlice } from '../src/k8s/resource.js';
 import { PRESETS } from '../src/preset/index.js';
+import { REAL_CAPTURES } from '../src/preset/captures.js';
 import { mergeOverPreset, parseProfileText, resolveProfile } from '../src/profile/load.js';
 import { renderSlices } from '../src/render.js';
 import { buildMachine } from '../src/hardware/build.js';
@@ -190,6 +192,31 @@ describe('capture node', () => {
     ]);
   });
 
+  it("checks nvidia-smi mig -lgip and -lgipp against the catalog's MIG profiles, naming what differs", () => {
+    const xml = { text: read('k8s-test-infra-h100.xml'), source: 'h100.xml' };
+    const lgip = { text: read('mig-lgip-h100.txt'), source: 'lgip' };
+    const lgipp = { text: read('mig-lgipp-h100.txt'), source: 'lgipp' };
+    assert.equal(parseLgip(lgip.text, 'lgip').length, 7);
+    assert.deepEqual(parseLgipp(lgipp.text, 'lgipp')[5], { gpu: 0, id: 5, starts: [0], size: 4 });
+    const same = readNodeInputs({ 'nvidia-smi-xml': xml, 'mig-lgip': lgip, 'mig-lgipp': lgipp });
+    const ok = captureNode(same.node, { anonymize: true });
+    assert.deepEqual(ok.warnings, []);
+    assert.equal(ok.profile.provenance.mig?.from, "lgip and lgipp (the catalog's MIG profiles)");
+    const changed = {
+      text: lgip.text.replace(/(MIG 3g\.40gb\s+9\s+2\/2\s+39\.\d+\s+No\s+)60/, '$162'),
+      source: 'lgip',
+    };
+    assert.notEqual(changed.text, lgip.text);
+    const bad = readNodeInputs({ 'nvidia-smi-xml': xml, 'mig-lgip': changed, 'mig-lgipp': lgipp });
+    assert.deepEqual(captureNode(bad.node, { anonymize: true }).warnings, [
+      "lgip and lgipp: GPU 0: MIG profile 3g.40gb: SMs is 62 on this node but 60 in fakegpu's catalog",
+    ]);
+    refused(
+      () => parseLgip('nothing\n', 'x'),
+      /^x: no profile row; expected the table nvidia-smi mig -lgip prints$/,
+    );
+  });
+
   it('reads GPU NUMA nodes from nvidia-smi topo -m, tab- or space-separated, and says why a Grace list is not one', () => {
     const h100 = parseTopo(read('topo-dgx-h100.txt'), 'topo');
     assert.deepEqual(
@@ -310,18 +337,33 @@ function readLspciText(): string {
   ].join('\n');
 }
 
-/** Real `nvidia-smi -q -x` outputs (sources: docs/fidelity.md, SMIX) and the preset each is a node of. */
-const REAL_XML: readonly { file: string; preset?: string }[] = [
-  { file: 'k8s-test-infra-h100.xml', preset: 'aws-p5.48xlarge' },
-  { file: 'k8s-test-infra-gb200.xml' },
-  { file: 'k8s-test-infra-gb300.xml', preset: 'azure-nd-gb300-v6' },
-  { file: 'k8s-test-infra-a100.xml' },
-  { file: 'k8s-test-infra-l40s.xml', preset: 'aws-g6e.2xlarge' },
-  { file: 'k8s-test-infra-t4.xml', preset: 'aws-g4dn.xlarge' },
-  { file: 'telegraf-a100-sxm4-80gb-mig.xml' },
-];
+/** Real `nvidia-smi -q -x` outputs and the preset each is a node of: the list `fakegpu profiles` shows. */
+const REAL_XML = REAL_CAPTURES.filter((c) => c.kind === 'nvidia-smi');
 
 describe('real nvidia-smi captures', () => {
+  it('are the fixtures, every one, as fakegpu profiles lists them', () => {
+    const listed = (kind: string): string[] =>
+      REAL_CAPTURES.filter((c) => c.kind === kind)
+        .map((c) => c.file)
+        .sort();
+    assert.deepEqual(
+      listed('nvidia-smi'),
+      readdirSync(smiDir)
+        .filter((f) => f.endsWith('.xml'))
+        .sort(),
+    );
+    assert.deepEqual(
+      listed('slices'),
+      readdirSync(join(fixtures, 'captures'))
+        .filter((f) => f.endsWith('.json'))
+        .sort(),
+    );
+    const r = fakegpu('profiles');
+    assert.match(r.stdout, /^aws-g6e\.2xlarge .* nvidia-smi$/m);
+    assert.match(r.stdout, /^azure-nd-gb300-v6 .* slices\+nvidia-smi$/m);
+    assert.match(r.stdout, /^dgx-h200 .* none$/m);
+  });
+
   it('round trip: the machine a captured profile builds is the one nvidia-smi showed, GPU by GPU', () => {
     for (const { file } of REAL_XML) {
       const xml = read(file);

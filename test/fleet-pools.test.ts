@@ -50,7 +50,7 @@ describe('fleet pools file', () => {
     [
       'an unknown field',
       'pools:\n  a: { profile: dgx-h100, mig: true }\n',
-      /^pools\.a: unknown field "mig"; allowed fields: profile, spec, dynamicMig$/,
+      /^pools\.a: unknown field "mig"; allowed fields: profile, spec, dynamicMig, nodes$/,
     ],
     [
       'an inline spec naming an unknown preset',
@@ -61,6 +61,16 @@ describe('fleet pools file', () => {
       'a wrong type',
       'pools:\n  a: { profile: dgx-h100, dynamicMig: "yes" }\n',
       /^pools\.a\.dynamicMig: .*"yes"/,
+    ],
+    [
+      'a node count that disagrees with the names listed',
+      'pools:\n  a: { profile: dgx-h100, nodes: { count: 3, names: [n1, n2] } }\n',
+      /^pools\.a\.nodes\.count: 3, but nodes\.names lists 2; give one of them, or both agreeing$/,
+    ],
+    [
+      'a taint effect Kubernetes does not have',
+      'pools:\n  a: { profile: dgx-h100, nodes: { count: 1, taints: [{ key: k, effect: Sometimes }] } }\n',
+      /^pools\.a\.nodes\.taints\[0\]\.effect: /,
     ],
   ];
   for (const [what, body, message] of bad) {

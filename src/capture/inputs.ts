@@ -1,4 +1,5 @@
 import type { Section } from './bundle.js';
+import { parseLgip, parseLgipp } from './mig-tables.js';
 import { captureNics } from './net.js';
 import type { NodeInputs, PciFacts, PciPlace } from './node.js';
 import { parseLspci, parseSysfsLinks } from './pci.js';
@@ -38,6 +39,15 @@ export function readNodeInputs(inputs: Inputs): { node: NodeInputs; warnings: st
       ? { places, numaFrom, rootsFrom: sysfs.length > 0 ? inputs.pci?.source : undefined }
       : undefined;
 
+  const lgip = inputs['mig-lgip'];
+  const lgipp = inputs['mig-lgipp'];
+  const migTables = lgip
+    ? {
+        lgip: parseLgip(lgip.text, lgip.source),
+        lgipp: lgipp ? parseLgipp(lgipp.text, lgipp.source) : [],
+        from: lgipp ? `${lgip.source} and ${lgipp.source}` : lgip.source,
+      }
+    : undefined;
   let nics: NodeInputs['nics'];
   if (lspci.length > 0) {
     const found = captureNics(lspci, sysfs, {
@@ -58,6 +68,7 @@ export function readNodeInputs(inputs: Inputs): { node: NodeInputs; warnings: st
       topoNuma: topo?.gpuNuma,
       pci,
       nics,
+      migTables,
       names: { smi: xml.source, topo: inputs.topo?.source },
     },
     warnings,

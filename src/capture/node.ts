@@ -5,6 +5,7 @@ import { canonicalBusId } from '../hardware/pci.js';
 import { type GpuEntry, type NicEntry, type ProfileSpec, ADDRESSING_MODES } from '../preset/spec.js';
 import { API_VERSION, KIND, type MachineProfile, type Provenance } from '../profile/schema.js';
 import { identifyInstance } from './mig.js';
+import { checkMigTables, type LgipRow, type LgippRow } from './mig-tables.js';
 import type { SmiXmlGpu, SmiXmlLog } from './smi-xml.js';
 
 /**
@@ -36,6 +37,8 @@ export interface NodeInputs {
   pci?: PciFacts | undefined;
   /** NICs as the network inputs showed them, with the inputs they came from. */
   nics?: { entries: NicEntry[]; from: string } | undefined;
+  /** `nvidia-smi mig -lgip` and `-lgipp`, checked against the catalog's MIG tables. */
+  migTables?: { lgip: LgipRow[]; lgipp: LgippRow[]; from: string } | undefined;
   /** Names of the inputs, as the user gave them, for provenance. */
   names: { smi: string; topo?: string | undefined };
 }
@@ -103,11 +106,17 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
   const gpus = [...smi.gpus]
     .map((g, i) => ({ g, i, busId: canonicalBusId(g.busId, `${src}: gpu[${i}]/pci/pci_bus_id`) }))
     .sort((a, b) => a.busId.localeCompare(b.busId));
-  const seenIn = { numa: false, roots: false, mig: false };
+  const seenIn = { numa: false, roots: false, mig: false, tables: false };
   const entries: GpuEntry[] = gpus.map(({ g, i, busId }, index) => {
     const where = `${src}: gpu[${i}] (${busId})`;
     const model = gpuModel(g, `${src}: gpu[${i}]/product_name`);
     checkCatalog(model, g, where, warnings);
+    const tables = inputs.migTables;
+    if (tables && tables.lgip.some((r) => r.gpu === index)) {
+      const differs = checkMigTables(model, index, tables.lgip, tables.lgipp, `${tables.from}: GPU ${index}`);
+      warnings.push(...differs);
+      if (differs.length === 0) seenIn.tables = true;
+    }
     const entry: GpuEntry = { model: model.key, busId };
     const place = inputs.pci?.places.get(busId);
     if (place?.pcieRoot !== undefined) {
@@ -175,7 +184,13 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
     numa: seenIn.numa
       ? seen(inputs.pci?.numaFrom ?? topoName)
       : derived('NUMA node 0 for every GPU (no lspci, sysfs or topo input)'),
-    mig: seenIn.mig ? seen(`${src} (GPU instance IDs give the placements)`) : seen(src),
+    mig: seenIn.mig
+      ? seen(
+          `${src} (GPU instance IDs give the placements)${seenIn.tables ? `; profiles as ${inputs.migTables?.from ?? ''}` : ''}`,
+        )
+      : seenIn.tables
+        ? seen(`${inputs.migTables?.from ?? ''} (the catalog's MIG profiles)`)
+        : seen(src),
     nics: inputs.nics ? seen(inputs.nics.from) : derived('none (no network input)'),
     fabric: fabric ? seen(src) : derived(`no fabric in ${src}`),
   };

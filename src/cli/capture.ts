@@ -42,6 +42,8 @@ interface NodeFlags {
   bundle?: string;
   nvidiaSmiXml?: string;
   topo?: string;
+  migLgip?: string;
+  migLgipp?: string;
   lspci?: string;
   sysfs?: string;
   ibdev2netdev?: string;
@@ -56,6 +58,8 @@ interface NodeFlags {
 const FLAGS: readonly [keyof NodeFlags, Section, string][] = [
   ['nvidiaSmiXml', 'nvidia-smi-xml', '--nvidia-smi-xml'],
   ['topo', 'topo', '--topo'],
+  ['migLgip', 'mig-lgip', '--mig-lgip'],
+  ['migLgipp', 'mig-lgipp', '--mig-lgipp'],
   ['lspci', 'lspci', '--lspci'],
   ['sysfs', 'pci', '--sysfs'],
   ['ibdev2netdev', 'ibdev2netdev', '--ibdev2netdev'],
@@ -69,6 +73,8 @@ function nodeCommand(write: (s: string) => void): Command {
     .option('--bundle <file>', 'the output of the script `fakegpu capture script` prints, run on the node')
     .option('--nvidia-smi-xml <file>', 'nvidia-smi -q -x')
     .option('--topo <file>', 'nvidia-smi topo -m (GPU NUMA nodes)')
+    .option('--mig-lgip <file>', "nvidia-smi mig -lgip (checked against the catalog's MIG profiles)")
+    .option('--mig-lgipp <file>', 'nvidia-smi mig -lgipp (their placements)')
     .option('--lspci <file>', 'lspci -D -vmm [-nn] (NUMA nodes, NICs)')
     .option('--sysfs <file>', 'ls -l /sys/bus/pci/devices (PCIe roots)')
     .option('--ibdev2netdev <file>', 'ibdev2netdev [-v] (RDMA device → interface)')

@@ -5,6 +5,7 @@ import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { PRESETS } from '../preset/index.js';
+import { capturesOf } from '../preset/captures.js';
 import { profileSource, resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../preset/spec.js';
 import { checkNodeName, renderNode, renderSlices } from '../render.js';
@@ -54,6 +55,7 @@ export function profilesCommand(write: (s: string) => void): Command {
             aspects.map(([k, s]) => [k, s.confirmed ? 'confirmed' : 'inferred']),
           ),
           confirmed: `${confirmed.length}/${aspects.length}`,
+          captures: capturesOf(p.name).map((c) => `${c.kind} ${c.file}`),
         };
       });
       if (opts.output === 'json') {
@@ -62,7 +64,7 @@ export function profilesCommand(write: (s: string) => void): Command {
       }
       write(
         table(
-          ['NAME', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED'],
+          ['NAME', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED', 'REAL CAPTURE'],
           rows.map((r) => [
             r.name,
             r.gpus.map((g) => `${g.count}x ${g.model}`).join(', '),
@@ -72,6 +74,7 @@ export function profilesCommand(write: (s: string) => void): Command {
               .filter(([, v]) => v === 'confirmed')
               .map(([k]) => k)
               .join(',')})`,
+            r.captures.length === 0 ? 'none' : r.captures.map((c) => c.split(' ')[0]).join('+'),
           ]),
         ),
       );
