@@ -25,7 +25,7 @@ import type { ResourceSlice } from '../src/k8s/resource.js';
 import { PRESETS } from '../src/preset/index.js';
 import { REAL_CAPTURES } from '../src/preset/captures.js';
 import { mergeOverPreset, parseProfileText, resolveProfile } from '../src/profile/load.js';
-import { renderSlices } from '../src/render.js';
+import { type RenderOptions, renderSlices } from '../src/render.js';
 import { buildMachine } from '../src/hardware/build.js';
 import { nvmlBusId } from '../src/hardware/pci.js';
 import { gpuInstanceId } from '../src/nvml/mock.js';
@@ -36,6 +36,18 @@ const smiDir = join(fixtures, 'nvidia-smi');
 const read = (f: string): string => readFileSync(join(smiDir, f), 'utf8');
 const bin = join(here, '..', '..', 'bin', 'fakegpu.js');
 const K8S = { major: 1, minor: 37, patch: 0 };
+
+/** Render options of one node as the tests use them: gpu.nvidia.com, Kubernetes 1.37, NVIDIA's 0.5. */
+function renderOpts(nodeName: string, more: Partial<RenderOptions> = {}): RenderOptions {
+  return {
+    nodeName,
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: K8S,
+    release: '0.5',
+    ...more,
+  };
+}
 
 function fakegpu(...args: string[]): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000 });
@@ -143,13 +155,7 @@ describe('capture node', () => {
     const parsed = parseProfileText(JSON.stringify(profile), 'captured');
     const list = renderSlices(
       { name: parsed.metadata.name, preset: null, spec: mergeOverPreset(parsed.spec) },
-      {
-        nodeName: 'n1',
-        dynamicMig: false,
-        driverName: 'gpu.nvidia.com',
-        kubernetesVersion: K8S,
-        release: '0.5',
-      },
+      renderOpts('n1'),
     );
     const devices = list.items.flatMap((s) => s.spec.devices ?? []);
     assert.deepEqual(
@@ -414,14 +420,7 @@ describe('real nvidia-smi captures', () => {
       const { node } = readNodeInputs({ 'nvidia-smi-xml': { text: read(file), source: file } });
       const captured = captureNode(node, { anonymize: true });
       const base = resolveProfile(preset);
-      const opts = {
-        nodeName: 'n1',
-        dynamicMig: false,
-        driverName: 'gpu.nvidia.com',
-        kubernetesVersion: K8S,
-        release: '0.5',
-        driverVersion: base.spec.driver?.version,
-      } as const;
+      const opts = renderOpts('n1', { driverVersion: base.spec.driver?.version });
       const fromXml = renderSlices({ name: file, preset: null, spec: captured.profile.spec }, opts).items;
       // Without sysfs or topo input, PCIe roots and NUMA nodes are derived, not read: not compared.
       const r = diffSlices(renderSlices(base, opts).items, fromXml, new Set(['pcieRoot', 'numaNode']));
@@ -447,13 +446,7 @@ describe('fakegpu diff', () => {
 
   it('lists a changed attribute, a missing device and a slice count, and leaves ignored fields apart', () => {
     const p = resolveProfile('dgx-h100');
-    const opts = {
-      nodeName: 'n1',
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: K8S,
-      release: '0.5',
-    } as const;
+    const opts = renderOpts('n1');
     const mine = renderSlices(p, opts).items;
     const other = renderSlices(p, { ...opts, nodeName: 'n2' }).items.map((s) => ({
       ...s,
@@ -482,13 +475,7 @@ describe('fakegpu diff', () => {
 
   it('exits 3 on a difference and 0 on none, printing what differs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'diff-'));
-    const list = renderSlices(resolveProfile('dgx-a100'), {
-      nodeName: 'n1',
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: K8S,
-      release: '0.4',
-    });
+    const list = renderSlices(resolveProfile('dgx-a100'), renderOpts('n1', { release: '0.4' }));
     writeFileSync(join(dir, 'same.json'), JSON.stringify(list));
     const same = fakegpu('diff', '--capture', join(dir, 'same.json'), '-p', 'dgx-a100');
     assert.equal(same.code, 0, same.stderr);
@@ -515,14 +502,14 @@ describe('slices read back into a machine', () => {
     for (const ref of refs)
       for (const dynamicMig of ref.endsWith('.yaml') ? [false] : [false, true])
         for (const release of ['25.12', '0.4', '0.5'] as const) {
-          const slices = renderSlices(resolveProfile(ref), {
-            nodeName: 'n1',
-            dynamicMig,
-            driverName: 'gpu.nvidia.com',
-            kubernetesVersion: K8S,
-            release,
-            nics: { driverName: 'dra.net', standardNumaNode: false },
-          }).items;
+          const slices = renderSlices(
+            resolveProfile(ref),
+            renderOpts('n1', {
+              dynamicMig,
+              release,
+              nics: { driverName: 'dra.net', standardNumaNode: false },
+            }),
+          ).items;
           const m = machineFromSlices('n1', slices);
           assert.equal(
             m.dynamicMig,
@@ -568,15 +555,8 @@ describe('slices read back into a machine', () => {
 });
 
 describe('capture cluster', () => {
-  const opts = (nodeName: string, release: '25.12' | '0.4' | '0.5' = '0.5') =>
-    ({
-      nodeName,
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      kubernetesVersion: K8S,
-      release,
-      nics: { driverName: 'dra.net', standardNumaNode: false },
-    }) as const;
+  const opts = (nodeName: string): RenderOptions =>
+    renderOpts(nodeName, { nics: { driverName: 'dra.net', standardNumaNode: false } });
   const node = (name: string, labels: Record<string, string>, taints: Taint[] = []): ClusterNode => ({
     metadata: { name, labels: { 'kubernetes.io/hostname': name, type: 'kwok', ...labels } },
     spec: { taints: [{ key: 'kwok.x-k8s.io/node', value: 'fake', effect: 'NoSchedule' }, ...taints] },

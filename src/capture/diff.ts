@@ -130,30 +130,26 @@ export function diffSlices(
   const c = index(capture);
   const f = index(fakegpu);
   const all: Difference[] = [];
-  for (const key of union(c.devices, f.devices)) {
-    const cd = c.devices.get(key);
-    const fd = f.devices.get(key);
-    if (cd && fd) compareDevice(key, cd, fd, all);
-    else
-      all.push({
-        where: key,
-        field: 'device',
-        capture: cd ? 'present' : null,
-        fakegpu: fd ? 'present' : null,
-      });
-  }
-  for (const key of union(c.counterSets, f.counterSets)) {
-    const cs = c.counterSets.get(key);
-    const fs = f.counterSets.get(key);
-    if (cs && fs) compareRecords(key, 'counter', cs, fs, all);
-    else
-      all.push({
-        where: key,
-        field: 'counterSet',
-        capture: cs ? 'present' : null,
-        fakegpu: fs ? 'present' : null,
-      });
-  }
+  /** Both sides' entries by key: compared where both have one, else the one side named. */
+  const keyed = <T>(
+    a: ReadonlyMap<string, T>,
+    b: ReadonlyMap<string, T>,
+    field: string,
+    both: (k: string, x: T, y: T) => void,
+  ): void => {
+    for (const key of union(a, b)) {
+      const x = a.get(key);
+      const y = b.get(key);
+      if (x !== undefined && y !== undefined) both(key, x, y);
+      else all.push({ where: key, field, capture: x ? 'present' : null, fakegpu: y ? 'present' : null });
+    }
+  };
+  keyed(c.devices, f.devices, 'device', (key, x, y) => {
+    compareDevice(key, x, y, all);
+  });
+  keyed(c.counterSets, f.counterSets, 'counterSet', (key, x, y) => {
+    compareRecords(key, 'counter', x, y, all);
+  });
   for (const driver of union(c.slices, f.slices)) {
     const cn = c.slices.get(driver);
     const fn = f.slices.get(driver);

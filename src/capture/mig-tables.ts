@@ -1,4 +1,4 @@
-import type { GpuModel } from '../catalog/types.js';
+import type { GiProfile, GpuModel } from '../catalog/types.js';
 import { FakegpuError } from '../errors.js';
 
 /**
@@ -8,19 +8,19 @@ import { FakegpuError } from '../errors.js';
  * `GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1` (`Placement :` when there is one start).
  */
 
-export interface LgipRow {
-  gpu: number;
-  name: string;
-  id: number;
-  instances: number;
-  memoryGiB: number;
-  multiprocessors: number;
-  decoders: number;
-  encoders: number;
-  copyEngines: number;
-  jpegEngines: number;
-  ofaEngines: number;
-}
+/** One profile row: the catalog's `GiProfile` fields nvidia-smi prints, memory in its GiB. */
+export type LgipRow = Pick<
+  GiProfile,
+  | 'name'
+  | 'id'
+  | 'instances'
+  | 'multiprocessors'
+  | 'decoders'
+  | 'encoders'
+  | 'copyEngines'
+  | 'jpegEngines'
+  | 'ofaEngines'
+> & { gpu: number; memoryGiB: number };
 
 export function parseLgip(text: string, source: string): LgipRow[] {
   const rows: LgipRow[] = [];
