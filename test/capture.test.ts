@@ -27,6 +27,7 @@ import { REAL_CAPTURES } from '../src/preset/captures.js';
 import { mergeOverPreset, parseProfileText, resolveProfile } from '../src/profile/load.js';
 import { type RenderOptions, renderSlices } from '../src/render.js';
 import { buildMachine } from '../src/hardware/build.js';
+import { modelLookup } from '../src/hardware/models.js';
 import { nvmlBusId } from '../src/hardware/pci.js';
 import { gpuInstanceId } from '../src/nvml/mock.js';
 
@@ -178,15 +179,48 @@ describe('capture node', () => {
     assert.doesNotMatch(JSON.stringify(profile), /1650522003820/, 'the board serial');
   });
 
-  it('names a GPU outside the catalog and warns of a driver branch it does not know', () => {
+  it('captures a GPU outside the catalog as a custom model with a warning, and warns of a driver branch it does not know', () => {
     const xml = read('telegraf-a100-sxm4-80gb-mig.xml');
     const unknown = xml.replace('NVIDIA A100-SXM4-80GB', 'NVIDIA Z900 Prototype');
+    const z = captureNode(readNodeInputs({ 'nvidia-smi-xml': { text: unknown, source: 'z.xml' } }).node, {
+      anonymize: false,
+    });
+    assert.deepEqual(z.warnings, [
+      'z.xml: gpu[0]: product "NVIDIA Z900 Prototype" is not in fakegpu\'s GPU catalog; captured as custom model "Z900-Prototype" from the XML (compute capability 8.0 inferred from Ampere, SM count a default, no MIG)',
+      'z.xml: gpu[0] (0000:01:00.0): its 4 MIG device(s) are left out: a custom model has no MIG table',
+    ]);
+    assert.deepEqual(z.profile.spec.models, [
+      {
+        key: 'Z900-Prototype',
+        name: 'NVIDIA Z900 Prototype',
+        architecture: 'Ampere',
+        computeCapability: '8.0',
+        memoryMiB: 81920,
+        pciDeviceId: '20b2',
+        pciSubsystemId: '147f',
+        powerLimitW: 500,
+      },
+    ]);
+    const parsed = parseProfileText(JSON.stringify(z.profile), 'z');
+    const devices = renderSlices(
+      { name: 'z', preset: null, spec: mergeOverPreset(parsed.spec) },
+      renderOpts('n1'),
+    ).items.flatMap((x) => x.spec.devices ?? []);
+    assert.deepEqual(devices[0]?.attributes?.productName, { string: 'NVIDIA Z900 Prototype' });
+    assert.deepEqual(devices[0].capacity?.memory, { value: '80Gi' });
+    const alien = unknown.replace('<product_architecture>Ampere', '<product_architecture>Rubin');
     refused(
       () =>
-        captureNode(readNodeInputs({ 'nvidia-smi-xml': { text: unknown, source: 'z.xml' } }).node, {
+        captureNode(readNodeInputs({ 'nvidia-smi-xml': { text: alien, source: 'r.xml' } }).node, {
           anonymize: false,
         }),
-      /^z\.xml: gpu\[0\]\/product_name: product "NVIDIA Z900 Prototype" is not in fakegpu's GPU catalog \(known models: .+\); a profile cannot describe it yet$/,
+      /^r\.xml: gpu\[0\]\/product_architecture: product "NVIDIA Z900 Prototype" is not in fakegpu's GPU catalog and its architecture "Rubin" is not one fakegpu models \(Turing, Ampere, Ada Lovelace, Hopper, Blackwell\)$/,
+    );
+    const [custom] = z.profile.spec.models ?? [];
+    assert.ok(custom);
+    refused(
+      () => modelLookup({ models: [{ ...custom, key: 'H100-SXM5-80GB' }] }),
+      /^spec\.models\[0\]\.key: "H100-SXM5-80GB" is the catalog's H100-SXM5-80GB; name the catalog model in gpus\[\]\.model instead$/,
     );
     const future = xml.replace('<driver_version>535.54.03', '<driver_version>612.10.01');
     const { warnings } = captureNode(

@@ -268,7 +268,7 @@ describe('bad profiles', () => {
     [
       'unknown field',
       () => parseProfileText(doc('  gpu: []\n'), 'f.yaml'),
-      'spec: unknown field "gpu"; allowed fields: preset, description, driver, addressingMode, gpus, mig, overrides, nics',
+      'spec: unknown field "gpu"; allowed fields: preset, models, description, driver, addressingMode, gpus, mig, overrides, nics',
     ],
     [
       'wrong kind',

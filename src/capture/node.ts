@@ -2,7 +2,14 @@ import { findModel } from '../catalog/index.js';
 import type { GpuModel } from '../catalog/types.js';
 import { FakegpuError, show } from '../errors.js';
 import { canonicalBusId } from '../hardware/pci.js';
-import { type GpuEntry, type NicEntry, type ProfileSpec, ADDRESSING_MODES } from '../preset/spec.js';
+import {
+  type CustomModel,
+  type GpuEntry,
+  type NicEntry,
+  type ProfileSpec,
+  ADDRESSING_MODES,
+} from '../preset/spec.js';
+import { modelLookup } from '../hardware/models.js';
 import { API_VERSION, KIND, type MachineProfile, type Provenance } from '../profile/schema.js';
 import { identifyInstance } from './mig.js';
 import { checkMigTables, type LgipRow, type LgippRow } from './mig-tables.js';
@@ -77,18 +84,48 @@ function checkCatalog(model: GpuModel, g: SmiXmlGpu, where: string, warnings: st
     differs('architecture', g.architecture, model.architecture);
 }
 
-function gpuModel(g: SmiXmlGpu, where: string): GpuModel {
-  try {
-    return findModel(g.productName, where);
-  } catch (e) {
-    if (!(e instanceof FakegpuError)) throw e;
+/** CUDA compute capability by architecture, for a GPU nvidia-smi -q -x names but the catalog lacks. */
+const CC_BY_ARCH: Readonly<Record<string, string>> = {
+  Turing: '7.5',
+  Ampere: '8.0',
+  'Ada Lovelace': '8.9',
+  Hopper: '9.0',
+  Blackwell: '10.0',
+};
+
+/**
+ * A product the catalog lacks becomes a custom model with what the XML gives; what it does not give
+ * (compute capability, SMs) is said in the warning, and MIG instances cannot be described.
+ */
+function customModel(g: SmiXmlGpu, where: string): { model: CustomModel; warning: string } {
+  const arch = g.architecture;
+  const cc = arch === undefined ? undefined : CC_BY_ARCH[arch];
+  if (arch === undefined || cc === undefined)
+    throw new FakegpuError(
+      `${where}/product_architecture`,
+      `product ${show(g.productName)} is not in fakegpu's GPU catalog and its architecture ${show(arch ?? 'N/A')} is not one fakegpu models (${Object.keys(CC_BY_ARCH).join(', ')})`,
+    );
+  if (g.pciDeviceId === undefined || g.pciDeviceId === 0 || g.memoryMiB === undefined)
     throw new FakegpuError(
       where,
-      `product ${show(g.productName)} is not in fakegpu's GPU catalog (${e.detail.replace(/^unknown GPU model "[^"]*"; /, '')}); a profile cannot describe it yet`,
+      `product ${show(g.productName)} is not in fakegpu's GPU catalog, and the XML lacks its ${g.memoryMiB === undefined ? 'memory' : 'PCI device ID'} to describe it`,
     );
-  }
+  const hex = (n: number): string => n.toString(16).padStart(4, '0');
+  const model: CustomModel = {
+    key: g.productName.replace(/^NVIDIA /, '').replace(/\s+/g, '-'),
+    name: g.productName,
+    architecture: arch as CustomModel['architecture'],
+    computeCapability: cc,
+    memoryMiB: g.memoryMiB,
+    pciDeviceId: hex(g.pciDeviceId),
+    ...(g.pciSubsystemId ? { pciSubsystemId: hex(g.pciSubsystemId) } : {}),
+    ...(g.defaultPowerLimitW ? { powerLimitW: g.defaultPowerLimitW } : {}),
+  };
+  return {
+    model,
+    warning: `${where}: product ${show(g.productName)} is not in fakegpu's GPU catalog; captured as custom model ${show(model.key)} from the XML (compute capability ${cc} inferred from ${arch}, SM count a default, no MIG)`,
+  };
 }
-
 export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured {
   const { smi } = inputs;
   const src = inputs.names.smi;
@@ -107,10 +144,22 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
     .map((g, i) => ({ g, i, busId: canonicalBusId(g.busId, `${src}: gpu[${i}]/pci/pci_bus_id`) }))
     .sort((a, b) => a.busId.localeCompare(b.busId));
   const seenIn = { numa: false, roots: false, mig: false, tables: false };
+  const customs = new Map<string, CustomModel>();
   const entries: GpuEntry[] = gpus.map(({ g, i, busId }, index) => {
     const where = `${src}: gpu[${i}] (${busId})`;
-    const model = gpuModel(g, `${src}: gpu[${i}]/product_name`);
-    checkCatalog(model, g, where, warnings);
+    let model: GpuModel;
+    try {
+      model = findModel(g.productName, `${src}: gpu[${i}]/product_name`);
+      checkCatalog(model, g, where, warnings);
+    } catch (e) {
+      if (!(e instanceof FakegpuError)) throw e;
+      const custom = customModel(g, `${src}: gpu[${i}]`);
+      if (!customs.has(custom.model.name)) {
+        customs.set(custom.model.name, custom.model);
+        warnings.push(custom.warning);
+      }
+      model = modelLookup({ models: [...customs.values()] })(custom.model.key, where);
+    }
     const tables = inputs.migTables;
     if (tables && tables.lgip.some((r) => r.gpu === index)) {
       const differs = checkMigTables(model, index, tables.lgip, tables.lgipp, `${tables.from}: GPU ${index}`);
@@ -130,7 +179,12 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
     }
     if (g.minor !== undefined) entry.minor = g.minor;
     if (!opts.anonymize) entry.uuid = g.uuid;
-    if (g.migMode === 'Enabled') {
+    if (g.migMode === 'Enabled' && !model.mig) {
+      if (g.migDevices.length > 0)
+        warnings.push(
+          `${where}: its ${g.migDevices.length} MIG device(s) are left out: a custom model has no MIG table`,
+        );
+    } else if (g.migMode === 'Enabled') {
       seenIn.mig = true;
       const layout = g.migDevices
         .filter((d, n, all) => all.findIndex((x) => x.gpuInstanceId === d.gpuInstanceId) === n)
@@ -154,6 +208,7 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
   const spec: ProfileSpec = {
     description: `captured from ${src}: ${summary(entries)}, driver ${smi.driverVersion}`,
     driver: { version: smi.driverVersion, ...(smi.cudaVersion ? { cudaVersion: smi.cudaVersion } : {}) },
+    ...(customs.size > 0 ? { models: [...customs.values()] } : {}),
     gpus: entries,
   };
   const modes = new Set(smi.gpus.map((g) => g.addressingMode).filter((m) => m !== undefined));

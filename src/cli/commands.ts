@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { findModel } from '../catalog/index.js';
+import { modelLookup } from '../hardware/models.js';
 import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
@@ -19,8 +19,9 @@ export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
 /** `8x A100-SXM4-40GB` (groups consecutive GPUs of one model). */
 function gpuSummary(spec: ProfileSpec): { model: string; count: number }[] {
   const out: { model: string; count: number }[] = [];
+  const lookup = modelLookup(spec);
   for (const g of spec.gpus ?? []) {
-    const model = findModel(g.model, 'model').key;
+    const model = lookup(g.model, 'model').key;
     const last = out[out.length - 1];
     if (last?.model === model) last.count += g.count ?? 1;
     else out.push({ model, count: g.count ?? 1 });
@@ -184,7 +185,10 @@ export function validateCommand(write: (s: string) => void): Command {
         release: DEFAULT_RELEASE,
         nics: { driverName: DRANET, standardNumaNode: false },
       }).model;
-      const models = gpuSummary({ gpus: machine.gpus.map((g) => ({ model: g.model.key })) });
+      const models = gpuSummary({
+        models: profile.spec.models,
+        gpus: machine.gpus.map((g) => ({ model: g.model.key })),
+      });
       const mig = machine.gpus.filter((g) => g.migEnabled);
       const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
       write(

@@ -1,4 +1,4 @@
-import { findModel } from '../catalog/index.js';
+import { modelLookup } from './models.js';
 import { findNicModel, type NicModel } from '../catalog/nics.js';
 import { FakegpuError, show } from '../errors.js';
 import { placeLayout } from '../mig/layout.js';
@@ -49,6 +49,7 @@ function expandGpus(spec: ProfileSpec): Draft[] {
     );
   }
   const base = 'spec.gpus';
+  const lookup = modelLookup(spec);
   // Counted before expanding, so a profile of thousands of GPUs costs nothing to refuse.
   const total = entries.reduce((n, e) => n + (e.count ?? 1), 0);
   if (total > MAX_GPUS) {
@@ -61,7 +62,7 @@ function expandGpus(spec: ProfileSpec): Draft[] {
   const pending: { field: string; entry: GpuEntry }[] = [];
   entries.forEach((entry, i) => {
     const field = `${base}[${i}]`;
-    findModel(entry.model, `${field}.model`);
+    lookup(entry.model, `${field}.model`);
     const count = entry.count ?? 1;
     if (entry.busId !== undefined) {
       if (count > 1) {
@@ -147,7 +148,7 @@ function migFor(
   spec: ProfileSpec,
   opts: BuildOptions,
 ): { enabled: boolean; instances: Placed[] } {
-  const model = findModel(draft.entry.model, `${draft.field}.model`);
+  const model = modelLookup(spec)(draft.entry.model, `${draft.field}.model`);
   const own = draft.entry.mig;
   const mig: MigSpec | undefined = own ?? spec.mig;
   const field = own ? `${draft.field}.mig` : 'spec.mig';
@@ -269,6 +270,7 @@ function buildNics(entries: readonly NicEntry[], base: string, nodeName: string)
 /** Builds the hardware model of one node. Pure: the same profile, node and options give the same machine. */
 export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Machine {
   const spec = profile.spec;
+  const lookup = modelLookup(spec);
   const driverField = opts.driverVersion !== undefined ? '--driver-version' : 'spec.driver.version';
   const driverVersion = (opts.driverVersion ?? spec.driver?.version ?? DEFAULT_DRIVER_VERSION).trim();
   const cudaText =
@@ -286,7 +288,7 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
   );
 
   const gpus = drafts.map((d, index): GpuHardware & { field: string } => {
-    const model = findModel(d.entry.model, `${d.field}.model`);
+    const model = lookup(d.entry.model, `${d.field}.model`);
     const uuid = d.entry.uuid ?? gpuUuid(opts.nodeName, d.busId, model.key);
     if (!GPU_GUID.test(uuid)) {
       throw new FakegpuError(

@@ -130,8 +130,34 @@ export const FabricSpec = strict({
 });
 export type FabricSpec = z.infer<typeof FabricSpec>;
 
+/**
+ * A GPU the catalog does not have, with the facts nvidia-smi shows (`capture node` writes one for a
+ * product it does not know). No MIG: a MIG table cannot be read from nvidia-smi -q -x.
+ */
+export const CustomModel = strict({
+  /** What `gpus[].model` names it by. */
+  key: nonEmpty,
+  /** `nvmlDeviceGetName`, e.g. `NVIDIA H20`. */
+  name: nonEmpty,
+  architecture: z.enum(['Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell']),
+  /** CUDA compute capability, e.g. `9.0`. */
+  computeCapability: z.string().regex(/^\d+\.\d+$/, 'must be <major>.<minor>, e.g. "9.0"'),
+  memoryMiB: z.number().int().positive(),
+  /** PCI device ID in hex, e.g. `2329`. */
+  pciDeviceId: z.string().regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "2329"'),
+  pciSubsystemId: z
+    .string()
+    .regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "1996"')
+    .optional(),
+  multiprocessors: z.number().int().positive().optional(),
+  powerLimitW: z.number().positive().optional(),
+});
+export type CustomModel = z.infer<typeof CustomModel>;
+
 export const ProfileSpec = strict({
   preset: nonEmpty.optional(),
+  /** GPUs the catalog does not have, for `gpus[].model` to name. */
+  models: z.array(CustomModel).optional(),
   description: z.string().optional(),
   driver: DriverSpec.optional(),
   addressingMode: z.enum(ADDRESSING_MODES).optional(),
