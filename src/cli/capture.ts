@@ -2,9 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { captureCluster, type ClusterNode } from '../capture/cluster.js';
 import { writeCapture } from '../capture/write.js';
 import { parsePools } from '../fleet/pools.js';
-import { NODES_PATH, SLICES_PATH } from '../k8s/api.js';
+import { listEvery, listPage, NODES_PATH, SLICES_PATH } from '../k8s/api.js';
+import { clientOf } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { parseYamlDocuments } from '../profile/load.js';
+import { parseYamlDocuments, readText, resolveProfile } from '../profile/load.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { checkKubeconfig } from './options.js';
 import { gpuSummaryText as gpuSummary } from './commands.js';
@@ -15,21 +16,11 @@ import { renderDiff } from '../capture/diff.js';
 import { type Inputs, readNodeInputs } from '../capture/inputs.js';
 import { captureNode } from '../capture/node.js';
 import { parseRelease, RELEASES } from '../device/release.js';
-import { clip, FakegpuError, show } from '../errors.js';
+import { clip, FakegpuError } from '../errors.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
-import { resolveProfile } from '../profile/load.js';
 import { readSlices } from '../slice/read.js';
 import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import { OutputWithStatus, serialize, table } from './output.js';
-
-function readInput(path: string, flag: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
-    throw new FakegpuError(flag, `cannot read ${show(path)} (${why})`);
-  }
-}
 
 const warn = (w: string): void => {
   process.stderr.write(`fakegpu: warning: ${w}\n`);
@@ -86,14 +77,14 @@ function nodeCommand(write: (s: string) => void): Command {
     .action((f: NodeFlags) => {
       const inputs: Inputs = {};
       if (f.bundle !== undefined) {
-        const bundle = parseBundle(readInput(f.bundle, '--bundle'), f.bundle);
+        const bundle = parseBundle(readText(f.bundle, '--bundle'), f.bundle);
         for (const failed of bundle.failed) warn(`${f.bundle}: ${failed}: its command failed; left out`);
         for (const [name, text] of Object.entries(bundle.sections))
           inputs[name as Section] = { text, source: `${f.bundle} (${name})` };
       }
       for (const [key, section, flag] of FLAGS) {
         const path = f[key];
-        if (typeof path === 'string') inputs[section] = { text: readInput(path, flag), source: path };
+        if (typeof path === 'string') inputs[section] = { text: readText(path, flag), source: path };
       }
       if (!inputs['nvidia-smi-xml'])
         throw new FakegpuError(
@@ -119,27 +110,18 @@ interface ClusterFlags {
   kubernetesVersion: string;
 }
 
-/** Every page of a list, as the API server gives them. */
+/** Every object at `path`, through the kubeconfig given or the default one. */
 async function listAll<T>(kubeconfig: string | undefined, path: string): Promise<T[]> {
   const { KubeConfig } = await import('@kubernetes/client-node');
-  const { clientOf } = await import('../k8s/client.js');
-  const { listPage } = await import('../k8s/api.js');
   const kc = new KubeConfig();
   if (kubeconfig) kc.loadFromFile(kubeconfig);
   else kc.loadFromDefault();
   const http = clientOf(kc);
-  const items: T[] = [];
-  let next: string | undefined;
-  do {
-    const page = await listPage<T>(http, path, { limit: 500, continue: next }, 'application/json');
-    items.push(...page.items);
-    next = page.continue;
-  } while (next !== undefined);
-  return items;
+  return listEvery<T>((q) => listPage<T>(http, path, q, 'application/json'));
 }
 
 function readNodes(path: string): ClusterNode[] {
-  const docs = parseYamlDocuments(readInput(path, '--nodes'), '--nodes');
+  const docs = parseYamlDocuments(readText(path, '--nodes'), '--nodes');
   return docs.flatMap((d) => {
     const o = d as { kind?: string; items?: unknown[] } | null;
     return (o?.kind === 'List' || o?.kind === 'NodeList' ? (o.items ?? []) : [d]) as ClusterNode[];
@@ -170,7 +152,7 @@ function clusterCommand(write: (s: string) => void): Command {
       let slices: ResourceSlice[];
       let nodes: ClusterNode[];
       if (f.slices !== undefined) {
-        slices = readSlices(readInput(f.slices, '--slices'), f.slices, '--slices');
+        slices = readSlices(readText(f.slices, '--slices'), f.slices, '--slices');
         nodes = f.nodes === undefined ? [] : readNodes(f.nodes);
       } else {
         if (f.kubeconfig !== undefined) await checkKubeconfig(f.kubeconfig, '--kubeconfig');
@@ -267,7 +249,7 @@ export function diffCommand(write: (s: string) => void): Command {
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action((f: DiffFlags) => {
-      const captured = readSlices(readInput(f.capture, '--capture'), f.capture, '--capture');
+      const captured = readSlices(readText(f.capture, '--capture'), f.capture, '--capture');
       const ignore = new Set(
         (f.ignore ?? '')
           .split(',')

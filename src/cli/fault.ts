@@ -20,7 +20,7 @@ import {
 } from '../fault/resource.js';
 import { formatSelector, parseSelector } from '../fault/selector.js';
 import { hitsOf } from '../fault/status.js';
-import { KubeApi } from '../k8s/api.js';
+import { KubeApi, listEvery } from '../k8s/api.js';
 import { ApiError, clientOf } from '../k8s/client.js';
 import { checkNodeName } from '../render.js';
 import { checkKubeconfig, envOption, intFlag, sourceOf } from './options.js';
@@ -257,15 +257,8 @@ async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-async function listAll(api: KubeFaultApi): Promise<unknown[]> {
-  let items: unknown[] = [];
-  let cont: string | undefined;
-  do {
-    const page = await api.listFaults({ limit: 500, continue: cont });
-    items = items.concat(page.items);
-    cont = page.continue;
-  } while (cont !== undefined);
-  return items;
+function listAll(api: KubeFaultApi): Promise<unknown[]> {
+  return listEvery<unknown>((q) => api.listFaults(q));
 }
 
 function describeFault(f: FaultSpec): string {

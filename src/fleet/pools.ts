@@ -1,8 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_RELEASE } from '../device/release.js';
-import { FakegpuError, show } from '../errors.js';
-import { mergeOverPreset, parseYamlAs, resolveProfile, type ResolvedProfile } from '../profile/load.js';
+import { FakegpuError } from '../errors.js';
+import {
+  mergeOverPreset,
+  parseYamlAs,
+  readText,
+  resolveProfile,
+  type ResolvedProfile,
+} from '../profile/load.js';
 import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
 import { API_VERSION } from '../profile/schema.js';
 import { renderSlices } from '../render.js';
@@ -125,12 +130,5 @@ export function parsePools(text: string, source: string): Pools {
 }
 
 export function loadPools(path: string, field = '--pools'): Pools {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
-    throw new FakegpuError(field, `cannot read ${show(path)} (${why})`);
-  }
-  return parsePools(text, path);
+  return parsePools(readText(path, field), path);
 }

@@ -138,6 +138,21 @@ export const LIST_ATTEMPTS = 8;
  * resourceVersion asked for, or priority and fairness pushing back) is asked for again after a backoff,
  * so a burst of writes does not end a list.
  */
+/** Every item of a paginated list, page by page (500 a page), as the API server gives them. */
+export async function listEvery<T>(
+  list: (q: ListQuery) => Promise<Page<T>>,
+  q: ListQuery = {},
+): Promise<T[]> {
+  const items: T[] = [];
+  let next: string | undefined;
+  do {
+    const page = await list({ limit: 500, ...q, continue: next });
+    items.push(...page.items);
+    next = page.continue;
+  } while (next !== undefined);
+  return items;
+}
+
 export async function listPage<T>(
   http: Pick<ApiClient, 'send'>,
   path: string,

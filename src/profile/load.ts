@@ -14,6 +14,16 @@ export interface ResolvedProfile {
   spec: ProfileSpec;
 }
 
+/** A file's text, or one line naming the field, the path and why it cannot be read. */
+export function readText(path: string, field: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
+    throw new FakegpuError(field, `cannot read ${show(path)} (${why})`);
+  }
+}
+
 export function parseProfileText(text: string, source: string): MachineProfile {
   return parseYamlAs(MachineProfile, text, source);
 }
