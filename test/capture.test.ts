@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -201,6 +201,10 @@ describe('capture node', () => {
         powerLimitW: 500,
       },
     ]);
+    assert.deepEqual(z.profile.provenance.gpus, {
+      status: 'inferred',
+      from: 'z.xml, but custom model "Z900-Prototype": compute capability from the architecture, SM count a default, no MIG',
+    });
     const parsed = parseProfileText(JSON.stringify(z.profile), 'z');
     const devices = renderSlices(
       { name: 'z', preset: null, spec: mergeOverPreset(parsed.spec) },
@@ -714,5 +718,45 @@ describe('capture cluster', () => {
       up.stderr,
       'fakegpu: --kwok-pools: the pools list their nodes and machines; leave out --kwok-nodes\n',
     );
+    const head = 'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\npools:\n';
+    writeFileSync(
+      join(dir, 'no-nodes.yaml'),
+      `${head}  a: { profile: dgx-h100, nodes: { count: 2 } }\n  b: { profile: dgx-h100 }\n`,
+    );
+    const noNodes = fakegpu('cluster', 'up', '--kwok-pools', join(dir, 'no-nodes.yaml'));
+    assert.equal(noNodes.code, 1);
+    assert.equal(
+      noNodes.stderr,
+      'fakegpu: --kwok-pools: pools.b.nodes: missing: give names or a count of the nodes to create\n',
+    );
+    writeFileSync(
+      join(dir, 'too-many.yaml'),
+      `${head}  a: { profile: dgx-h100, nodes: { count: 60000 } }\n  b: { profile: aws-g4dn.xlarge, nodes: { count: 40001 } }\n`,
+    );
+    const tooMany = fakegpu('cluster', 'up', '--kwok-pools', join(dir, 'too-many.yaml'));
+    assert.equal(tooMany.code, 1);
+    assert.equal(
+      tooMany.stderr,
+      'fakegpu: --kwok-pools: the pools list 100001 nodes; cluster up creates at most 100000\n',
+    );
+  });
+
+  it('says in one line that the cluster to capture is not there', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cluster-gone-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    // Port 9 (discard) is closed on any machine that runs these tests: the connection is refused at once.
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]\n' +
+        'users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const r = fakegpu('capture', 'cluster', '--kubeconfig', kubeconfig, '-o', join(dir, 'out'));
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(
+      r.stderr,
+      /^fakegpu: --kubeconfig: listing the cluster failed: .*ECONNREFUSED 127\.0\.0\.1:9\n$/,
+    );
+    assert.equal(existsSync(join(dir, 'out')), false, 'nothing written');
   });
 });

@@ -229,7 +229,13 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
   const derived = (from: string) => ({ status: 'derived' as const, from });
   const topoName = inputs.names.topo ?? 'nvidia-smi topo -m';
   const provenance: Provenance = {
-    gpus: seen(src),
+    gpus:
+      customs.size > 0
+        ? {
+            status: 'inferred',
+            from: `${src}, but custom model ${[...customs.values()].map((m) => show(m.key)).join(', ')}: compute capability from the architecture, SM count a default, no MIG`,
+          }
+        : seen(src),
     busIds: seen(src),
     driver: seen(src),
     uuids: opts.anonymize ? derived('node name and bus ID (--anonymize)') : seen(src),

@@ -5,7 +5,7 @@ import { parsePools } from '../fleet/pools.js';
 import { listEvery, listPage, NODES_PATH, SLICES_PATH } from '../k8s/api.js';
 import { clientOf } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { parseYamlDocuments, readText, resolveProfile } from '../profile/load.js';
+import { parseListItems, readText, resolveProfile } from '../profile/load.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { checkKubeconfig } from './options.js';
 import { gpuSummaryText as gpuSummary } from './commands.js';
@@ -121,11 +121,7 @@ async function listAll<T>(kubeconfig: string | undefined, path: string): Promise
 }
 
 function readNodes(path: string): ClusterNode[] {
-  const docs = parseYamlDocuments(readText(path, '--nodes'), '--nodes');
-  return docs.flatMap((d) => {
-    const o = d as { kind?: string; items?: unknown[] } | null;
-    return (o?.kind === 'List' || o?.kind === 'NodeList' ? (o.items ?? []) : [d]) as ClusterNode[];
-  });
+  return parseListItems(readText(path, '--nodes'), '--nodes', 'NodeList') as ClusterNode[];
 }
 
 function clusterCommand(write: (s: string) => void): Command {

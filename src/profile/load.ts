@@ -46,6 +46,18 @@ export function parseYamlDocuments(text: string, source: string): unknown[] {
   });
 }
 
+/**
+ * The objects of a saved `kubectl get ... -o yaml`: the items of a `List` or `<listKind>`, or one object
+ * per YAML document, whichever the user saved.
+ */
+export function parseListItems(text: string, source: string, listKind: string): unknown[] {
+  return parseYamlDocuments(text, source).flatMap((d) => {
+    const o = d as { kind?: string; items?: unknown[] } | null;
+    if (o === null || typeof o !== 'object') return [];
+    return o.kind === 'List' || o.kind === listKind ? (o.items ?? []) : [d];
+  });
+}
+
 function refuseYamlErrors(doc: Document, source: string): void {
   const [yamlError] = doc.errors;
   if (!yamlError) return;

@@ -1,18 +1,13 @@
 import { FakegpuError } from '../errors.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import { parseYamlDocuments } from '../profile/load.js';
+import { parseListItems } from '../profile/load.js';
 
 /**
  * ResourceSlices as a user saves them: `kubectl get resourceslices -o yaml` (a List), a
  * ResourceSliceList, or one slice per YAML document. `field` names the input in messages.
  */
 export function readSlices(text: string, source: string, field: string): ResourceSlice[] {
-  const docs = parseYamlDocuments(text, field);
-  const items = docs.flatMap((d) => {
-    const o = d as { kind?: string; items?: unknown[] } | null;
-    if (o === null || typeof o !== 'object') return [];
-    return o.kind === 'List' || o.kind === 'ResourceSliceList' ? (o.items ?? []) : [d];
-  }) as Partial<ResourceSlice>[];
+  const items = parseListItems(text, field, 'ResourceSliceList') as Partial<ResourceSlice>[];
   if (items.length === 0) throw new FakegpuError(field, `${source} holds no ResourceSlice`);
   items.forEach((s, i) => {
     if (s.kind !== 'ResourceSlice' || typeof s.spec?.driver !== 'string')
