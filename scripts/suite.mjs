@@ -41,11 +41,11 @@ export function leftovers(dir) {
 
 /**
  * `fakegpu cluster up <upArgs>` in `dir`, the test files (one at a time: they share the cluster) or a
- * program (`run`: node's arguments), then `cluster down`, which must leave no process behind. Returns
+ * program (`run`: node's arguments), with `env` added to the environment, then `cluster down`, which must leave no process behind. Returns
  * whether everything passed.
  */
-export function withCluster({ what, dir, dirEnv, upArgs, files = [], run }) {
-  const env = { ...process.env, [dirEnv]: dir };
+export function withCluster({ what, dir, dirEnv, upArgs, files = [], run, env: extra = {} }) {
+  const env = { ...process.env, ...extra, [dirEnv]: dir };
   const fakegpu = join(root, 'bin', 'fakegpu.js');
   let ok = false;
   try {

@@ -11,6 +11,7 @@ import {
   defaultClusterDir,
   exportLines,
 } from '../cluster/cluster.js';
+import { DEFAULT_KUBERNETES_RELEASE, KUBERNETES_RELEASES, releaseOf } from '../cluster/releases.js';
 import { FakegpuError } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
@@ -56,6 +57,13 @@ export function clusterCommand(write: (s: string) => void): Command {
     .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
     .option('--node <name>', 'name of the node', DEFAULT_NODE)
     .option(
+      '--kubernetes-version <release>',
+      `the Kubernetes release to build and run: ${KUBERNETES_RELEASES.filter((r) => !r.unavailable)
+        .map((r) => `${r.release} (${r.version}${r.preRelease ? ', pre-release' : ''})`)
+        .join(', ')}`,
+      DEFAULT_KUBERNETES_RELEASE,
+    )
+    .option(
       '-p, --profile <preset|file.yaml>',
       'also run the fakegpu node plugin for this machine on the node',
     )
@@ -87,6 +95,7 @@ export function clusterCommand(write: (s: string) => void): Command {
       async (opts: {
         dir: string;
         node: string;
+        kubernetesVersion: string;
         profile?: string;
         dynamicMig?: boolean;
         nicNumaAttribute: 'dranet' | 'standard';
@@ -97,6 +106,7 @@ export function clusterCommand(write: (s: string) => void): Command {
         kwokPools?: string;
         fleet: boolean;
       }) => {
+        const release = releaseOf(opts.kubernetesVersion, '--kubernetes-version');
         let kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
         if (opts.kwokPools !== undefined) {
           if (kwokNodes > 0 || opts.kwokProfile !== undefined)
@@ -134,6 +144,7 @@ export function clusterCommand(write: (s: string) => void): Command {
         const e = await clusterUp({
           dir: opts.dir,
           nodeName: checkNodeName(opts.node, '--node'),
+          release,
           // The plugin runs in its own process: a profile file must not depend on this shell's directory.
           profile:
             opts.profile !== undefined && isProfileFile(opts.profile)

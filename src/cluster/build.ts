@@ -1,13 +1,17 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
+import { defaultRelease, type KubernetesRelease } from './releases.js';
 
-/** Versions of the upstream components; the Go modules under cluster/ pin the same ones. */
+/**
+ * Versions of the upstream components; the Go modules under cluster/ pin the same ones. Kubernetes is the
+ * default release's; the others are in releases.ts.
+ */
 export const VERSIONS = {
-  kubernetes: '1.37.2',
+  kubernetes: defaultRelease().version,
   etcd: '3.7.3',
   containerd: '2.4.2',
   runc: '1.5.3',
@@ -20,8 +24,13 @@ export const VERSIONS = {
 } as const;
 
 interface Component {
-  /** Folder under cluster/ holding its go.mod. */
+  /** Folder under cluster/ holding its go.mod, unless `folder` says otherwise. */
   module: keyof typeof VERSIONS;
+  folder?: string;
+  /** Its version in messages, when not VERSIONS[module]. */
+  version?: string;
+  /** `GOTOOLCHAIN` for a go.mod newer than the machine's Go; absent: `local`. */
+  goToolchain?: string;
   /** Go package → binary name. */
   binaries: Record<string, string>;
   /** Sub-folder of the cache's bin/ (CNI plugins live apart, as containerd expects). */
@@ -60,8 +69,7 @@ function ensureBuildDependency(needs: { header: string; debian: string }, log: (
   );
 }
 
-function k8sVersionFlags(): string {
-  const v = VERSIONS.kubernetes;
+function k8sVersionFlags(v: string): string {
   const [major, minor] = v.split('.');
   return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']
     .map(
@@ -71,8 +79,13 @@ function k8sVersionFlags(): string {
     .join(' ');
 }
 
-export const COMPONENTS: readonly Component[] = [
-  {
+/**
+ * Kubernetes itself, one release. The default release's recipe is what it always was (same folder, same
+ * JSON), so a cache built before releases existed stays valid.
+ */
+export function kubernetesComponent(r: KubernetesRelease): Component {
+  const isDefault = r.version === defaultRelease().version;
+  return {
     module: 'kubernetes',
     binaries: Object.fromEntries(
       ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kubectl'].map((c) => [
@@ -80,8 +93,14 @@ export const COMPONENTS: readonly Component[] = [
         c,
       ]),
     ),
-    ldflags: k8sVersionFlags(),
-  },
+    ldflags: k8sVersionFlags(r.version),
+    ...(isDefault ? {} : { folder: r.folder, version: r.version }),
+    ...(r.goToolchain ? { goToolchain: r.goToolchain } : {}),
+  };
+}
+
+export const COMPONENTS: readonly Component[] = [
+  kubernetesComponent(defaultRelease()),
   { module: 'etcd', binaries: { 'go.etcd.io/etcd/server/v3': 'etcd' } },
   {
     module: 'containerd',
@@ -148,8 +167,10 @@ export interface Toolchain {
   cniBin: string;
 }
 
+const folderOf = (repoRoot: string, c: Component): string => join(repoRoot, 'cluster', c.folder ?? c.module);
+
 function recipe(repoRoot: string, c: Component): string {
-  const dir = join(repoRoot, 'cluster', c.module);
+  const dir = folderOf(repoRoot, c);
   const h = createHash('sha256');
   // go.sum is absent for a module without dependencies (the pause program).
   for (const f of ['go.mod', 'go.sum', 'main.go'])
@@ -180,8 +201,12 @@ export function cacheRoot(): string {
   );
 }
 
-export function toolchainPaths(): Toolchain {
-  const base = join(cacheRoot(), `k8s-v${VERSIONS.kubernetes}`);
+/**
+ * The binaries of one release: `k8s-v<version>/bin`. The default release's folder also holds every other
+ * component (etcd, containerd, …), built once and linked into the other releases' folders.
+ */
+export function toolchainPaths(release: KubernetesRelease = defaultRelease()): Toolchain {
+  const base = join(cacheRoot(), `k8s-v${release.version}`);
   return { bin: join(base, 'bin'), cniBin: join(base, 'cni', 'bin') };
 }
 
@@ -189,13 +214,34 @@ export function toolchainPaths(): Toolchain {
  * Builds every missing or outdated binary of the cluster from the pinned Go modules, printing progress to
  * stderr. A component is rebuilt only when its go.mod, go.sum, build recipe or the Go version changed.
  */
-export function ensureBinaries(repoRoot: string, log: (line: string) => void): Toolchain {
-  const paths = toolchainPaths();
-  const cluster = COMPONENTS.filter((c) => c.onDemand !== true);
-  cluster.forEach((c, i) => {
-    build(repoRoot, c, paths, `[${i + 1}/${cluster.length}]`, log);
+export function ensureBinaries(
+  repoRoot: string,
+  log: (line: string) => void,
+  release: KubernetesRelease = defaultRelease(),
+): Toolchain {
+  const shared = toolchainPaths();
+  const own = toolchainPaths(release);
+  const others = COMPONENTS.filter((c) => c.onDemand !== true && c.module !== 'kubernetes');
+  const all = [kubernetesComponent(release), ...others];
+  all.forEach((c, i) => {
+    build(repoRoot, c, c.module === 'kubernetes' ? own : shared, `[${i + 1}/${all.length}]`, log);
   });
-  return paths;
+  if (own.bin !== shared.bin) linkShared(others, shared, own);
+  return own;
+}
+
+/** The shared components in a release's own folders, as links: one build of etcd serves every release. */
+function linkShared(others: readonly Component[], shared: Toolchain, own: Toolchain): void {
+  for (const c of others) {
+    const [from, to] = c.dir === 'cni' ? [shared.cniBin, own.cniBin] : [shared.bin, own.bin];
+    mkdirSync(to, { recursive: true });
+    for (const name of Object.values(c.binaries)) {
+      const link = join(to, name);
+      // A link left by a cache in another place would dangle: always point it at this cache's build.
+      rmSync(link, { force: true });
+      symlinkSync(join(from, name), link);
+    }
+  }
 }
 
 /** One component built on demand (Prometheus), into the same bin/ as the cluster's. */
@@ -228,7 +274,7 @@ function build(
   if (c.needs) ensureBuildDependency(c.needs, log);
   const started = Date.now();
   log(
-    `building ${c.module} ${VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
+    `building ${c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
   );
   for (const [pkg, name] of Object.entries(c.binaries)) {
     const tmp = join(out, `.${name}.tmp`);
@@ -236,11 +282,11 @@ function build(
     if (c.tags) args.push('-tags', c.tags.join(','));
     args.push(pkg);
     const r = spawnSync('go', args, {
-      cwd: join(repoRoot, 'cluster', c.module),
+      cwd: folderOf(repoRoot, c),
       env: {
         ...process.env,
         CGO_ENABLED: c.cgo ? '1' : '0',
-        GOTOOLCHAIN: 'local',
+        GOTOOLCHAIN: c.goToolchain ?? 'local',
         GOFLAGS: '-mod=readonly',
       },
       stdio: ['ignore', 'inherit', 'pipe'],
@@ -249,7 +295,10 @@ function build(
     });
     if (r.status !== 0) {
       const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
-      throw new FakegpuError(`build ${name}`, `go build ${pkg} failed in cluster/${c.module}:\n${tail}`);
+      throw new FakegpuError(
+        `build ${name}`,
+        `go build ${pkg} failed in cluster/${c.folder ?? c.module}:\n${tail}`,
+      );
     }
     renameSync(tmp, join(out, name));
   }

@@ -14,13 +14,15 @@ import {
 import { PAUSE_IMAGE } from './image.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
-import type { ComponentName, State } from './state.js';
+import { releaseOfState, type ComponentName, type State } from './state.js';
 
 /** The upstream components as daemons: their flags for this cluster, and starting one. */
 
-function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kwok = false): string[] {
+function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = false): string[] {
+  const release = releaseOfState(s);
+  const nodeName = s.nodeName;
   const p = (f: string): string => join(l.pki, f);
-  const gates = `--feature-gates=${featureGatesFlag()}`;
+  const gates = `--feature-gates=${featureGatesFlag(release)}`;
   switch (name) {
     case 'etcd':
       return [
@@ -116,7 +118,7 @@ function args(l: Layout, t: Toolchain, name: ComponentName, nodeName: string, kw
       throw new Error(`${name} is started by its own function`);
     case 'kubelet':
       return [
-        `--config=${writeKubeletConfig(l)}`,
+        `--config=${writeKubeletConfig(l, release)}`,
         `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
         `--root-dir=${l.kubeletRoot}`,
         `--hostname-override=${nodeName}`,
@@ -135,7 +137,7 @@ export function startComponent(
 ): Started {
   log(`starting ${name}`);
   const kwok = (s.kwokNodes ?? 0) > 0;
-  return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s.nodeName, kwok), {
+  return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s, kwok), {
     ...env(t),
     ...goMemoryLimit(name, kwok, totalmem()),
   });

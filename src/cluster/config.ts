@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import type { KubernetesRelease } from './releases.js';
 
 /** Where everything of one cluster lives; `--dir` chooses the root. */
 export interface Layout {
@@ -58,20 +59,9 @@ export const NODE_IP = '10.250.0.1';
 export const NODE_LINK = 'fakegpu-host';
 export const POD_CIDR = '10.244.0.0/24';
 
-/**
- * DRA features of Kubernetes 1.37 fakegpu relies on. Most are on by default there; naming them keeps the
- * cluster honest if defaults move. GA features are locked on and not listed.
- */
-export const FEATURE_GATES = {
-  DRAPartitionableDevices: true,
-  DRAConsumableCapacity: true,
-  DRADeviceBindingConditions: true,
-  DRAResourceClaimDeviceStatus: true,
-  ResourceHealthStatus: true,
-} as const;
-
-export function featureGatesFlag(): string {
-  return Object.entries(FEATURE_GATES)
+/** The release's DRA gates (releases.ts) as the components' `--feature-gates` flag. */
+export function featureGatesFlag(r: KubernetesRelease): string {
+  return Object.entries(r.featureGates)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
 }
@@ -134,7 +124,7 @@ export function writeCniConfig(l: Layout): void {
   writeFileSync(join(l.cniConf, '10-fakegpu.conflist'), `${JSON.stringify(conf, null, 2)}\n`);
 }
 
-export function writeKubeletConfig(l: Layout): string {
+export function writeKubeletConfig(l: Layout, r: KubernetesRelease): string {
   const path = join(l.configDir, 'kubelet.yaml');
   mkdirSync(l.configDir, { recursive: true });
   const config = {
@@ -176,7 +166,7 @@ export function writeKubeletConfig(l: Layout): string {
     imageGCHighThresholdPercent: 100,
     imageGCLowThresholdPercent: 99,
     serializeImagePulls: false,
-    featureGates: FEATURE_GATES,
+    featureGates: r.featureGates,
     shutdownGracePeriod: '0s',
   };
   writeFileSync(path, stringify(config));

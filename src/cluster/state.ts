@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { cacheRoot } from './build.js';
 import type { Layout } from './config.js';
 import { isAlive, readPid } from './process.js';
+import { defaultRelease, releaseOf, type KubernetesRelease } from './releases.js';
 
 /** What one cluster directory holds: the options it was started with, and which of its components run. */
 
@@ -32,6 +33,8 @@ export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
 
 export interface State {
   nodeName: string;
+  /** The Kubernetes version built and run (releases.ts); absent: the default release (older state files). */
+  kubernetes?: string;
   bin: string;
   cniBin: string;
   profile: string | null;
@@ -48,6 +51,10 @@ export interface State {
   kwokFleet?: boolean;
   /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */
   computeDomains?: boolean;
+}
+
+export function releaseOfState(s: State): KubernetesRelease {
+  return s.kubernetes === undefined ? defaultRelease() : releaseOf(s.kubernetes, 'state.json: kubernetes');
 }
 
 export function readState(l: Layout): State | null {

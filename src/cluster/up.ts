@@ -20,12 +20,14 @@ import { hasNvlinkFabric } from '../render.js';
 import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
+import { defaultRelease, type KubernetesRelease } from './releases.js';
 import { REPO_ROOT } from './repo.js';
 import {
   COMPONENT_ORDER,
   componentsOf,
   KWOK_DEFAULT_PROFILE,
   readState,
+  releaseOfState,
   running,
   writeState,
   type ComponentName,
@@ -35,6 +37,8 @@ import {
 export interface ClusterOptions {
   dir: string;
   nodeName: string;
+  /** The Kubernetes release to build and run (releases.ts); absent: the default. */
+  release?: KubernetesRelease | undefined;
   /** Run fakegpu's node plugin for this machine (preset name or profile file) on the node. */
   profile?: string | undefined;
   dynamicMig?: boolean;
@@ -94,6 +98,13 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   const profile = o.profile ?? null;
   const dynamicMig = o.dynamicMig === true;
   const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
+  const release = o.release ?? defaultRelease();
+  if (releaseOfState(state).version !== release.version) {
+    throw new FakegpuError(
+      '--kubernetes-version',
+      `the cluster in ${dir} runs Kubernetes ${releaseOfState(state).version}; run "fakegpu cluster down" first to change it`,
+    );
+  }
   if (state.nodeName !== o.nodeName) {
     throw new FakegpuError(
       '--node',
@@ -149,7 +160,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
   }
   await checkPorts();
-  const t = ensureBinaries(REPO_ROOT, o.log);
+  const release = o.release ?? defaultRelease();
+  const t = ensureBinaries(REPO_ROOT, o.log, release);
   const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
   for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
   ensurePki(l, o.nodeName);
@@ -157,6 +169,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   ensureNodeLink();
   const s: State = {
     nodeName: o.nodeName,
+    kubernetes: release.version,
     bin: t.bin,
     cniBin: t.cniBin,
     profile,

@@ -39,6 +39,26 @@ export interface GpuDevices {
   counterSet: CounterSet | null;
 }
 
+/**
+ * The GPUs as a server without partitionable devices can take them: whole GPUs (and static MIG devices)
+ * with no counters, and no dynamic partitions, which without counters could be allocated together with
+ * the GPU they are part of.
+ */
+export function withoutPartitions(gpus: readonly GpuDevices[]): GpuDevices[] {
+  return gpus.map((g) => {
+    const keep = g.handles.flatMap((h, i) => (h.type === 'partition' ? [] : [i]));
+    return {
+      gpu: g.gpu,
+      devices: keep.map((i) => {
+        const { consumesCounters: _, ...d } = g.devices[i] as Device;
+        return d;
+      }),
+      handles: keep.map((i) => g.handles[i] as DeviceHandle),
+      counterSet: null,
+    };
+  });
+}
+
 const byName = (a: { name: string }, b: { name: string }): number =>
   a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 

@@ -9,9 +9,11 @@ import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta 
 import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
 import { ApiError, clientOf, type PooledKubeConfig } from '../k8s/client.js';
 import { KWOK_ANNOTATION } from '../k8s/kwok.js';
-import type { Semver } from '../k8s/version.js';
+import { formatSemver, type Semver } from '../k8s/version.js';
 import { ResumableWatch } from '../k8s/watch.js';
-import type { NicRenderOptions } from '../render.js';
+import { resolveProfile } from '../profile/load.js';
+import { gateMessage, probeGates, type GatedField } from '../publish/gates.js';
+import { renderSlices, type NicRenderOptions } from '../render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
 import { memoryReducingGc, MemorySettler } from './settle.js';
@@ -118,6 +120,7 @@ export class Fleet {
   firstConvergedMs: number | null = null;
   /** Asked for alongside the first lists; no node is rendered before it is in. */
   private version: Promise<Semver> = Promise.resolve({ major: 1, minor: 37, patch: 0 });
+  private gatesProbed = false;
   readonly stats: FleetCounters = { writes: 0, requests: 0, errors: 0, events: 0, scrapes: 0 };
   readonly settler: MemorySettler;
 
@@ -314,12 +317,38 @@ export class Fleet {
     for (const name of [...this.nodes.keys()]) if (!nodes.seen.has(name)) this.removeNode(name);
     this.listRvs = [nodes.rv, ...sliceRvs];
     this.machines.kubernetesVersion = await this.version;
+    if (!this.gatesProbed) {
+      this.gatesProbed = true;
+      this.machines.gatesOff = await this.probeGates(this.machines.kubernetesVersion);
+    }
     this.listed = true;
     for (const name of [...this.nodes.keys(), ...this.leaving]) this.queue.add(name);
     this.queue.pump();
     this.noteConverged();
     // Slices of nodes deleted while we were away are the garbage collector's (their owner is the Node);
     // any other slice of the driver may be another publisher's (a node plugin, a second fleet): leave it.
+  }
+
+  /**
+   * Once per fleet: which gated fields this API server drops, learnt from a dry run of a DGX H100 with
+   * dynamic MIG and a probe taint (the server is the same for every node).
+   */
+  private async probeGates(version: Semver): Promise<Set<GatedField>> {
+    let off: Set<GatedField>;
+    try {
+      const probe = renderSlices(resolveProfile('dgx-h100'), {
+        nodeName: 'fakegpu-gate-probe',
+        dynamicMig: true,
+        driverName: this.o.driverName,
+        kubernetesVersion: version,
+        release: this.o.release,
+      }).items;
+      off = await probeGates(this.api, probe);
+    } catch {
+      return new Set();
+    }
+    if (off.size > 0) this.o.log.warn({ dropped: [...off] }, gateMessage([...off], formatSemver(version)));
+    return off;
   }
 
   private async listNodes(): Promise<{ seen: Set<string>; rv: string }> {

@@ -29,7 +29,7 @@ export function taintSlices(
       else if (release !== '25.12') next.push({ ...d, taints: [...t] });
       else if (!removedIn2512(t)) next.push(d);
     }
-    if (release !== '25.12' && next.length > LIMITS.devicesPerSliceWithTaints) return null;
+    if (release !== '25.12' && next.length > LIMITS.devicesPerSliceWithTaintsOrCounters) return null;
     const tainted = { ...spec, devices: next };
     out.push({
       driver: s.driver,

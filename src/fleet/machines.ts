@@ -8,6 +8,7 @@ import { RACK_LABEL } from '../compute-domain/resource.js';
 import { computeDomainSlices } from '../compute-domain/slice.js';
 import { cliqueOf } from '../device/clique.js';
 import { buildMachine, nodeFabric } from '../hardware/build.js';
+import type { GatedField } from '../publish/gates.js';
 import { hasNvlinkFabric, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
 import type { Machine } from '../hardware/machine.js';
 import { gpuSkeleton, type NodeGpu } from '../health/gpus.js';
@@ -52,6 +53,8 @@ export class Machines {
   readonly rackLabel: string;
   /** The API server's version decides the slice layout under dynamic MIG, as in the node plugin. */
   kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
+  /** Fields the API server drops (their gate off): left out, dynamic MIG degraded to whole GPUs. */
+  gatesOff: ReadonlySet<GatedField> = new Set();
 
   constructor(private readonly o: MachineOptions) {
     this.rackLabel = o.pools?.rackLabel ?? RACK_LABEL;
@@ -87,16 +90,16 @@ export class Machines {
     return cliqueOf(nodeFabric(m.profile.spec.fabric, node, st.labels?.[this.rackLabel]));
   }
 
-  private gpuSlices(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {
+  private gpuSlices(node: string, st: NodeMachine, asked?: DeviceTaints): NodeSlice[] | FakegpuError {
     const m = this.machineOf(st);
     if (m === null) return [];
     if (m instanceof FakegpuError) return m;
+    const taints = this.gatesOff.has('taints') ? undefined : asked;
     try {
       const t = this.templateOf(m);
-      const faulted = taints !== undefined && taints.size > 0;
       if (t) {
         const slices = t.node(node);
-        if (!faulted) return slices;
+        if (taints === undefined || taints.size === 0) return slices;
         const tainted = taintSlices(slices, taints, this.o.release);
         if (tainted) return tainted;
       }
@@ -193,10 +196,17 @@ export class Machines {
           `node label ${this.o.pools.label}`,
           `unknown pool ${show(st.pool)}; pools: ${oneOf([...this.o.pools.byName.keys()])}`,
         );
-      return { profile: m.profile, dynamicMig: m.dynamicMig ?? this.o.dynamicMig };
+      return { profile: m.profile, dynamicMig: this.dynamicMig(m.dynamicMig ?? this.o.dynamicMig) };
     }
     if (st.profile === null) return null;
     const profile = this.profileOf(st.profile);
-    return profile instanceof FakegpuError ? profile : { profile, dynamicMig: this.o.dynamicMig };
+    return profile instanceof FakegpuError
+      ? profile
+      : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };
+  }
+
+  /** Dynamic MIG only where the server keeps counters. */
+  private dynamicMig(asked: boolean): boolean {
+    return asked && !this.gatesOff.has('sharedCounters') && !this.gatesOff.has('consumesCounters');
   }
 }

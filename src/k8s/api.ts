@@ -69,6 +69,8 @@ export interface ClusterApi extends WatchSource {
   listSlices(q: ListQuery): Promise<Page<StoredSlice>>;
   /** Creates a slice from its JSON text; the API server names it after its generateName. */
   createSlice(body: string): Promise<WrittenRef>;
+  /** What the server would store of a slice, stored nowhere (`dryRun=All`): which fields it keeps. */
+  dryRunSlice(body: string): Promise<StoredSlice>;
   /** Replaces a slice; with a resourceVersion in the body, only that version of it (else 409). */
   replaceSlice(name: string, body: string): Promise<WrittenRef>;
   /** Rejects with `ApiError` 404 when the slice is already gone. */
@@ -103,6 +105,10 @@ export class KubeApi implements ClusterApi {
   // 30 kB dynamic-MIG slice is under 1 kB, which the API server need not serialise nor we receive.
   createSlice(body: string): Promise<WrittenRef> {
     return this.http.write('POST', SLICES_PATH, body, WRITE_ANSWER);
+  }
+
+  async dryRunSlice(body: string): Promise<StoredSlice> {
+    return JSON.parse(await this.http.send('POST', `${SLICES_PATH}?dryRun=All`, body)) as StoredSlice;
   }
 
   replaceSlice(name: string, body: string): Promise<WrittenRef> {

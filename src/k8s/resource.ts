@@ -76,16 +76,4 @@ export interface List<T> {
   items: T[];
 }
 
-/** Validation limits of `resource.k8s.io/v1` (Kubernetes 1.35+). */
-export const LIMITS = {
-  devicesPerSlice: 128,
-  devicesPerSliceWithCounters: 64,
-  /** A slice where any device has a taint holds at most this many devices. */
-  devicesPerSliceWithTaints: 64,
-  taintsPerDevice: 16,
-  counterSetsPerSlice: 8,
-  countersPerSet: 32,
-  attributesAndCapacitiesPerDevice: 32,
-  consumptionsPerDevice: 2,
-  stringAttributeBytes: 64,
-} as const;
+export { LIMITS } from './limits.js';

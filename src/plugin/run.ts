@@ -17,7 +17,7 @@ import { gpuSkeleton } from '../health/gpus.js';
 import { ignoredXids } from '../health/taints.js';
 import type { Machine } from '../hardware/machine.js';
 import type { ResourceSlice } from '../k8s/resource.js';
-import type { Semver } from '../k8s/version.js';
+import { formatSemver, type Semver } from '../k8s/version.js';
 import { refuseServed, socketPaths, startServers, type RunningServers } from '../kubelet/grpc.js';
 import type { HealthSource } from '../kubelet/health.js';
 import { NicState } from '../nic/prepare.js';
@@ -25,8 +25,10 @@ import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
+import { gateMessage, probeGates, withoutFields, type GatedField } from '../publish/gates.js';
 import { Publisher } from '../publish/publisher.js';
 import { modelNode, renderNicSlices, type NicRenderOptions } from '../render.js';
+import { withoutPartitions } from '../device/allocatable.js';
 import { buildSlices } from '../slice/build.js';
 import { draHandlers } from './handlers.js';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
@@ -84,7 +86,8 @@ export interface Driver {
   state: ClaimLifecycle;
   checkpoint: CheckpointStore;
   /** The slices to publish, once the API server's version is known. */
-  slices(version: Semver): ResourceSlice[];
+  /** `off`: fields the API server drops (their gate off), left out of what is published. */
+  slices(version: Semver, off: ReadonlySet<GatedField>): ResourceSlice[];
   /** Subscribes to changes of the slices (a device tainted); returns the unsubscribe. */
   changes?: (listener: () => void) => () => void;
   /** Device health for the kubelet, when the driver serves it. */
@@ -163,16 +166,18 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     name: o.driverName,
     checkpoint,
     state: gpuState,
-    slices: (version) =>
-      o.slicesFile
-        ? slicesFromFile(o.slicesFile, o.nodeName, o.driverName)
-        : buildSlices(health.devices(), {
-            nodeName: o.nodeName,
-            driverName: o.driverName,
-            dynamicMig: o.dynamicMig,
-            kubernetesVersion: version,
-            release: o.release,
-          }),
+    slices: (version, off) => {
+      if (o.slicesFile) return slicesFromFile(o.slicesFile, o.nodeName, o.driverName);
+      const noCounters = off.has('sharedCounters') || off.has('consumesCounters');
+      const slices = buildSlices(noCounters ? withoutPartitions(health.devices()) : health.devices(), {
+        nodeName: o.nodeName,
+        driverName: o.driverName,
+        dynamicMig: o.dynamicMig && !noCounters,
+        kubernetesVersion: version,
+        release: o.release,
+      });
+      return withoutFields(slices, off);
+    },
     changes: (listener) => health.subscribe(listener),
     health: o.healthService
       ? {
@@ -294,9 +299,12 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
           d.published?.(slices);
         },
       });
-      publisher.start(d.slices(version));
+      const off = await probeGates(new KubeApi(kc), d.slices(version, new Set()));
+      if (off.size > 0)
+        log.warn({ driver: d.name, dropped: [...off] }, gateMessage([...off], formatSemver(version)));
+      publisher.start(d.slices(version, off));
       d.changes?.(() => {
-        publisher.update(d.slices(version));
+        publisher.update(d.slices(version, off));
       });
       publishers.push(publisher);
     }

@@ -1,7 +1,8 @@
 import type { GpuDevices } from '../device/allocatable.js';
 import { RELEASES, type DriverRelease } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
-import { LIMITS, type CounterSet, type Device, type ResourceSlice } from '../k8s/resource.js';
+import { apiLimits, LIMITS } from '../k8s/limits.js';
+import type { CounterSet, Device, ResourceSlice } from '../k8s/resource.js';
 import { compareSemver, type Semver } from '../k8s/version.js';
 
 export const DRIVER_NAME = 'gpu.nvidia.com';
@@ -40,26 +41,27 @@ function chunk<T>(items: readonly T[], size: number): T[][] {
  * work. See docs/fidelity.md.
  */
 export function layoutSlices(gpus: readonly GpuDevices[], opts: SliceOptions): Content[] {
+  const limits = apiLimits(opts.kubernetesVersion);
   if (!opts.dynamicMig) {
     const devices = gpus.flatMap((g) => g.devices);
     const tainted = devices.some((d) => d.taints !== undefined);
-    return chunk(devices, tainted ? LIMITS.devicesPerSliceWithTaints : LIMITS.devicesPerSlice).map(
+    return chunk(devices, tainted ? limits.devicesPerSliceWithTaintsOrCounters : limits.devicesPerSlice).map(
       (devices) => ({ devices }),
     );
   }
   const split = gpus.some((g) => g.gpu.migCapable) && compareSemver(opts.kubernetesVersion, SPLIT_FROM) >= 0;
   if (split) {
     const sets = gpus.flatMap((g) => (g.counterSet ? [g.counterSet] : []));
-    const counterSlices = chunk(sets, LIMITS.counterSetsPerSlice).map((sharedCounters) =>
+    const counterSlices = chunk(sets, limits.counterSetsPerSlice).map((sharedCounters) =>
       sharedCounters.length > 0 ? { sharedCounters } : {},
     );
     const deviceSlices = gpus.flatMap((g) =>
-      chunk(g.devices, LIMITS.devicesPerSliceWithCounters).map((devices) => ({ devices })),
+      chunk(g.devices, limits.devicesPerSliceWithTaintsOrCounters).map((devices) => ({ devices })),
     );
     return [...counterSlices, ...deviceSlices];
   }
   return gpus.flatMap((g) =>
-    chunk(g.devices, LIMITS.devicesPerSliceWithCounters).map((devices, i) => {
+    chunk(g.devices, limits.devicesPerSliceWithTaintsOrCounters).map((devices, i) => {
       const c: Content = { devices };
       if (i === 0 && g.counterSet) c.sharedCounters = [g.counterSet];
       return c;

@@ -31,7 +31,7 @@ export function apiViolations(slices: readonly ResourceSlice[]): string[] {
     if (devs.length > 0 && counters.length > 0)
       errs.push(`${where}: devices and sharedCounters in one slice`);
     const usesCounters = devs.some((d) => d.consumesCounters);
-    const max = usesCounters ? LIMITS.devicesPerSliceWithCounters : LIMITS.devicesPerSlice;
+    const max = usesCounters ? LIMITS.devicesPerSliceWithTaintsOrCounters : LIMITS.devicesPerSlice;
     if (devs.length > max) errs.push(`${where}: ${devs.length} devices > ${max}`);
     if (counters.length > LIMITS.counterSetsPerSlice)
       errs.push(`${where}: ${counters.length} counter sets > 8`);

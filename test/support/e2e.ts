@@ -84,6 +84,14 @@ export function computeDomainsCluster(): Promise<Exports> {
   });
 }
 
+/** `npm run e2e:matrix`: one cluster per Kubernetes release, each in this directory in turn. */
+export const MATRIX_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_MATRIX_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-matrix-cluster');
+export const MATRIX_NODE = 'fakegpu-matrix-node';
+/** Eight A100s with dynamic MIG, and EFA NICs on the GPUs' PCIe roots. */
+export const MATRIX_PROFILE = 'aws-p4d.24xlarge';
+export const MATRIX_KWOK_NODES = 20;
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }

@@ -10,6 +10,7 @@ import {
   type StoredSlice,
 } from '../../src/k8s/api.js';
 import type { Semver } from '../../src/k8s/version.js';
+import { withoutFields, type GatedField } from '../../src/publish/gates.js';
 
 /**
  * An in-memory API server behind our `ClusterApi`: nodes, slices with resourceVersions (a replace of a
@@ -23,6 +24,7 @@ export type Op =
   | 'listNodes'
   | 'listSlices'
   | 'createSlice'
+  | 'dryRunSlice'
   | 'replaceSlice'
   | 'deleteSlice'
   | 'createEvent';
@@ -174,6 +176,15 @@ export class FakeApi implements ClusterApi {
     this.slices.set(name, s);
     this.changed('ADDED', 'slice', s);
     return { name, resourceVersion: s.metadata.resourceVersion ?? '' };
+  }
+
+  /** Fields this fake server drops, as one with their feature gate off would. */
+  drops = new Set<GatedField>();
+
+  async dryRunSlice(body: string): Promise<StoredSlice> {
+    await this.call('dryRunSlice');
+    const [s] = withoutFields([JSON.parse(body) as StoredSlice], this.drops);
+    return s as StoredSlice;
   }
 
   async replaceSlice(name: string, body: string): Promise<WrittenRef> {
