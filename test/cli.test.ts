@@ -297,6 +297,7 @@ describe('fakegpu profiles and validate', () => {
     assert.equal(r.code, 0, r.stderr);
     const rows = JSON.parse(r.stdout) as {
       name: string;
+      instanceType: string | null;
       gpus: { model: string; count: number }[];
       provenance: Record<string, string>;
     }[];
@@ -304,6 +305,24 @@ describe('fakegpu profiles and validate', () => {
     assert.deepEqual(p4d?.gpus, [{ model: 'A100-SXM4-40GB', count: 8 }]);
     assert.equal(p4d.provenance['pcieRoots'], 'confirmed');
     assert.equal(rows.length, 17);
+    const types = Object.fromEntries(rows.map((x) => [x.name, x.instanceType]));
+    assert.equal(types['aws-p5.48xlarge'], 'p5.48xlarge');
+    assert.equal(types['oci-bm.gpu.gb200.4'], 'BM.GPU.GB200.4');
+    assert.equal(types['dgx-h100'], null);
+    assert.match(fakegpu('profiles').stdout, /^aws-p5\.48xlarge +p5\.48xlarge +8x H100-SXM5-80GB /m);
+  });
+  it('renders an instance type as the preset the fleet maps it to; an unknown type is one line', () => {
+    const byType = fakegpu('render', '--instance-type', 'p5.48xlarge', '-n', 'node-a');
+    assert.equal(byType.code, 0, byType.stderr);
+    assert.equal(byType.stdout, fakegpu('render', '-p', 'aws-p5.48xlarge', '-n', 'node-a').stdout);
+    const unknown = fakegpu('render', '--instance-type', 'm5.large', '-n', 'node-a');
+    assert.equal(unknown.code, 1);
+    assert.match(
+      unknown.stderr,
+      /^fakegpu: --instance-type: unknown instance type "m5\.large"; instance types with a preset: p4d\.24xlarge, .*\n$/,
+    );
+    const both = fakegpu('render', '--instance-type', 'p5.48xlarge', '-p', 'dgx-h100', '-n', 'node-a');
+    assert.equal(both.stderr, 'fakegpu: --instance-type: give one of --profile and --instance-type\n');
   });
   it('validates a good profile and summarises it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));

@@ -164,6 +164,30 @@ describe('the fleet against an API server that fails', () => {
     assert.equal(slicesOf(api, 'node-1').length, 0);
   });
 
+  it('takes a node without profile label by its instance type, before the default; an unknown type is an event', async () => {
+    const api = new FakeApi();
+    api.putNode('p4d', { 'node.kubernetes.io/instance-type': 'p4d.24xlarge' }, KWOK);
+    api.putNode(
+      'labelled',
+      { 'node.kubernetes.io/instance-type': 'p4d.24xlarge', 'fakegpu.dev/profile': 'dgx-b200' },
+      KWOK,
+    );
+    api.putNode('cpu', { 'node.kubernetes.io/instance-type': 'm5.large' }, KWOK);
+    api.putNode('plain', {}, KWOK);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.events.length === 1 && api.slices.size === 3);
+    const product = (node: string) => slicesOf(api, node)[0]?.spec.devices?.[0]?.attributes?.['productName'];
+    assert.deepEqual(product('p4d'), { string: 'NVIDIA A100-SXM4-40GB' });
+    assert.deepEqual(product('labelled'), { string: 'NVIDIA B200' });
+    assert.deepEqual(product('plain'), { string: 'NVIDIA H100 80GB HBM3' });
+    assert.equal(slicesOf(api, 'cpu').length, 0);
+    assert.match(
+      JSON.stringify(api.events[0]),
+      /unknown instance type \\"m5\.large\\"; instance types with a preset: p4d\.24xlarge, /,
+    );
+  });
+
   it("gives a publishing burst's memory back once quiet: one memory-reducing collection", async () => {
     const api = withNodes(1200);
     let collected = 0;

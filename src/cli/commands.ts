@@ -4,7 +4,7 @@ import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
-import { PRESETS } from '../preset/index.js';
+import { presetForInstanceType, PRESETS } from '../preset/index.js';
 import { capturesOf } from '../preset/captures.js';
 import { profileSource, resolveProfile } from '../profile/load.js';
 import type { ProfileSpec } from '../preset/spec.js';
@@ -49,6 +49,7 @@ export function profilesCommand(write: (s: string) => void): Command {
         return {
           name: p.name,
           description: p.description,
+          instanceType: p.instanceType ?? null,
           gpus: gpuSummary(p.spec),
           nics: p.spec.nics?.length ?? 0,
           driverVersion: p.spec.driver?.version ?? null,
@@ -65,9 +66,10 @@ export function profilesCommand(write: (s: string) => void): Command {
       }
       write(
         table(
-          ['NAME', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED', 'REAL CAPTURE'],
+          ['NAME', 'INSTANCE TYPE', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED', 'REAL CAPTURE'],
           rows.map((r) => [
             r.name,
+            r.instanceType ?? '-',
             r.gpus.map((g) => `${g.count}x ${g.model}`).join(', '),
             String(r.nics),
             r.driverVersion ?? '',
@@ -83,7 +85,8 @@ export function profilesCommand(write: (s: string) => void): Command {
 }
 
 interface RenderFlags {
-  profile: string;
+  profile?: string;
+  instanceType?: string;
   node: string;
   dynamicMig?: boolean;
   driverVersion?: string;
@@ -99,9 +102,13 @@ interface RenderFlags {
 export function renderCommand(write: (s: string) => void): Command {
   return new Command('render')
     .description('print the ResourceSlices the node plugin would publish for a node, as a v1 List')
-    .requiredOption(
+    .option(
       '-p, --profile <preset|file.yaml>',
       'a preset name (see `fakegpu profiles`) or a MachineProfile file',
+    )
+    .option(
+      '--instance-type <type>',
+      "instead of --profile: a cloud instance type, as node.kubernetes.io/instance-type has it (the fleet's mapping)",
     )
     .requiredOption('-n, --node <name>', 'node name: pool name, nodeName and the seed of the GPU UUIDs')
     .option(
@@ -125,7 +132,16 @@ export function renderCommand(write: (s: string) => void): Command {
     .addOption(nicNumaOption())
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .action((opts: RenderFlags) => {
-      const list = renderSlices(resolveProfile(opts.profile), {
+      if ((opts.profile === undefined) === (opts.instanceType === undefined))
+        throw new FakegpuError(
+          opts.profile === undefined ? '--profile' : '--instance-type',
+          'give one of --profile and --instance-type',
+        );
+      const profile =
+        opts.instanceType === undefined
+          ? (opts.profile ?? '')
+          : presetForInstanceType(opts.instanceType, '--instance-type').name;
+      const list = renderSlices(resolveProfile(profile), {
         nics: opts.nics
           ? {
               driverName: checkDriverName(opts.nicDriverName, '--nic-driver-name'),

@@ -10,6 +10,7 @@ import { fleetCommand } from './fleet.js';
 import { captureCommand, diffCommand } from './capture.js';
 import { OutputWithStatus } from './output.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
+import { exportCommand } from './export.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -86,6 +87,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .showHelpAfterError(false);
   program.addCommand(profilesCommand(write));
   program.addCommand(renderCommand(write));
+  program.addCommand(exportCommand(write));
   program.addCommand(validateCommand(write));
   program.addCommand(topoCommand(write));
   program.addCommand(diffCommand(write));

@@ -13,6 +13,7 @@ import { formatSemver, type Semver } from '../k8s/version.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import { resolveProfile } from '../profile/load.js';
 import { gateMessage, probeGates, type GatedField } from '../publish/gates.js';
+import { INSTANCE_TYPE_LABEL } from '../preset/index.js';
 import { renderSlices, type NicRenderOptions } from '../render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
@@ -394,20 +395,24 @@ export class Fleet {
 
   private upsertNode(n: Meta): void {
     const name = n.metadata?.name ?? '';
-    // The most specific answer wins: the node's own profile label, then its pool, then the default.
+    // The most specific answer wins: the node's own profile label, then its pool, then its instance
+    // type (what an autoscaler sets), then the default.
     const labels = n.metadata?.labels ?? {};
     const label = labels[this.o.profileLabel];
     const pool = label === undefined && this.o.pools ? (labels[this.o.pools.label] ?? null) : null;
-    const profile = label ?? (pool === null ? (this.o.defaultProfile ?? null) : null);
+    const instanceType = label === undefined && pool === null ? (labels[INSTANCE_TYPE_LABEL] ?? null) : null;
+    const profile =
+      label ?? (pool === null && instanceType === null ? (this.o.defaultProfile ?? null) : null);
     const prev = this.nodes.get(name);
     const uid = n.metadata?.uid ?? '';
-    const st = { uid, profile, pool, labels };
+    const st = { uid, profile, pool, instanceType, labels };
     this.nodes.set(name, st);
     this.leaving.delete(name);
     if (
       !prev ||
       prev.profile !== profile ||
       prev.pool !== pool ||
+      prev.instanceType !== instanceType ||
       prev.uid !== uid ||
       prev.labels[this.machines.rackLabel] !== labels[this.machines.rackLabel]
     )

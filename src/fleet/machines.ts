@@ -8,6 +8,7 @@ import { RACK_LABEL } from '../compute-domain/resource.js';
 import { computeDomainSlices } from '../compute-domain/slice.js';
 import { cliqueOf } from '../device/clique.js';
 import { buildMachine, nodeFabric } from '../hardware/build.js';
+import { INSTANCE_TYPE_LABEL, presetForInstanceType } from '../preset/index.js';
 import type { GatedField } from '../publish/gates.js';
 import { hasNvlinkFabric, renderNode, renderSlices, type NicRenderOptions } from '../render.js';
 import type { Machine } from '../hardware/machine.js';
@@ -22,6 +23,8 @@ export interface NodeMachine {
   profile: string | null;
   /** From the pools' label, when the profile label is absent. */
   pool: string | null;
+  /** From `node.kubernetes.io/instance-type`, when neither label is there. */
+  instanceType?: string | null;
   labels?: Record<string, string>;
 }
 
@@ -197,6 +200,17 @@ export class Machines {
           `unknown pool ${show(st.pool)}; pools: ${oneOf([...this.o.pools.byName.keys()])}`,
         );
       return { profile: m.profile, dynamicMig: this.dynamicMig(m.dynamicMig ?? this.o.dynamicMig) };
+    }
+    if (st.profile === null && st.instanceType) {
+      try {
+        const preset = presetForInstanceType(st.instanceType, `node label ${INSTANCE_TYPE_LABEL}`);
+        const profile = this.profileOf(preset.name);
+        return profile instanceof FakegpuError
+          ? profile
+          : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };
+      } catch (e) {
+        return e instanceof FakegpuError ? e : new FakegpuError(INSTANCE_TYPE_LABEL, String(e));
+      }
     }
     if (st.profile === null) return null;
     const profile = this.profileOf(st.profile);

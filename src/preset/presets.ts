@@ -211,12 +211,14 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'aws-p4d.24xlarge',
+    instanceType: 'p4d.24xlarge',
     description: 'AWS p4d.24xlarge (8x A100-SXM4-40GB, 4x EFA 100G)',
     spec: { driver: { version: '580.126.09' }, gpus: gpus('A100-SXM4-40GB', P4D_SLOTS), nics: P4D_NICS },
     provenance: { gpus: seen('DRANET, S4'), ...p4dProv },
   },
   {
     name: 'aws-p4de.24xlarge',
+    instanceType: 'p4de.24xlarge',
     description: 'AWS p4de.24xlarge (8x A100-SXM4-80GB, 4x EFA 100G)',
     spec: { driver: { version: '580.126.09' }, gpus: gpus('A100-SXM4-80GB', P4D_SLOTS), nics: P4D_NICS },
     provenance: {
@@ -230,18 +232,21 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'aws-p5.48xlarge',
+    instanceType: 'p5.48xlarge',
     description: 'AWS p5.48xlarge (8x H100 80GB HBM3, 32x EFA 100G)',
     spec: { driver: { version: '580.126.20' }, gpus: gpus('H100-SXM5-80GB', P5_SLOTS), nics: P5_NICS },
     provenance: { gpus: seen('S75'), ...p5Prov },
   },
   {
     name: 'aws-p5e.48xlarge',
+    instanceType: 'p5e.48xlarge',
     description: 'AWS p5e.48xlarge (8x H200, 32x EFA 100G)',
     spec: { driver: { version: '580.126.20' }, gpus: gpus('H200', P5_SLOTS), nics: P5_NICS },
     provenance: { gpus: seen('S77'), ...p5Prov, busIds: inferred('S75', 'assumed equal to p5.48xlarge') },
   },
   {
     name: 'aws-g4dn.xlarge',
+    instanceType: 'g4dn.xlarge',
     description: 'AWS g4dn.xlarge (1x Tesla T4)',
     spec: {
       driver: { version: '580.126.20' },
@@ -259,6 +264,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'aws-g4dn.12xlarge',
+    instanceType: 'g4dn.12xlarge',
     description: 'AWS g4dn.12xlarge (4x Tesla T4)',
     spec: {
       driver: { version: '580.126.20' },
@@ -279,6 +285,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'aws-g5.48xlarge',
+    instanceType: 'g5.48xlarge',
     description: 'AWS g5.48xlarge (8x A10G)',
     spec: {
       driver: { version: '580.126.20' },
@@ -301,6 +308,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'aws-g6e.2xlarge',
+    instanceType: 'g6e.2xlarge',
     description: 'AWS g6e.2xlarge (1x L40S)',
     spec: {
       driver: { version: '580.126.20' },
@@ -321,6 +329,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'gcp-a3-highgpu-8g',
+    instanceType: 'a3-highgpu-8g',
     description: 'Google Cloud a3-highgpu-8g (8x H100 80GB HBM3, 4x GPUDirect-TCPX gVNIC)',
     spec: {
       driver: { version: '580.126.20' },
@@ -353,6 +362,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'gcp-g2-standard-48',
+    instanceType: 'g2-standard-48',
     description: 'Google Cloud g2-standard-48 (4x L4)',
     spec: {
       driver: { version: '580.159.04' },
@@ -373,6 +383,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'oci-bm.gpu.gb200.4',
+    instanceType: 'BM.GPU.GB200.4',
     description: 'Oracle Cloud BM.GPU.GB200.4 (4x GB200, 8x ConnectX-8 400G)',
     spec: {
       driver: { version: '580.126.20' },
@@ -402,6 +413,7 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     name: 'azure-nd-gb300-v6',
+    instanceType: 'Standard_ND128isr_GB300_v6',
     description: 'Microsoft Azure Standard_ND128isr_GB300_v6 (4x GB300, 4x ConnectX InfiniBand VF 800G)',
     spec: {
       driver: { version: '580.105.08' },

@@ -1,0 +1,52 @@
+import { Command, Option } from 'commander';
+import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { karpenterTemplates } from '../karpenter/templates.js';
+import { parseKubernetesVersion } from '../k8s/version.js';
+import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
+import { serialize } from './output.js';
+
+/** `fakegpu export karpenter`: every instance type's devices, for an autoscaler's simulation. */
+export function exportCommand(write: (s: string) => void): Command {
+  const exp = new Command('export').description('what other tools must know of the presets, in their shapes');
+  exp
+    .command('karpenter')
+    .description(
+      "every instance type with a preset and the ResourceSlices a node of it gets, as Karpenter's DynamicResources.ResourceSliceTemplates (pool name and GPU UUIDs are the node's)",
+    )
+    .option('--dynamic-mig', 'as nodes with every MIG partition published')
+    .option(
+      '--kubernetes-version <version>',
+      'API server version the slices are laid out for',
+      DEFAULT_KUBERNETES_VERSION,
+    )
+    .addOption(
+      new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
+        .choices(Object.keys(RELEASES))
+        .default(DEFAULT_RELEASE),
+    )
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .action(
+      (opts: {
+        dynamicMig?: boolean;
+        kubernetesVersion: string;
+        draDriverRelease: string;
+        output: 'yaml' | 'json';
+      }) => {
+        write(
+          serialize(
+            {
+              apiVersion: 'fakegpu.dev/v1alpha1',
+              kind: 'KarpenterInstanceTypes',
+              instanceTypes: karpenterTemplates({
+                dynamicMig: opts.dynamicMig === true,
+                kubernetesVersion: parseKubernetesVersion(opts.kubernetesVersion, '--kubernetes-version'),
+                release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+              }),
+            },
+            opts.output,
+          ),
+        );
+      },
+    );
+  return exp;
+}
