@@ -62,12 +62,10 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
         }
         const gpus = published
           .flatMap((s) => s.spec.devices ?? [])
-          .filter(
-            (d) =>
-              d.attributes?.['type']?.toString() &&
-              'string' in (d.attributes['type'] ?? {}) &&
-              (d.attributes['type'] as { string: string }).string === 'gpu',
-          );
+          .filter((d) => {
+            const type = d.attributes?.['type'];
+            return type !== undefined && 'string' in type && type.string === 'gpu';
+          });
         assert.equal(gpus.length, t.gpus, t.instanceType);
       });
     });
