@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { pino } from 'pino';
 import { DEFAULT_RELEASE, type DriverRelease } from '../src/device/release.js';
 import { Fleet } from '../src/fleet/fleet.js';
-import { PooledKubeConfig } from '../src/k8s/client.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import type { DeviceTaint } from '../src/k8s/resource.js';
-import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
+import { testFleet } from './support/fleet.js';
 import { FakeFaultApi, faultObject as fault } from './support/fake-faults.js';
 import { until } from './support/http.js';
 
@@ -27,18 +25,9 @@ function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE) {
   const faults = new FakeFaultApi();
   const published: number[] = [];
   let applied = 0;
-  const fleet = new Fleet(new PooledKubeConfig(1), {
-    profileLabel: 'fakegpu.dev/profile',
-    defaultProfile: 'dgx-h100',
-    dynamicMig: false,
-    driverName: DRIVER_NAME,
+  const fleet = testFleet(api, {
     release,
     concurrency: 4,
-    qps: 0,
-    burst: 1,
-    log: pino({ level: 'silent' }),
-    api,
-    random: () => 0,
     faults,
     onFaultApplied: (n) => {
       applied += n;

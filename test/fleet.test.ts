@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pino } from 'pino';
-import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { Fleet } from '../src/fleet/fleet.js';
-import { PooledKubeConfig } from '../src/k8s/client.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import type { StoredSlice } from '../src/k8s/api.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
+import { testFleet } from './support/fleet.js';
 import { until } from './support/http.js';
 
 /** The fleet against an in-memory API server: failures, expiry and deselection, without a cluster. */
@@ -16,22 +14,9 @@ const KWOK = { [KWOK_ANNOTATION]: 'fake' };
 let fleets: Fleet[] = [];
 
 function fleetOn(api: FakeApi, random: () => number = () => 0, collect?: () => void): Fleet {
-  const f = new Fleet(new PooledKubeConfig(1), {
-    ...(collect ? { collect } : {}),
-    profileLabel: 'fakegpu.dev/profile',
-    defaultProfile: 'dgx-h100',
-    dynamicMig: false,
-    driverName: DRIVER_NAME,
-    release: DEFAULT_RELEASE,
-    concurrency: 2,
-    qps: 0,
-    burst: 1,
-    log: pino({ level: 'silent' }),
-    api,
-    // Every backoff draws 0 unless a test says otherwise: retries come at once, so the tests wait on
-    // behaviour, not on timers.
-    random,
-  });
+  // Every backoff draws 0 unless a test says otherwise: retries come at once, so the tests wait on
+  // behaviour, not on timers.
+  const f = testFleet(api, { random, ...(collect ? { collect } : {}) });
   fleets.push(f);
   return f;
 }

@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { pino } from 'pino';
 import { withoutPartitions } from '../src/device/allocatable.js';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { Fleet } from '../src/fleet/fleet.js';
-import { PooledKubeConfig } from '../src/k8s/client.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import { droppedFields, gateMessage, probeGates, probeSlices, withoutFields } from '../src/publish/gates.js';
 import { modelNode } from '../src/render.js';
 import { resolveProfile } from '../src/profile/load.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
+import { testFleet } from './support/fleet.js';
 import { until } from './support/http.js';
 import { render } from './support/render.js';
 
@@ -91,19 +90,7 @@ describe('the fleet on a server without partitionable devices', () => {
   });
 
   const fleet = (api: FakeApi): Fleet => {
-    const f = new Fleet(new PooledKubeConfig(1), {
-      profileLabel: 'fakegpu.dev/profile',
-      defaultProfile: 'dgx-h100',
-      dynamicMig: true,
-      driverName: DRIVER_NAME,
-      release: DEFAULT_RELEASE,
-      concurrency: 2,
-      qps: 0,
-      burst: 1,
-      log: pino({ level: 'silent' }),
-      api,
-      random: () => 0,
-    });
+    const f = testFleet(api, { dynamicMig: true });
     fleets.push(f);
     return f;
   };

@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { pino } from 'pino';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { Fleet } from '../src/fleet/fleet.js';
 import { karpenterTemplates, templatesOf } from '../src/karpenter/templates.js';
-import { PooledKubeConfig } from '../src/k8s/client.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import { DRANET } from '../src/nic/attributes.js';
 import { INSTANCE_TYPE_LABEL } from '../src/preset/index.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
+import { testFleet } from './support/fleet.js';
 import { until } from './support/http.js';
 
 /**
@@ -32,18 +31,11 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
       exported.forEach((t, i) => {
         api.putNode(`node-${i}`, { [INSTANCE_TYPE_LABEL]: t.instanceType }, { [KWOK_ANNOTATION]: 'fake' });
       });
-      fleet = new Fleet(new PooledKubeConfig(1), {
-        profileLabel: 'fakegpu.dev/profile',
+      fleet = testFleet(api, {
+        defaultProfile: undefined,
         dynamicMig,
-        driverName: DRIVER_NAME,
-        release: DEFAULT_RELEASE,
         nics: { driverName: DRANET, standardNumaNode: false },
         concurrency: 4,
-        qps: 0,
-        burst: 1,
-        log: pino({ level: 'silent' }),
-        api,
-        random: () => 0,
       });
       await fleet.start();
       const want = exported.reduce((n, t) => n + t.resourceSliceTemplates.length, 0);

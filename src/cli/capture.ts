@@ -7,7 +7,7 @@ import { clientOf } from '../k8s/client.js';
 import type { ResourceSlice } from '../k8s/resource.js';
 import { parseListItems, readText, resolveProfile } from '../profile/load.js';
 import { DRIVER_NAME } from '../slice/build.js';
-import { checkKubeconfig } from './options.js';
+import { checkKubeconfig, layoutVersionOption } from './options.js';
 import { gpuSummaryText as gpuSummary } from './commands.js';
 import { Command, Option } from 'commander';
 import { parseBundle, CAPTURE_SCRIPT, type Section } from '../capture/bundle.js';
@@ -19,7 +19,6 @@ import { parseRelease, RELEASES } from '../device/release.js';
 import { clip, FakegpuError } from '../errors.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { readSlices } from '../slice/read.js';
-import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import { OutputWithStatus, serialize, table } from './output.js';
 
 const warn = (w: string): void => {
@@ -133,11 +132,7 @@ function clusterCommand(write: (s: string) => void): Command {
     .option('--slices <file>', 'or read saved slices: kubectl get resourceslices -o yaml')
     .option('--nodes <file>', 'with --slices: kubectl get nodes -o yaml (labels and taints)')
     .requiredOption('-o, --output <dir>', 'write pools.yaml, profiles/ and slices/ here')
-    .option(
-      '--kubernetes-version <version>',
-      'API server version the slices are laid out for',
-      DEFAULT_KUBERNETES_VERSION,
-    )
+    .addOption(layoutVersionOption())
     .action(async (f: ClusterFlags) => {
       const kubernetesVersion = parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version');
       if (f.slices !== undefined && f.kubeconfig !== undefined)
@@ -234,11 +229,7 @@ export function diffCommand(write: (s: string) => void): Command {
         'NVIDIA DRA driver release (default: the closest)',
       ).choices(Object.keys(RELEASES)),
     )
-    .option(
-      '--kubernetes-version <version>',
-      'API server version the slices are laid out for',
-      DEFAULT_KUBERNETES_VERSION,
-    )
+    .addOption(layoutVersionOption())
     .option(
       '--ignore <names>',
       'attributes or capacities (e.g. uuid) the capture cannot know, comma-separated',

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { modelLookup } from '../hardware/models.js';
-import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { DEFAULT_RELEASE, parseRelease } from '../device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../hardware/build.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
@@ -12,9 +12,10 @@ import { checkNodeName, renderNode, renderSlices } from '../render.js';
 import { renderTopology, topology } from '../topology/topology.js';
 import { DRIVER_NAME } from '../slice/build.js';
 import { DRANET, nicDeviceName } from '../nic/attributes.js';
+import { DEFAULT_KUBERNETES_VERSION, layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize, table, type Format } from './output.js';
 
-export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
+export { DEFAULT_KUBERNETES_VERSION } from './options.js';
 
 /** `8x A100-SXM4-40GB` (groups consecutive GPUs of one model). */
 function gpuSummary(spec: ProfileSpec): { model: string; count: number }[] {
@@ -117,16 +118,8 @@ export function renderCommand(write: (s: string) => void): Command {
     )
     .option('--driver-version <version>', 'NVIDIA driver version, overriding the profile (e.g. 580.95.05)')
     .option('--driver-name <name>', 'DRA driver name', DRIVER_NAME)
-    .option(
-      '--kubernetes-version <version>',
-      'API server version the slices are laid out for',
-      DEFAULT_KUBERNETES_VERSION,
-    )
-    .addOption(
-      new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
-        .choices(Object.keys(RELEASES))
-        .default(DEFAULT_RELEASE),
-    )
+    .addOption(layoutVersionOption())
+    .addOption(releaseChoiceOption())
     .option('--no-nics', "leave out the NIC slices (DRANET's) that a profile with NICs gets")
     .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
     .addOption(nicNumaOption())

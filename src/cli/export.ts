@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
-import { DEFAULT_RELEASE, parseRelease, RELEASES } from '../device/release.js';
+import { parseRelease } from '../device/release.js';
 import { karpenterTemplates } from '../karpenter/templates.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
-import { DEFAULT_KUBERNETES_VERSION } from './commands.js';
+import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
 
 /** `fakegpu export karpenter`: every instance type's devices, for an autoscaler's simulation. */
@@ -14,16 +14,8 @@ export function exportCommand(write: (s: string) => void): Command {
       "every instance type with a preset and the ResourceSlices a node of it gets, as Karpenter's DynamicResources.ResourceSliceTemplates (pool name and GPU UUIDs are the node's)",
     )
     .option('--dynamic-mig', 'as nodes with every MIG partition published')
-    .option(
-      '--kubernetes-version <version>',
-      'API server version the slices are laid out for',
-      DEFAULT_KUBERNETES_VERSION,
-    )
-    .addOption(
-      new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
-        .choices(Object.keys(RELEASES))
-        .default(DEFAULT_RELEASE),
-    )
+    .addOption(layoutVersionOption())
+    .addOption(releaseChoiceOption())
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .action(
       (opts: {

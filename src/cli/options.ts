@@ -12,6 +12,9 @@ import { parseEndpoint } from '../net/endpoint.js';
 import { DCGM_EXPORTER_VERSION } from '../dcgm/version.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
+/** The API server version assumed where none is asked: the default release's. */
+export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
+
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
 export function envOption(flags: string, desc: string, env: string, dflt?: string): Option {
   const o = new Option(flags, desc).env(env);
@@ -55,6 +58,21 @@ export function dynamicMigOption(): Option {
 
 export function driverNameOption(): Option {
   return envOption('--driver-name <name>', 'DRA driver name', 'DRIVER_NAME', DRIVER_NAME);
+}
+
+/** The API server version slices are laid out for, where no server is asked (render, diff, export). */
+export function layoutVersionOption(): Option {
+  return new Option(
+    '--kubernetes-version <version>',
+    'API server version the slices are laid out for',
+  ).default(DEFAULT_KUBERNETES_VERSION);
+}
+
+/** `driverReleaseOption` without its environment variable, for commands that only print. */
+export function releaseChoiceOption(): Option {
+  return new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
+    .choices(Object.keys(RELEASES))
+    .default(DEFAULT_RELEASE);
 }
 
 export function driverReleaseOption(): Option {

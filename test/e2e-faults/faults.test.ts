@@ -18,6 +18,8 @@ import { modelNode } from '../../src/render.js';
 import { eventually, kubectl, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,
+  claimTemplate,
+  deviceRequest,
   cleanup,
   failedScheduling,
   FAULTS_CLUSTER_DIR,
@@ -86,39 +88,18 @@ const busId = (e: Exports, name: string): string =>
 
 /** A claim template for `count` GPUs, optionally one by PCI bus ID, optionally tolerating a taint key. */
 function gpus(name: string, count: number, o: { busId?: string; tolerate?: string } = {}): unknown {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceClaimTemplate',
-    metadata: { name, namespace: 'default' },
-    spec: {
-      spec: {
-        devices: {
-          requests: [
-            {
-              name: 'gpus',
-              exactly: {
-                deviceClassName: 'gpu.nvidia.com',
-                allocationMode: 'ExactCount',
-                count,
-                ...(o.busId
-                  ? {
-                      selectors: [
-                        {
-                          cel: {
-                            expression: `device.attributes['resource.kubernetes.io'].pciBusID == '${o.busId}'`,
-                          },
-                        },
-                      ],
-                    }
-                  : {}),
-                ...(o.tolerate ? { tolerations: [{ key: o.tolerate, operator: 'Exists' }] } : {}),
-              },
-            },
-          ],
-        },
+  return claimTemplate(name, [
+    deviceRequest(
+      'gpus',
+      'gpu.nvidia.com',
+      count,
+      o.busId ? [`device.attributes['resource.kubernetes.io'].pciBusID == '${o.busId}'`] : [],
+      {
+        allocationMode: 'ExactCount',
+        ...(o.tolerate ? { tolerations: [{ key: o.tolerate, operator: 'Exists' }] } : {}),
       },
-    },
-  };
+    ),
+  ]);
 }
 
 function pod(e: Exports, name: string, template: string): unknown {

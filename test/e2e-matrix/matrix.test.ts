@@ -13,7 +13,9 @@ import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/clus
 import {
   allocatedDevices,
   apply,
+  claimTemplate,
   cleanup,
+  deviceRequest,
   MATRIX_CLUSTER_DIR,
   MATRIX_KWOK_NODES,
   MATRIX_NODE,
@@ -33,27 +35,6 @@ import { render } from '../support/render.js';
 const release = releaseOf(process.env['FAKEGPU_MATRIX_RELEASE'] ?? '1.37', 'FAKEGPU_MATRIX_RELEASE');
 const version = parseKubernetesVersion(release.version, 'release');
 
-const claimTemplate = (name: string, requests: unknown[], matchAttribute?: string): unknown => ({
-  apiVersion: 'resource.k8s.io/v1',
-  kind: 'ResourceClaimTemplate',
-  metadata: { name, namespace: 'default' },
-  spec: {
-    spec: {
-      devices: {
-        requests,
-        ...(matchAttribute ? { constraints: [{ requests: ['gpu', 'nic'], matchAttribute }] } : {}),
-      },
-    },
-  },
-});
-const request = (name: string, deviceClassName: string, count: number, cel: string[] = []): unknown => ({
-  name,
-  exactly: {
-    deviceClassName,
-    count,
-    ...(cel.length > 0 ? { selectors: cel.map((expression) => ({ cel: { expression } })) } : {}),
-  },
-});
 const onePod = (e: Exports, name: string, template: string, extra: Record<string, unknown> = {}) => {
   const p = podManifest(e, {
     name,
@@ -97,7 +78,7 @@ describe(`Kubernetes ${release.version}`, () => {
   });
 
   it('gpu-pod: a pod with a one-GPU claim runs and sees that GPU', async () => {
-    apply(e, claimTemplate('matrix-gpu', [request('gpu', 'gpu.nvidia.com', 1)]));
+    apply(e, claimTemplate('matrix-gpu', [deviceRequest('gpu', 'gpu.nvidia.com', 1)]));
     apply(e, onePod(e, 'matrix-gpu', 'matrix-gpu'));
     await running(e, 'matrix-gpu');
     const [dev] = allocatedDevices(e, podClaim(e, 'matrix-gpu', 'devs'));
@@ -112,7 +93,9 @@ describe(`Kubernetes ${release.version}`, () => {
     apply(
       e,
       claimTemplate('matrix-mig', [
-        request('mig', 'mig.nvidia.com', 1, ["device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"]),
+        deviceRequest('mig', 'mig.nvidia.com', 1, [
+          "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'",
+        ]),
       ]),
     );
     apply(e, onePod(e, 'matrix-mig', 'matrix-mig'));
@@ -129,8 +112,8 @@ describe(`Kubernetes ${release.version}`, () => {
       claimTemplate(
         'matrix-aligned',
         [
-          request('gpu', 'gpu.nvidia.com', 2),
-          request('nic', e.FAKEGPU_NIC_CLASS, 1, ['device.attributes["dra.net"].rdma == true']),
+          deviceRequest('gpu', 'gpu.nvidia.com', 2),
+          deviceRequest('nic', e.FAKEGPU_NIC_CLASS, 1, ['device.attributes["dra.net"].rdma == true']),
         ],
         'resource.kubernetes.io/pcieRoot',
       ),
@@ -159,7 +142,7 @@ describe(`Kubernetes ${release.version}`, () => {
       },
       120_000,
     );
-    apply(e, claimTemplate('matrix-kwok', [request('gpu', 'gpu.nvidia.com', 8)]));
+    apply(e, claimTemplate('matrix-kwok', [deviceRequest('gpu', 'gpu.nvidia.com', 8)]));
     apply(
       e,
       onePod(e, 'matrix-kwok', 'matrix-kwok', {

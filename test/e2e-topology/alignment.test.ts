@@ -6,7 +6,9 @@ import {
   allocatedDevices,
   apply,
   type Attr,
+  claimTemplate,
   cleanup,
+  deviceRequest,
   failedScheduling,
   podClaim,
   podManifest,
@@ -26,40 +28,10 @@ interface Slices {
   items: { spec: { driver: string; devices?: { name: string; attributes?: Record<string, Attr> }[] } }[];
 }
 
-const rdmaNic = (e: Exports, count: number, extra: string[] = []) => ({
-  name: 'nic',
-  exactly: {
-    deviceClassName: e.FAKEGPU_NIC_CLASS,
-    count,
-    selectors: ['device.attributes["dra.net"].rdma == true', ...extra].map((expression) => ({
-      cel: { expression },
-    })),
-  },
-});
-const gpus = (count: number, extra: string[] = []) => ({
-  name: 'gpu',
-  exactly: {
-    deviceClassName: 'gpu.nvidia.com',
-    count,
-    ...(extra.length > 0 ? { selectors: extra.map((expression) => ({ cel: { expression } })) } : {}),
-  },
-});
-
-function template(name: string, requests: unknown[], matchAttribute?: string): unknown {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceClaimTemplate',
-    metadata: { name, namespace: 'default' },
-    spec: {
-      spec: {
-        devices: {
-          requests,
-          ...(matchAttribute ? { constraints: [{ requests: ['gpu', 'nic'], matchAttribute }] } : {}),
-        },
-      },
-    },
-  };
-}
+const rdmaNic = (e: Exports, count: number, extra: string[] = []) =>
+  deviceRequest('nic', e.FAKEGPU_NIC_CLASS, count, ['device.attributes["dra.net"].rdma == true', ...extra]);
+const gpus = (count: number, extra: string[] = []) => deviceRequest('gpu', 'gpu.nvidia.com', count, extra);
+const template = claimTemplate;
 
 /** The container shows what a workload would use to find its NICs. */
 const pod = (e: Exports, name: string, tmpl: string): unknown =>

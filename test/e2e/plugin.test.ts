@@ -10,6 +10,8 @@ import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
   allocatedUuids,
   apply,
+  claimTemplate,
+  deviceRequest,
   E2E_CLUSTER_DIR,
   E2E_NODE,
   cleanup,
@@ -24,26 +26,8 @@ import {
  * Pods with claims on a node that fakegpu's plugin makes a DGX H100: scheduled by the real scheduler,
  * prepared through the kubelet's DRA calls, started by containerd with our CDI specs.
  */
-const oneGpu = (name: string, selector?: string): unknown => ({
-  apiVersion: 'resource.k8s.io/v1',
-  kind: 'ResourceClaimTemplate',
-  metadata: { name, namespace: 'default' },
-  spec: {
-    spec: {
-      devices: {
-        requests: [
-          {
-            name: 'gpu',
-            exactly: {
-              deviceClassName: 'gpu.nvidia.com',
-              ...(selector ? { selectors: [{ cel: { expression: selector } }] } : {}),
-            },
-          },
-        ],
-      },
-    },
-  },
-});
+const oneGpu = (name: string, selector?: string): unknown =>
+  claimTemplate(name, [deviceRequest('gpu', 'gpu.nvidia.com', 1, selector ? [selector] : [])]);
 
 const cdiSpecs = (): string[] =>
   readdirSync(layout(E2E_CLUSTER_DIR).cdiDir).filter((f) => f.endsWith('.yaml'));

@@ -102,6 +102,45 @@ export function cleanup(e: Exports): void {
   kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
 }
 
+/**
+ * A ResourceClaimTemplate in `default` of these requests; with `matchAttribute`, the `gpu` and `nic`
+ * requests are constrained to one value of it.
+ */
+export function claimTemplate(name: string, requests: unknown[], matchAttribute?: string): unknown {
+  return {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaimTemplate',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      spec: {
+        devices: {
+          requests,
+          ...(matchAttribute ? { constraints: [{ requests: ['gpu', 'nic'], matchAttribute }] } : {}),
+        },
+      },
+    },
+  };
+}
+
+/** One request of `count` devices of a class, each CEL expression a selector, with extra fields. */
+export function deviceRequest(
+  name: string,
+  deviceClassName: string,
+  count: number,
+  cel: string[] = [],
+  extra: Record<string, unknown> = {},
+): unknown {
+  return {
+    name,
+    exactly: {
+      deviceClassName,
+      count,
+      ...(cel.length > 0 ? { selectors: cel.map((expression) => ({ cel: { expression } })) } : {}),
+      ...extra,
+    },
+  };
+}
+
 export interface PodSpec {
   name: string;
   /** Each container runs `command` (a shell line), by default SHOW. */
