@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
-import { cacheDir, withCluster } from './suite.mjs';
+import { cacheDir, step, withCluster } from './suite.mjs';
 
 bootstrap();
 
@@ -35,6 +35,16 @@ function results(tap) {
   return r;
 }
 
+// Whatever an interrupted run left: stopped, and its directory gone.
+step('e2e matrix: a clean start', process.execPath, [
+  join(root, 'bin', 'fakegpu.js'),
+  'cluster',
+  'down',
+  '--dir',
+  dir,
+  '--purge',
+]);
+
 const rows = [];
 let ok = true;
 for (const r of releases) {
@@ -60,7 +70,7 @@ for (const r of releases) {
       '--node',
       'fakegpu-matrix-node',
       '--profile',
-      'aws-p4d.24xlarge',
+      'dgx-h100',
       '--dynamic-mig',
       '--nic-numa-attribute',
       'standard',
@@ -77,6 +87,8 @@ for (const r of releases) {
       join('dist', 'test', 'e2e-matrix', 'matrix.test.js'),
     ],
     env: { FAKEGPU_MATRIX_RELEASE: r.release },
+    // Each release starts from an empty etcd: another release's objects are not this one's to read.
+    purge: true,
   });
   let got = {};
   try {

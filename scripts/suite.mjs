@@ -41,10 +41,11 @@ export function leftovers(dir) {
 
 /**
  * `fakegpu cluster up <upArgs>` in `dir`, the test files (one at a time: they share the cluster) or a
- * program (`run`: node's arguments), with `env` added to the environment, then `cluster down`, which must leave no process behind. Returns
+ * program (`run`: node's arguments), with `env` added to the environment, then `cluster down` (with
+ * `purge`, its directory goes too), which must leave no process behind. Returns
  * whether everything passed.
  */
-export function withCluster({ what, dir, dirEnv, upArgs, files = [], run, env: extra = {} }) {
+export function withCluster({ what, dir, dirEnv, upArgs, files = [], run, env: extra = {}, purge = false }) {
   const env = { ...process.env, ...extra, [dirEnv]: dir };
   const fakegpu = join(root, 'bin', 'fakegpu.js');
   let ok = false;
@@ -69,7 +70,7 @@ export function withCluster({ what, dir, dirEnv, upArgs, files = [], run, env: e
       step(
         `${what}: fakegpu cluster down`,
         process.execPath,
-        [fakegpu, 'cluster', 'down', '--dir', dir],
+        [fakegpu, 'cluster', 'down', '--dir', dir, ...(purge ? ['--purge'] : [])],
         env,
       ) && ok;
     const left = leftovers(dir);

@@ -61,6 +61,7 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
         '--allow-privileged=true',
         '--endpoint-reconciler-type=none',
         '--kubelet-preferred-address-types=InternalIP',
+        ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
         gates,
       ];
     case 'kube-controller-manager': {

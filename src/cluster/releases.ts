@@ -24,6 +24,12 @@ export interface KubernetesRelease {
    * not know, so each lists only its own; GA gates are locked on and left out.
    */
   featureGates: Readonly<Record<string, true>>;
+  /**
+   * API versions to serve beyond the defaults (`--runtime-config`): an alpha or beta gate that is on makes
+   * the scheduler watch its API (DeviceTaintRule), which an API server serves only when asked, else the
+   * scheduler's caches never sync and no pod is scheduled.
+   */
+  runtimeConfig?: string;
   /** What fakegpu does that this release cannot, as one line each (README, `e2e:matrix`). */
   lacks: readonly string[];
   /** Why it cannot be built here yet: `cluster up` refuses it with this, and the matrix reports it. */
@@ -50,6 +56,8 @@ export const KUBERNETES_RELEASES: readonly KubernetesRelease[] = [
     version: '1.34.4',
     folder: 'kubernetes-1.34',
     featureGates: ALPHA_1_34,
+    // DeviceTaintRule is v1alpha3 here (DRADeviceTaints).
+    runtimeConfig: 'resource.k8s.io/v1alpha3=true',
     lacks: [
       'counters share their slice with the devices (the alpha layout of DRAPartitionableDevices)',
       'at most 4 taints per device',
@@ -62,6 +70,7 @@ export const KUBERNETES_RELEASES: readonly KubernetesRelease[] = [
     version: '1.35.4',
     folder: 'kubernetes-1.35',
     featureGates: { ...ALPHA_1_34, DRADeviceTaintRules: true },
+    runtimeConfig: 'resource.k8s.io/v1alpha3=true',
     lacks: ['DRAResourceHealth is v1alpha1 only; health messages are not shown in pod status'],
   },
   {
@@ -69,6 +78,8 @@ export const KUBERNETES_RELEASES: readonly KubernetesRelease[] = [
     version: '1.36.3',
     folder: 'kubernetes-1.36',
     featureGates: { ...ALPHA_1_34, DRADeviceTaintRules: true },
+    // DeviceTaintRule is v1beta2 here, a beta API off by default.
+    runtimeConfig: 'resource.k8s.io/v1beta2=true',
     lacks: ['DRAResourceHealth is v1alpha1 only'],
   },
   {

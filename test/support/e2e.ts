@@ -88,8 +88,11 @@ export function computeDomainsCluster(): Promise<Exports> {
 export const MATRIX_CLUSTER_DIR =
   process.env['FAKEGPU_E2E_MATRIX_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-matrix-cluster');
 export const MATRIX_NODE = 'fakegpu-matrix-node';
-/** Eight A100s with dynamic MIG, and EFA NICs on the GPUs' PCIe roots. */
-export const MATRIX_PROFILE = 'aws-p4d.24xlarge';
+/**
+ * A DGX H100 with dynamic MIG: whole GPUs beside their partitions (an A100 publishes no whole GPU under
+ * dynamic MIG, its MIG mode needing a reset), and a ConnectX NIC on each GPU's PCIe root.
+ */
+export const MATRIX_PROFILE = 'dgx-h100';
 export const MATRIX_KWOK_NODES = 20;
 
 export function e2eCluster(): Promise<Exports> {
