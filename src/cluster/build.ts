@@ -21,6 +21,7 @@ export const VERSIONS = {
   helm: '3.22.0',
   kwok: '0.8.0',
   prometheus: '3.16.0',
+  karpenter: '1.14.1',
 } as const;
 
 interface Component {
@@ -156,6 +157,13 @@ export const COMPONENTS: readonly Component[] = [
     },
     ldflags: `-X github.com/prometheus/common/version.Version=${VERSIONS.prometheus}`,
     tags: ['remove_all_sd'],
+    onDemand: true,
+  },
+  // Karpenter's KWOK provider, for an autoscaler in the local cluster (issue 20; not started by
+  // `cluster up` yet).
+  {
+    module: 'karpenter',
+    binaries: { 'sigs.k8s.io/karpenter/kwok': 'karpenter-kwok' },
     onDemand: true,
   },
 ];
