@@ -9,7 +9,9 @@ import { cacheDir, step, withCluster } from './suite.mjs';
 
 bootstrap();
 
-const { KUBERNETES_RELEASES } = await import(join(root, 'dist', 'src', 'cluster', 'releases.js'));
+const { KUBERNETES_RELEASES, releaseLabel } = await import(
+  join(root, 'dist', 'src', 'cluster', 'releases.js')
+);
 const asked = process.argv.slice(2);
 const releases = asked.length
   ? KUBERNETES_RELEASES.filter((r) => asked.includes(r.release) || asked.includes(r.version))
@@ -48,7 +50,7 @@ step('e2e matrix: a clean start', process.execPath, [
 const rows = [];
 let ok = true;
 for (const r of releases) {
-  const name = `${r.release} (${r.version}${r.preRelease ? ', pre-release' : ''})`;
+  const name = releaseLabel(r);
   if (r.unavailable) {
     rows.push({
       release: name,

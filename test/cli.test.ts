@@ -146,6 +146,16 @@ describe('bad input on the command line', () => {
   };
   const cases: [string, string[], RegExp][] = [
     [
+      'a Kubernetes release fakegpu does not build',
+      ['cluster', 'up', '--dir', '/tmp/fakegpu-never', '--kubernetes-version', '1.33'],
+      /^fakegpu: --kubernetes-version: "1\.33" is not a release fakegpu builds; it builds 1\.34 \(1\.34\.4\), 1\.35 \(1\.35\.4\), 1\.36 \(1\.36\.3\), 1\.37 \(1\.37\.2\)\n$/,
+    ],
+    [
+      'a Kubernetes release the module proxy cannot build yet',
+      ['cluster', 'up', '--dir', '/tmp/fakegpu-never', '--kubernetes-version', '1.38'],
+      /^fakegpu: --kubernetes-version: Kubernetes 1\.38\.0-beta\.0 cannot be built yet: the Go module proxy does not serve k8s\.io\/apiextensions-api v0\.38\.0-beta\.0, .*\n$/,
+    ],
+    [
       'unknown preset',
       ['render', '-p', 'nope', '-n', 'n1'],
       /^fakegpu: --profile: unknown preset "nope"; known presets: dgx-a100, .*azure-nd-gb300-v6\n$/,

@@ -11,7 +11,7 @@ import {
   defaultClusterDir,
   exportLines,
 } from '../cluster/cluster.js';
-import { DEFAULT_KUBERNETES_RELEASE, KUBERNETES_RELEASES, releaseOf } from '../cluster/releases.js';
+import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../cluster/releases.js';
 import { FakegpuError } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
@@ -58,9 +58,7 @@ export function clusterCommand(write: (s: string) => void): Command {
     .option('--node <name>', 'name of the node', DEFAULT_NODE)
     .option(
       '--kubernetes-version <release>',
-      `the Kubernetes release to build and run: ${KUBERNETES_RELEASES.filter((r) => !r.unavailable)
-        .map((r) => `${r.release} (${r.version}${r.preRelease ? ', pre-release' : ''})`)
-        .join(', ')}`,
+      `the Kubernetes release to build and run: ${buildableReleases()}`,
       DEFAULT_KUBERNETES_RELEASE,
     )
     .option(

@@ -10,10 +10,11 @@ import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../net/endpoint.js';
 import { DCGM_EXPORTER_VERSION } from '../dcgm/version.js';
+import { DEFAULT_KUBERNETES_RELEASE } from '../cluster/releases.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
-/** The API server version assumed where none is asked: the default release's. */
-export const DEFAULT_KUBERNETES_VERSION = '1.37.0';
+/** The API server version assumed where none is asked: the default release's, `<minor>.0`. */
+export const DEFAULT_KUBERNETES_VERSION = `${DEFAULT_KUBERNETES_RELEASE}.0`;
 
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
 export function envOption(flags: string, desc: string, env: string, dflt?: string): Option {

@@ -123,6 +123,18 @@ export function defaultRelease(): KubernetesRelease {
   return releaseOf(DEFAULT_KUBERNETES_RELEASE, 'default');
 }
 
+/** `1.34 (1.34.4)`, `1.38 (1.38.0-beta.0, pre-release)`: how tables and messages name a release. */
+export function releaseLabel(r: KubernetesRelease): string {
+  return `${r.release} (${r.version}${r.preRelease ? ', pre-release' : ''})`;
+}
+
+/** The releases `cluster up` can build here, by label. */
+export function buildableReleases(): string {
+  return KUBERNETES_RELEASES.filter((x) => !x.unavailable)
+    .map(releaseLabel)
+    .join(', ');
+}
+
 /** `1.34`, `v1.34`, or the exact `1.34.4` built; anything else names what is there. */
 export function releaseOf(text: string, field: string): KubernetesRelease {
   const t = text.trim().replace(/^v/, '');
@@ -130,8 +142,8 @@ export function releaseOf(text: string, field: string): KubernetesRelease {
   if (r?.unavailable)
     throw new FakegpuError(field, `Kubernetes ${r.version} cannot be built yet: ${r.unavailable}`);
   if (r) return r;
-  const known = KUBERNETES_RELEASES.filter((x) => !x.unavailable)
-    .map((x) => `${x.release} (${x.version}${x.preRelease ? ', pre-release' : ''})`)
-    .join(', ');
-  throw new FakegpuError(field, `${show(text)} is not a release fakegpu builds; it builds ${known}`);
+  throw new FakegpuError(
+    field,
+    `${show(text)} is not a release fakegpu builds; it builds ${buildableReleases()}`,
+  );
 }

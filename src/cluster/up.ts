@@ -98,11 +98,11 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   const profile = o.profile ?? null;
   const dynamicMig = o.dynamicMig === true;
   const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
-  const release = o.release ?? defaultRelease();
-  if (releaseOfState(state).version !== release.version) {
+  const runs = releaseOfState(state).version;
+  if (runs !== (o.release ?? defaultRelease()).version) {
     throw new FakegpuError(
       '--kubernetes-version',
-      `the cluster in ${dir} runs Kubernetes ${releaseOfState(state).version}; run "fakegpu cluster down" first to change it`,
+      `the cluster in ${dir} runs Kubernetes ${runs}; run "fakegpu cluster down" first to change it`,
     );
   }
   if (state.nodeName !== o.nodeName) {

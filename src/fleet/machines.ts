@@ -201,19 +201,17 @@ export class Machines {
         );
       return { profile: m.profile, dynamicMig: this.dynamicMig(m.dynamicMig ?? this.o.dynamicMig) };
     }
-    if (st.profile === null && st.instanceType) {
+    let ref = st.profile;
+    if (ref === null && st.instanceType) {
       try {
-        const preset = presetForInstanceType(st.instanceType, `node label ${INSTANCE_TYPE_LABEL}`);
-        const profile = this.profileOf(preset.name);
-        return profile instanceof FakegpuError
-          ? profile
-          : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };
+        ref = presetForInstanceType(st.instanceType, `node label ${INSTANCE_TYPE_LABEL}`).name;
       } catch (e) {
-        return e instanceof FakegpuError ? e : new FakegpuError(INSTANCE_TYPE_LABEL, String(e));
+        if (e instanceof FakegpuError) return e;
+        throw e;
       }
     }
-    if (st.profile === null) return null;
-    const profile = this.profileOf(st.profile);
+    if (ref === null) return null;
+    const profile = this.profileOf(ref);
     return profile instanceof FakegpuError
       ? profile
       : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };

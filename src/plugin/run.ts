@@ -81,6 +81,8 @@ export interface RunningPlugin {
 }
 
 /** One driver on this node: its claims, its kubelet sockets, and later its slices. */
+const NOTHING_DROPPED: ReadonlySet<GatedField> = new Set();
+
 export interface Driver {
   name: string;
   state: ClaimLifecycle;
@@ -288,7 +290,11 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         await sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
       }
     }
-    for (const d of drivers) {
+    // The probe is of the server, not of a driver: one dry run per gated field, whichever driver has it.
+    const full = drivers.map((d) => d.slices(version, NOTHING_DROPPED));
+    const off = await probeGates(new KubeApi(kc), full.flat());
+    if (off.size > 0) log.warn({ dropped: [...off] }, gateMessage([...off], formatSemver(version)));
+    for (const [i, d] of drivers.entries()) {
       if (stopped) return;
       const publisher = new Publisher(kc, {
         nodeName: o.nodeName,
@@ -299,10 +305,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
           d.published?.(slices);
         },
       });
-      const off = await probeGates(new KubeApi(kc), d.slices(version, new Set()));
-      if (off.size > 0)
-        log.warn({ driver: d.name, dropped: [...off] }, gateMessage([...off], formatSemver(version)));
-      publisher.start(d.slices(version, off));
+      publisher.start(off.size === 0 ? (full[i] ?? []) : d.slices(version, off));
       d.changes?.(() => {
         publisher.update(d.slices(version, off));
       });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Exports } from '../../src/cluster/cluster.js';
 import { clusterDown, clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
+import { releaseOf } from '../../src/cluster/releases.js';
 import { layout, PORTS } from '../../src/cluster/config.js';
 import { isAlive } from '../../src/cluster/process.js';
 import {
@@ -85,6 +86,17 @@ describe('cluster up refuses what it cannot do', () => {
   });
 
   it('a running cluster is not silently reused for another node or another machine', async () => {
+    await assert.rejects(
+      clusterUp({
+        dir: TEST_CLUSTER_DIR,
+        nodeName: TEST_NODE,
+        release: releaseOf('1.36', 'test'),
+        log: () => undefined,
+      }),
+      {
+        message: `--kubernetes-version: the cluster in ${TEST_CLUSTER_DIR} runs Kubernetes 1.37.2; run "fakegpu cluster down" first to change it`,
+      },
+    );
     await assert.rejects(
       clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: 'someone-else', log: () => undefined }),
       {
