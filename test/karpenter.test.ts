@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { DEFAULT_RELEASE } from '../src/device/release.js';
 import { Fleet } from '../src/fleet/fleet.js';
+import { KWOK_ZONES, kwokInstanceTypes } from '../src/karpenter/instance-types.js';
 import { karpenterTemplates, templatesOf } from '../src/karpenter/templates.js';
+import { SOURCES } from '../src/catalog/sources.js';
 import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
 import { DRANET } from '../src/nic/attributes.js';
-import { INSTANCE_TYPE_LABEL } from '../src/preset/index.js';
+import { INSTANCE_TYPE_LABEL, INSTANCE_TYPES, PRESETS } from '../src/preset/index.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import { FakeApi } from './support/fake-api.js';
 import { testFleet } from './support/fleet.js';
@@ -62,4 +64,56 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
       });
     });
   }
+});
+
+/**
+ * The instance types Karpenter's KWOK provider is given (`fakegpu export karpenter-kwok`, `cluster up
+ * --with karpenter`): one per preset with an instance type, with the cloud's sizes and as many
+ * `nvidia.com/gpu` as the fleet publishes GPUs for a node of it.
+ */
+describe("Karpenter's KWOK instance types", () => {
+  const types = kwokInstanceTypes();
+  const templates = karpenterTemplates({
+    dynamicMig: false,
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: DEFAULT_RELEASE,
+  });
+
+  it('has every instance type with a preset, each with its sizes and source', () => {
+    assert.deepEqual(
+      types.map((t) => t.name),
+      [...INSTANCE_TYPES.keys()],
+    );
+    for (const p of PRESETS.filter((x) => x.instanceType)) {
+      assert.ok(p.instance, `${p.name} has the instance's sizes`);
+      assert.ok(p.instance.source.ref in SOURCES && p.instance.priceSource.ref in SOURCES, p.name);
+      assert.ok(p.instance.source.confirmed || p.instance.source.note, `${p.name}: an inference says why`);
+    }
+  });
+
+  it("gives nvidia.com/gpu as the fleet publishes GPUs, and the EC2 API's sizes for p5.48xlarge", () => {
+    for (const t of types)
+      assert.equal(
+        t.resources['nvidia.com/gpu'],
+        String(templates.find((x) => x.instanceType === t.name)?.gpus),
+        t.name,
+      );
+    const p5 = types.find((t) => t.name === 'p5.48xlarge');
+    assert.deepEqual(p5?.resources, { cpu: '192', memory: '2097152Mi', pods: '100', 'nvidia.com/gpu': '8' });
+    assert.equal(p5?.architecture, 'amd64');
+    assert.equal(types.find((t) => t.name === 'BM.GPU.GB200.4')?.architecture, 'arm64');
+  });
+
+  it('offers each on demand in the KWOK zones, in the field names the provider reads', () => {
+    for (const t of types) {
+      assert.equal(t.offerings.length, KWOK_ZONES.length);
+      for (const o of t.offerings) {
+        assert.ok(o.Price > 0 && o.Available, t.name);
+        assert.deepEqual(
+          o.Requirements.map((r) => r.key),
+          ['karpenter.sh/capacity-type', 'topology.kubernetes.io/zone'],
+        );
+      }
+    }
+  });
 });

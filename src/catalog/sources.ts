@@ -63,5 +63,14 @@ export const SOURCES: Record<string, string> = {
   T1: 'nvidia-smi -q and dcgm-exporter outputs in public issues (dcgm-exporter 317, 512, 736; NCCL 1264; DigitalOcean H100 docs): clocks.max.sm and clocks.max.memory, idle clocks, power and temperatures, FB reserved of T4 (447), L4 (470), L40S (608 MiB)',
   T2: 'secondary sources (vendor pages, benchmark write-ups) for max clocks of A30, H200, B200, GB200, B300; no nvidia-smi output seen',
   SMIX: 'nvidia-smi -q -x of real machines in NVIDIA/k8s-test-infra (tests/e2e/go/assertions/nvidiasmi/testdata/hardware: qx-h100, qx-gb200 AWS p6e, qx-gb300, qx-a100, qx-l40s AWS g6e.2xlarge, qx-t4 AWS g4dn.xlarge) and influxdata/telegraf (A100-SXM4-80GB with MIG); copies in test/fixtures/nvidia-smi',
+  EC2: 'aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md (generated from EC2 DescribeInstanceTypes: vCPUs, memory in MiB, architecture, pods) and aws/amazon-vpc-cni-k8s misc/eni-max-pods.txt',
+  EC2PRICE:
+    'aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go: on-demand prices in us-east-1, generated 2026-01-19',
+  GCEA3:
+    'Google Cloud accelerator-optimized machines page: a3-highgpu-8g has 208 vCPUs and 1,872 GB of memory',
+  AZSKU:
+    'Azure VM SKU list as Microsoft Aspire generates it (AksNodeVmSizes): Standard_ND128isr_GB300_v6, 128 vCPUs, 864 GB',
+  CLOUD2:
+    'secondary sources (catalogs, third-party tables) for cloud instance sizes with no first-party table found',
   FAKEGPU: 'fakegpu inference: no public output found; value chosen to be consistent with the confirmed ones',
 };

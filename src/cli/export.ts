@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { parseRelease } from '../device/release.js';
+import { kwokInstanceTypes } from '../karpenter/instance-types.js';
 import { karpenterTemplates } from '../karpenter/templates.js';
 import { parseKubernetesVersion } from '../k8s/version.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
@@ -40,5 +41,13 @@ export function exportCommand(write: (s: string) => void): Command {
         );
       },
     );
+  exp
+    .command('karpenter-kwok')
+    .description(
+      "every instance type with a preset as Karpenter's KWOK provider reads them (INSTANCE_TYPES_FILE_PATH): the cloud's CPUs, memory, pods, price and nvidia.com/gpu",
+    )
+    .action(() => {
+      write(`${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
+    });
   return exp;
 }

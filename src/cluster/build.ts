@@ -21,7 +21,8 @@ export const VERSIONS = {
   helm: '3.22.0',
   kwok: '0.8.0',
   prometheus: '3.16.0',
-  karpenter: '1.14.1',
+  karpenter: '1.15.0',
+  kueue: '0.17.0',
 } as const;
 
 interface Component {
@@ -159,11 +160,18 @@ export const COMPONENTS: readonly Component[] = [
     tags: ['remove_all_sd'],
     onDemand: true,
   },
-  // Karpenter's KWOK provider, for an autoscaler in the local cluster (issue 20; not started by
-  // `cluster up` yet).
+  // Karpenter's KWOK provider, for an autoscaler in the local cluster (`cluster up --with karpenter`).
   {
     module: 'karpenter',
     binaries: { 'sigs.k8s.io/karpenter/kwok': 'karpenter-kwok' },
+    goToolchain: 'go1.26.9',
+    onDemand: true,
+  },
+  // Kueue, for a batch queue in the local cluster (`cluster up --with kueue`).
+  {
+    module: 'kueue',
+    binaries: { 'sigs.k8s.io/kueue/cmd/kueue': 'kueue' },
+    ldflags: `-X sigs.k8s.io/kueue/pkg/version.GitVersion=v${VERSIONS.kueue}`,
     onDemand: true,
   },
 ];
@@ -263,6 +271,27 @@ export function ensureComponent(
   if (!c) throw new FakegpuError('build', `no component ${module}`);
   build(repoRoot, c, paths, '', log);
   return paths;
+}
+
+/**
+ * Where the Go module cache holds an upstream module a component pins (its CRDs and manifests live there):
+ * `go list -m` in the component's folder, after `ensureComponent` has downloaded it.
+ */
+export function moduleDir(repoRoot: string, module: keyof typeof VERSIONS, path: string): string {
+  const c = COMPONENTS.find((x) => x.module === module);
+  if (!c) throw new FakegpuError('build', `no component ${module}`);
+  const r = spawnSync('go', ['list', '-m', '-f', '{{.Dir}}', path], {
+    cwd: folderOf(repoRoot, c),
+    env: { ...process.env, GOTOOLCHAIN: c.goToolchain ?? 'local', GOFLAGS: '-mod=readonly' },
+    encoding: 'utf8',
+  });
+  const dir = r.stdout.trim();
+  if (r.status !== 0 || dir === '')
+    throw new FakegpuError(
+      'build',
+      `go list -m ${path} in cluster/${c.folder ?? c.module}: ${r.stderr.trim()}`,
+    );
+  return dir;
 }
 
 function build(

@@ -1,10 +1,24 @@
 import type { Source } from '../catalog/types.js';
 import type { GpuEntry, NicEntry } from './spec.js';
-import type { Preset } from './types.js';
+import type { InstanceSize, Preset } from './types.js';
 
 const seen = (ref: string, note?: string): Source =>
   note ? { ref, confirmed: true, note } : { ref, confirmed: true };
 const inferred = (ref: string, note: string): Source => ({ ref, confirmed: false, note });
+
+/** An EC2 instance type: sizes from EC2's own API, price from Karpenter's table of us-east-1 prices. */
+const ec2 = (vcpus: number, memoryMiB: number, maxPods: number, pricePerHour: number): InstanceSize => ({
+  vcpus,
+  memoryMiB,
+  maxPods,
+  architecture: 'amd64',
+  pricePerHour,
+  source: seen('EC2'),
+  priceSource: seen('EC2PRICE'),
+});
+
+/** GKE, OKE and AKS nodes: Kubernetes' default of 110 pods, as the cloud's own table was not found. */
+const DEFAULT_MAX_PODS = 110;
 
 interface Slot {
   bus: string;
@@ -212,6 +226,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-p4d.24xlarge',
     instanceType: 'p4d.24xlarge',
+    instance: ec2(96, 1179648, 737, 21.957642),
     description: 'AWS p4d.24xlarge (8x A100-SXM4-40GB, 4x EFA 100G)',
     spec: { driver: { version: '580.126.09' }, gpus: gpus('A100-SXM4-40GB', P4D_SLOTS), nics: P4D_NICS },
     provenance: { gpus: seen('DRANET, S4'), ...p4dProv },
@@ -219,6 +234,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-p4de.24xlarge',
     instanceType: 'p4de.24xlarge',
+    instance: ec2(96, 1179648, 737, 27.44705),
     description: 'AWS p4de.24xlarge (8x A100-SXM4-80GB, 4x EFA 100G)',
     spec: { driver: { version: '580.126.09' }, gpus: gpus('A100-SXM4-80GB', P4D_SLOTS), nics: P4D_NICS },
     provenance: {
@@ -233,6 +249,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-p5.48xlarge',
     instanceType: 'p5.48xlarge',
+    instance: ec2(192, 2097152, 100, 55.04),
     description: 'AWS p5.48xlarge (8x H100 80GB HBM3, 32x EFA 100G)',
     spec: { driver: { version: '580.126.20' }, gpus: gpus('H100-SXM5-80GB', P5_SLOTS), nics: P5_NICS },
     provenance: { gpus: seen('S75'), ...p5Prov },
@@ -240,6 +257,10 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-p5e.48xlarge',
     instanceType: 'p5e.48xlarge',
+    instance: {
+      ...ec2(192, 2097152, 100, 63.296),
+      priceSource: inferred('EC2PRICE', 'no on-demand price listed; that of p5en.48xlarge, also 8x H200'),
+    },
     description: 'AWS p5e.48xlarge (8x H200, 32x EFA 100G)',
     spec: { driver: { version: '580.126.20' }, gpus: gpus('H200', P5_SLOTS), nics: P5_NICS },
     provenance: { gpus: seen('S77'), ...p5Prov, busIds: inferred('S75', 'assumed equal to p5.48xlarge') },
@@ -247,6 +268,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g4dn.xlarge',
     instanceType: 'g4dn.xlarge',
+    instance: ec2(4, 16384, 29, 0.526),
     description: 'AWS g4dn.xlarge (1x Tesla T4)',
     spec: {
       driver: { version: '580.126.20' },
@@ -265,6 +287,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g4dn.12xlarge',
     instanceType: 'g4dn.12xlarge',
+    instance: ec2(48, 196608, 234, 3.912),
     description: 'AWS g4dn.12xlarge (4x Tesla T4)',
     spec: {
       driver: { version: '580.126.20' },
@@ -286,6 +309,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g5.48xlarge',
     instanceType: 'g5.48xlarge',
+    instance: ec2(192, 786432, 345, 16.288),
     description: 'AWS g5.48xlarge (8x A10G)',
     spec: {
       driver: { version: '580.126.20' },
@@ -309,6 +333,7 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'aws-g6e.2xlarge',
     instanceType: 'g6e.2xlarge',
+    instance: ec2(8, 65536, 58, 2.24208),
     description: 'AWS g6e.2xlarge (1x L40S)',
     spec: {
       driver: { version: '580.126.20' },
@@ -330,6 +355,18 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'gcp-a3-highgpu-8g',
     instanceType: 'a3-highgpu-8g',
+    instance: {
+      vcpus: 208,
+      memoryMiB: 1872 * 1024,
+      maxPods: DEFAULT_MAX_PODS,
+      architecture: 'amd64',
+      pricePerHour: 55.04,
+      source: inferred(
+        'GCEA3',
+        "Google's GB are GiB (as in n1-standard-1's 3.75); pods: Kubernetes' default",
+      ),
+      priceSource: inferred('EC2PRICE', 'the price of p5.48xlarge, also 8x H100'),
+    },
     description: 'Google Cloud a3-highgpu-8g (8x H100 80GB HBM3, 4x GPUDirect-TCPX gVNIC)',
     spec: {
       driver: { version: '580.126.20' },
@@ -363,6 +400,18 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'gcp-g2-standard-48',
     instanceType: 'g2-standard-48',
+    instance: {
+      vcpus: 48,
+      memoryMiB: 192 * 1024,
+      maxPods: DEFAULT_MAX_PODS,
+      architecture: 'amd64',
+      pricePerHour: 4.6016,
+      source: inferred(
+        'CLOUD2',
+        "48 vCPUs and 192 GB in several third-party tables; pods: Kubernetes' default",
+      ),
+      priceSource: inferred('EC2PRICE', 'the price of g6.12xlarge, also 4x L4'),
+    },
     description: 'Google Cloud g2-standard-48 (4x L4)',
     spec: {
       driver: { version: '580.159.04' },
@@ -384,6 +433,18 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'oci-bm.gpu.gb200.4',
     instanceType: 'BM.GPU.GB200.4',
+    instance: {
+      vcpus: 144,
+      memoryMiB: 960 * 1024,
+      maxPods: DEFAULT_MAX_PODS,
+      architecture: 'arm64',
+      pricePerHour: 56.9664,
+      source: inferred(
+        'CLOUD2',
+        "144 OCPUs (1 OCPU = 1 Grace vCPU) and 960 GB in a catalog citing OCI's shape table; OCI's estimator says 128; pods: Kubernetes' default",
+      ),
+      priceSource: inferred('EC2PRICE', "4 GPUs at p6-b200.48xlarge's price per B200"),
+    },
     description: 'Oracle Cloud BM.GPU.GB200.4 (4x GB200, 8x ConnectX-8 400G)',
     spec: {
       driver: { version: '580.126.20' },
@@ -414,6 +475,18 @@ export const PRESETS: readonly Preset[] = [
   {
     name: 'azure-nd-gb300-v6',
     instanceType: 'Standard_ND128isr_GB300_v6',
+    instance: {
+      vcpus: 128,
+      memoryMiB: 864 * 1024,
+      maxPods: DEFAULT_MAX_PODS,
+      architecture: 'arm64',
+      pricePerHour: 56.9664,
+      source: inferred(
+        'AZSKU',
+        "Azure's MemoryGB taken as GiB; Grace CPUs, so arm64; pods: Kubernetes' default",
+      ),
+      priceSource: inferred('EC2PRICE', "4 GPUs at p6-b200.48xlarge's price per B200"),
+    },
     description: 'Microsoft Azure Standard_ND128isr_GB300_v6 (4x GB300, 4x ConnectX InfiniBand VF 800G)',
     spec: {
       driver: { version: '580.105.08' },

@@ -13,6 +13,22 @@ export interface Preset {
    * or pool label is this preset (`instance-types.ts`). Absent: not a cloud instance (DGX).
    */
   instanceType?: string;
+  /** The instance as its cloud sells it, for an autoscaler's list of instance types; with `instanceType`. */
+  instance?: InstanceSize;
   spec: ProfileSpec;
   provenance: Record<PresetAspect, Source>;
+}
+
+/** What an autoscaler knows of an instance type before it launches one (Karpenter's KWOK provider file). */
+export interface InstanceSize {
+  vcpus: number;
+  memoryMiB: number;
+  /** The cloud's default pods per node (AWS: the VPC CNI's ENI limit). */
+  maxPods: number;
+  architecture: 'amd64' | 'arm64';
+  /** On-demand price per hour in US dollars (AWS: us-east-1). */
+  pricePerHour: number;
+  /** Where the sizes come from; the price's own source when it differs. */
+  source: Source;
+  priceSource: Source;
 }
