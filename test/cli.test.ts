@@ -241,6 +241,16 @@ describe('bad input on the command line', () => {
       /^fakegpu: --no-fleet: needs --kwok-nodes\n$/,
     ],
     [
+      'an unknown --with project',
+      ['cluster', 'up', '--with', 'karpenter,volcano'],
+      /^fakegpu: --with: unknown project "volcano"; known: karpenter, kueue\n$/,
+    ],
+    [
+      '--with and --no-fleet',
+      ['cluster', 'up', '--with', 'karpenter', '--no-fleet', '--kwok-nodes', '1'],
+      /^fakegpu: --no-fleet: leave it out with --with: the fleet gives an autoscaler's nodes their GPUs\n$/,
+    ],
+    [
       'cluster gates without a plugin',
       ['cluster', 'up', '--feature-gates', 'NVMLDeviceHealthCheck=true'],
       /^fakegpu: --feature-gates: needs --profile: it is a setting of the node plugin that --profile starts\n$/,
@@ -333,6 +343,12 @@ describe('fakegpu profiles and validate', () => {
     );
     const both = fakegpu('render', '--instance-type', 'p5.48xlarge', '-p', 'dgx-h100', '-n', 'node-a');
     assert.equal(both.stderr, 'fakegpu: --instance-type: give one of --profile and --instance-type\n');
+  });
+  it("export karpenter-kwok writes the KWOK provider's instance types as JSON", () => {
+    const r = fakegpu('export', 'karpenter-kwok');
+    assert.equal(r.code, 0, r.stderr);
+    const types = JSON.parse(r.stdout) as { name: string; resources: Record<string, string> }[];
+    assert.equal(types.find((t) => t.name === 'g4dn.12xlarge')?.resources['nvidia.com/gpu'], '4');
   });
   it('validates a good profile and summarises it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));

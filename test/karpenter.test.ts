@@ -100,7 +100,7 @@ describe("Karpenter's KWOK instance types", () => {
       );
     const p5 = types.find((t) => t.name === 'p5.48xlarge');
     assert.deepEqual(p5?.resources, { cpu: '192', memory: '2097152Mi', pods: '100', 'nvidia.com/gpu': '8' });
-    assert.equal(p5?.architecture, 'amd64');
+    assert.equal(p5.architecture, 'amd64');
     assert.equal(types.find((t) => t.name === 'BM.GPU.GB200.4')?.architecture, 'arm64');
   });
 

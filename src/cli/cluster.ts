@@ -12,7 +12,8 @@ import {
   exportLines,
 } from '../cluster/cluster.js';
 import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../cluster/releases.js';
-import { FakegpuError } from '../errors.js';
+import { INTEGRATIONS, type Integration } from '../cluster/state.js';
+import { FakegpuError, oneOf, show } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
 import { isProfileFile, resolveProfile } from '../profile/load.js';
 import { checkNodeName } from '../render.js';
@@ -89,6 +90,10 @@ export function clusterCommand(write: (s: string) => void): Command {
       'instead of --kwok-nodes: the KWOK nodes a FleetPools file lists (e.g. from fakegpu capture cluster), served by the fleet with those pools',
     )
     .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
+    .option(
+      '--with <projects>',
+      `upstream projects to build from their Go modules and run beside the cluster, comma-separated: ${INTEGRATIONS.join(', ')}`,
+    )
     .action(
       async (opts: {
         dir: string;
@@ -103,7 +108,14 @@ export function clusterCommand(write: (s: string) => void): Command {
         kwokProfile?: string;
         kwokPools?: string;
         fleet: boolean;
+        with?: string;
       }) => {
+        const integrations = parseIntegrations(opts.with);
+        if (integrations.length > 0 && !opts.fleet)
+          throw new FakegpuError(
+            '--no-fleet',
+            "leave it out with --with: the fleet gives an autoscaler's nodes their GPUs",
+          );
         const release = releaseOf(opts.kubernetesVersion, '--kubernetes-version');
         let kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
         if (opts.kwokPools !== undefined) {
@@ -159,6 +171,7 @@ export function clusterCommand(write: (s: string) => void): Command {
               : opts.kwokProfile,
           kwokFleet: opts.fleet,
           kwokPools: opts.kwokPools === undefined ? undefined : resolvePath(opts.kwokPools),
+          with: integrations,
           log: progress,
         });
         write(`${exportLines(e)}\n`);
@@ -199,4 +212,18 @@ export function clusterCommand(write: (s: string) => void): Command {
       );
     });
   return cluster;
+}
+
+/** `--with karpenter,…`: each a project `cluster up` knows how to run, once. */
+export function parseIntegrations(v: string | undefined): Integration[] {
+  if (v === undefined) return [];
+  const out: Integration[] = [];
+  for (const raw of v.split(',')) {
+    const x = raw.trim();
+    const known = INTEGRATIONS.find((i) => i === x);
+    if (known === undefined)
+      throw new FakegpuError('--with', `unknown project ${show(x)}; known: ${oneOf(INTEGRATIONS)}`);
+    if (!out.includes(known)) out.push(known);
+  }
+  return out;
 }

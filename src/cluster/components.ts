@@ -14,7 +14,7 @@ import {
 import { PAUSE_IMAGE } from './image.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
-import { releaseOfState, type ComponentName, type State } from './state.js';
+import { kwokRuns, releaseOfState, type ComponentName, type State } from './state.js';
 
 /** The upstream components as daemons: their flags for this cluster, and starting one. */
 
@@ -116,6 +116,8 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
     case 'fakegpu-plugin':
     case 'fakegpu-fleet':
     case 'fakegpu-compute-domain-controller':
+    case 'karpenter':
+    case 'kueue':
       throw new Error(`${name} is started by its own function`);
     case 'kubelet':
       return [
@@ -137,7 +139,7 @@ export function startComponent(
   log: (line: string) => void,
 ): Started {
   log(`starting ${name}`);
-  const kwok = (s.kwokNodes ?? 0) > 0;
+  const kwok = kwokRuns(s);
   return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s, kwok), {
     ...env(t),
     ...goMemoryLimit(name, kwok, totalmem()),

@@ -25,6 +25,8 @@ export async function clusterDown(o: DownOptions): Promise<void> {
   // The plugin deregisters while the kubelet still runs; then pods go while the runtime still runs, so
   // their shims, mounts and veths go with them.
   for (const name of [
+    'karpenter',
+    'kueue',
     'fakegpu-plugin',
     'fakegpu-fleet',
     'fakegpu-compute-domain-controller',

@@ -6,7 +6,7 @@ import { startComputeDomainController } from './compute-domain-process.js';
 import { startFleet } from './fleet-process.js';
 import { startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
-import { readState } from './state.js';
+import { kwokRuns, readState } from './state.js';
 import { stopComponent } from './stop.js';
 
 /** Components `restart` knows how to bring back on their own, leaving everything else running. */
@@ -57,7 +57,7 @@ export async function clusterRestart(
     return;
   }
   if (name === 'fakegpu-fleet') {
-    if ((s.kwokNodes ?? 0) === 0 || s.kwokFleet === false)
+    if (!kwokRuns(s) || s.kwokFleet === false)
       throw new FakegpuError('cluster restart', 'this cluster runs no fleet (no KWOK nodes, or --no-fleet)');
     await startFleet(l, t, s, log);
     return;

@@ -19,6 +19,8 @@ export const COMPONENT_ORDER = [
   'fakegpu-plugin',
   'kwok',
   'fakegpu-fleet',
+  'karpenter',
+  'kueue',
 ] as const;
 export type ComponentName = (typeof COMPONENT_ORDER)[number];
 
@@ -51,6 +53,8 @@ export interface State {
   kwokFleet?: boolean;
   /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */
   computeDomains?: boolean;
+  /** Upstream projects run beside the cluster (`--with`); absent: none. */
+  with?: Integration[];
 }
 
 export function releaseOfState(s: State): KubernetesRelease {
@@ -69,13 +73,23 @@ export function writeState(l: Layout, s: State): void {
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
 }
 
+/** Upstream projects `cluster up --with` builds and runs beside the cluster. */
+export const INTEGRATIONS = ['karpenter', 'kueue'] as const;
+export type Integration = (typeof INTEGRATIONS)[number];
+
+/** KWOK runs for the KWOK nodes `cluster up` creates, and for the ones an autoscaler launches. */
+export function kwokRuns(s: State | null): boolean {
+  return (s?.kwokNodes ?? 0) > 0 || (s?.with ?? []).includes('karpenter');
+}
+
 /** Components this cluster runs: the plugin only with a profile. */
 export function componentsOf(s: State | null): ComponentName[] {
   return COMPONENT_ORDER.filter((n) => {
     if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
     if (n === 'fakegpu-compute-domain-controller') return s?.computeDomains === true;
-    if (n === 'kwok') return (s?.kwokNodes ?? 0) > 0;
-    if (n === 'fakegpu-fleet') return (s?.kwokNodes ?? 0) > 0 && s?.kwokFleet !== false;
+    if (n === 'kwok') return kwokRuns(s);
+    if (n === 'fakegpu-fleet') return kwokRuns(s) && s?.kwokFleet !== false;
+    if (n === 'karpenter' || n === 'kueue') return (s?.with ?? []).includes(n);
     return true;
   });
 }

@@ -8,6 +8,8 @@ import { startComponent } from './components.js';
 import { installCrds } from './crds.js';
 import { ensurePki } from './credentials.js';
 import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
+import { startKarpenter } from './karpenter-process.js';
+import { startKueue } from './kueue-process.js';
 import { clusterDown } from './down.js';
 import { FLEET_DCGM, startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight } from './host.js';
@@ -28,8 +30,10 @@ import {
   KWOK_DEFAULT_PROFILE,
   readState,
   releaseOfState,
+  kwokRuns,
   running,
   writeState,
+  type Integration,
   type ComponentName,
   type State,
 } from './state.js';
@@ -54,6 +58,8 @@ export interface ClusterOptions {
   kwokProfile?: string | undefined;
   /** A FleetPools file whose pools list their nodes (`fakegpu capture cluster` writes one); absolute. */
   kwokPools?: string | undefined;
+  /** Upstream projects to build and run beside the cluster: Karpenter's KWOK provider, Kueue. */
+  with?: Integration[];
   /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
   kwokFleet?: boolean;
   log: (line: string) => void;
@@ -81,7 +87,7 @@ function exportsOf(l: Layout, s: State): Exports {
     FAKEGPU_NODE: s.nodeName,
     FAKEGPU_NIC_CLASS: NIC_CLASS,
     ...(s.profile ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
-    ...((s.kwokNodes ?? 0) > 0 && s.kwokFleet !== false
+    ...(kwokRuns(s) && s.kwokFleet !== false
       ? { FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics` }
       : {}),
   };
@@ -140,6 +146,17 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   }
 }
 
+/** A running cluster with other `--with` projects is refused like any other change. */
+function refuseOtherIntegrations(dir: string, state: State, o: ClusterOptions): void {
+  const have = (state.with ?? []).join(',');
+  const want = [...(o.with ?? [])].sort().join(',');
+  if (have !== want)
+    throw new FakegpuError(
+      '--with',
+      `the cluster in ${dir} runs ${have === '' ? 'no --with project' : `with ${have}`}; run "fakegpu cluster down" first to change it`,
+    );
+}
+
 /** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
 export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   preflight();
@@ -151,6 +168,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
   if (state && componentsOf(state).every((n) => live[n] !== null)) {
     refuseChanges(l.dir, state, o);
+    refuseOtherIntegrations(l.dir, state, o);
     o.log(`reusing the running cluster in ${l.dir}`);
     installCrds(l, state.bin);
     return exportsOf(l, state);
@@ -181,6 +199,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
+    ...(o.with?.length ? { with: [...o.with].sort() } : {}),
   };
   if (needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]))
     s.computeDomains = true;
@@ -249,12 +268,14 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     );
     if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
     if (profile !== null) await startPlugin(l, t, s, o.log);
-    if ((s.kwokNodes ?? 0) > 0) {
+    if (kwokRuns(s)) {
       const kwok = start('kwok');
       if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
       else installDeviceClasses(l, t);
-      await createKwokNodes(l, t, s, o.log, kwok);
+      if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, o.log, kwok);
     }
+    if (s.with?.includes('karpenter')) await startKarpenter(l, t, o.log);
+    if (s.with?.includes('kueue')) await startKueue(l, t, o.log);
   } catch (e) {
     o.log('start failed; stopping what was started');
     // The start's error is the one to report; what down could not stop goes to the log.

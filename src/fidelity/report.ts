@@ -44,6 +44,18 @@ export function fidelityTables(): string {
       `| \`${p.name}\` | ${cell(v.gpus)} | ${cell(v.busIds)} | ${cell(v.pcieRoots)} | ${cell(v.numa)} | ${cell(v.nics)} | ${cell(v.driver)} |`,
     );
   }
+  out.push('', '### Instance types (what an autoscaler is told: `fakegpu export karpenter-kwok`)', '');
+  out.push(
+    '| instance type | preset | vCPUs | memory (MiB) | pods | arch | sizes | $/hour | price |',
+    '|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const p of PRESETS) {
+    const i = p.instance;
+    if (!p.instanceType || !i) continue;
+    out.push(
+      `| \`${p.instanceType}\` | \`${p.name}\` | ${i.vcpus} | ${i.memoryMiB} | ${i.maxPods} | ${i.architecture} | ${cell(i.source)} | ${i.pricePerHour} | ${cell(i.priceSource)} |`,
+    );
+  }
   out.push('', '### GPU models', '');
   for (const m of GPU_MODELS) {
     out.push(`#### ${m.key}`, '');

@@ -1,0 +1,209 @@
+/**
+ * bench/autoscale: an autoscaler buying GPU nodes for pending pods, end to end on the local real control
+ * plane: Karpenter's KWOK provider (built from its module by `cluster up --with karpenter`) launches KWOK
+ * nodes of a GPU instance type, fakegpu's fleet publishes their slices from the instance type, and the
+ * scheduler binds the pods through the DeviceClass's extended resource.
+ *
+ *   1. The cluster with Karpenter and the fleet, and a NodePool of one instance type (consolidation
+ *      held off for the run).
+ *   2. `--pods` pods asking `nvidia.com/gpu` for every GPU of the type, created at once (32 in flight).
+ *   3. Polled every 250 ms until every pod is Running: when each Karpenter node first appears, when its
+ *      GPU slice does, when each pod runs. `running` is from the first create to the last pod Running;
+ *      `publish_share` is the pods' summed time between their node appearing and its slice appearing
+ *      (what the fleet adds) over their summed time from the first create to Running.
+ *
+ * Usage: npm run bench:autoscale -- --pods 200 [--instance-type p5.48xlarge] [--keep] [--json file]
+ */
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Command } from 'commander';
+import { intFlag } from '../src/cli/options.js';
+import { cacheRoot } from '../src/cluster/build.js';
+import { clusterDown, clusterUp } from '../src/cluster/cluster.js';
+import { KWOK_NODE_CLASS } from '../src/cluster/karpenter-process.js';
+import { FakegpuError } from '../src/errors.js';
+import { INSTANCE_TYPE_LABEL, presetForInstanceType } from '../src/preset/index.js';
+import { DRIVER_NAME } from '../src/slice/build.js';
+import {
+  checked as checkedFlag,
+  eachPage,
+  hardware,
+  inParallel,
+  logger,
+  progress,
+  Raw,
+  resultPath,
+  seconds,
+  SLICES_PATH,
+  writeResult,
+} from './support.js';
+
+const opts = new Command('bench:autoscale')
+  .option('--pods <n>', 'pending pods, each asking for every GPU of one node', '200')
+  .option('--instance-type <type>', 'the NodePool’s only instance type (one with a preset)', 'p5.48xlarge')
+  .option('--keep', 'leave the cluster running afterwards')
+  .option('--json <file>', 'where the JSON result goes (default: the cache’s bench-results/)')
+  .parse(process.argv.slice(3), { from: 'user' })
+  .opts<{ pods: string; instanceType: string; keep?: boolean; json?: string }>();
+
+const log = logger('bench/autoscale');
+const checked = <T>(parse: () => T): T => checkedFlag('bench/autoscale', parse);
+const PODS = checked(() => intFlag(opts.pods, '--pods', 1, 5000));
+const PRESET = checked(() => presetForInstanceType(opts.instanceType, '--instance-type'));
+const GPUS = (PRESET.spec.gpus ?? []).reduce((n, g) => n + (g.count ?? 1), 0);
+const DIR = join(cacheRoot(), 'bench-autoscale-cluster');
+const POOL = 'bench-autoscale';
+const LABEL = 'fakegpu.dev/bench=autoscale';
+const POLL_MS = 250;
+/** The run fails once nothing has moved for this long. */
+const STALL_MS = 300_000;
+
+interface Meta {
+  metadata: { name: string; labels?: Record<string, string> };
+}
+interface Pod extends Meta {
+  spec?: { nodeName?: string };
+  status?: { phase?: string };
+}
+interface Slice extends Meta {
+  spec?: { nodeName?: string };
+}
+
+async function listAll<T>(raw: Raw, path: string, query = ''): Promise<T[]> {
+  const items: T[] = [];
+  await eachPage(raw, path, query, undefined, (page) => items.push(...(page as T[])));
+  return items;
+}
+
+const started = new Date();
+const e = await clusterUp({ dir: DIR, nodeName: 'fakegpu-bench-host', with: ['karpenter'], log });
+try {
+  const kc = new KubeConfig();
+  kc.loadFromFile(e.KUBECONFIG);
+  const raw = await Raw.of(kc, 32);
+  await raw.ok(
+    'POST',
+    '/apis/karpenter.sh/v1/nodepools',
+    JSON.stringify({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: POOL },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: KWOK_NODE_CLASS },
+            requirements: [{ key: INSTANCE_TYPE_LABEL, operator: 'In', values: [opts.instanceType] }],
+            expireAfter: 'Never',
+          },
+        },
+        limits: { 'nvidia.com/gpu': String(GPUS * PODS) },
+        // Nothing may be taken away while the run measures.
+        disruption: { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' },
+      },
+    }),
+  );
+  log(`${PODS} pods of ${GPUS} GPUs on ${opts.instanceType} (${PRESET.name}); ${hardware()}`);
+  const nodeSeen = new Map<string, number>();
+  const sliceSeen = new Map<string, number>();
+  const runningAt = new Map<string, number>();
+  const podNode = new Map<string, string>();
+  const t0 = performance.now();
+  await inParallel(
+    Array.from({ length: PODS }, (_, i) => i),
+    32,
+    async (i) => {
+      await raw.ok(
+        'POST',
+        '/api/v1/namespaces/default/pods',
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `autoscale-${i}`, labels: { 'fakegpu.dev/bench': 'autoscale' } },
+          spec: {
+            terminationGracePeriodSeconds: 0,
+            containers: [
+              {
+                name: 'train',
+                image: 'registry.invalid/train:1',
+                resources: { limits: { 'nvidia.com/gpu': String(GPUS) } },
+              },
+            ],
+          },
+        }),
+      );
+    },
+  );
+  const stop = progress('pods Running', PODS, () => runningAt.size, log);
+  let moved = performance.now();
+  try {
+    while (runningAt.size < PODS) {
+      const now = performance.now();
+      const before = nodeSeen.size + sliceSeen.size + runningAt.size;
+      const nodes = await listAll<Meta>(
+        raw,
+        '/api/v1/nodes',
+        `labelSelector=${encodeURIComponent(`karpenter.sh/nodepool=${POOL}`)}`,
+      );
+      for (const n of nodes) if (!nodeSeen.has(n.metadata.name)) nodeSeen.set(n.metadata.name, now);
+      const slices = await listAll<Slice>(
+        raw,
+        SLICES_PATH,
+        `fieldSelector=${encodeURIComponent(`spec.driver=${DRIVER_NAME}`)}`,
+      );
+      for (const s of slices) {
+        const node = s.spec?.nodeName;
+        if (node !== undefined && nodeSeen.has(node) && !sliceSeen.has(node)) sliceSeen.set(node, now);
+      }
+      const pods = await listAll<Pod>(
+        raw,
+        '/api/v1/namespaces/default/pods',
+        `labelSelector=${encodeURIComponent(LABEL)}`,
+      );
+      for (const p of pods) {
+        if (p.status?.phase === 'Running' && !runningAt.has(p.metadata.name)) {
+          runningAt.set(p.metadata.name, now);
+          podNode.set(p.metadata.name, p.spec?.nodeName ?? '');
+        }
+      }
+      if (nodeSeen.size + sliceSeen.size + runningAt.size > before) moved = now;
+      else if (now - moved > STALL_MS)
+        throw new FakegpuError(
+          'bench/autoscale',
+          `stalled: ${runningAt.size}/${PODS} pods Running, ${nodeSeen.size} nodes, ${sliceSeen.size} with slices`,
+        );
+      await sleep(POLL_MS);
+    }
+  } finally {
+    stop();
+  }
+  const running = seconds(t0);
+  let publish = 0;
+  let total = 0;
+  for (const [pod, at] of runningAt) {
+    const node = podNode.get(pod) ?? '';
+    const n = nodeSeen.get(node);
+    const s = sliceSeen.get(node);
+    // A node seen for the first time together with its slice took less than one poll to publish.
+    if (n !== undefined && s !== undefined) publish += s - n;
+    total += at - t0;
+  }
+  const share = total > 0 ? publish / total : 0;
+  const result = {
+    bench: 'autoscale',
+    started: started.toISOString(),
+    hardware: hardware(),
+    instanceType: opts.instanceType,
+    pods: PODS,
+    nodes: nodeSeen.size,
+    runningSeconds: running,
+    publishShare: share,
+    pollMs: POLL_MS,
+  };
+  writeResult(resultPath('autoscale', started, opts.json), result);
+  process.stdout.write(
+    `autoscale: pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s publish_share=${share.toFixed(3)}\n`,
+  );
+} finally {
+  if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
+}

@@ -1,0 +1,93 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakegpuError } from '../errors.js';
+import { kwokInstanceTypes } from '../karpenter/instance-types.js';
+import { ensureComponent, moduleDir, type Toolchain } from './build.js';
+import type { Layout } from './config.js';
+import { env } from './components.js';
+import { kubectl } from './kubectl.js';
+import { httpOk, waitFor } from './probe.js';
+import { startDaemon, type Started } from './process.js';
+import { REPO_ROOT } from './repo.js';
+
+/** Karpenter's metrics and health probes, beside fakegpu's own ports. */
+export const KARPENTER_METRICS = 51520;
+export const KARPENTER_HEALTH = 51521;
+
+/** The KWOKNodeClass every NodePool of the local cluster can name (Karpenter's KWOK provider has one kind). */
+export const KWOK_NODE_CLASS = 'default';
+
+/**
+ * Karpenter's CRDs from its module, as its KWOK provider's chart installs them: `kwok/charts/crds` holds
+ * NodePool, NodeClaim and the rest with the KWOK requirement keys allowed; `kwok/apis/crds` the
+ * KWOKNodeClass, which no chart applies. Server-side, as the NodePool schema is past the size a
+ * client-side apply can annotate.
+ */
+function installKarpenterCrds(l: Layout, t: Toolchain, dir: string): void {
+  const folders = [join(dir, 'kwok', 'charts', 'crds'), join(dir, 'kwok', 'apis', 'crds')];
+  const applied = kubectl(l, t.bin, [
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    ...folders.flatMap((f) => ['-f', f]),
+  ]);
+  if (applied.code !== 0)
+    throw new FakegpuError('cluster up', `installing Karpenter's CRDs failed: ${applied.err.trim()}`);
+  const names = applied.out
+    .split('\n')
+    .map((x) => /^customresourcedefinition\.apiextensions\.k8s\.io\/(\S+)/.exec(x)?.[1])
+    .filter((x): x is string => x !== undefined);
+  const ready = kubectl(l, t.bin, [
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...names.map((n) => `crd/${n}`),
+  ]);
+  if (ready.code !== 0)
+    throw new FakegpuError('cluster up', `Karpenter's CRDs were not established: ${ready.err.trim()}`);
+  const nodeClass = kubectl(
+    l,
+    t.bin,
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'karpenter.kwok.sh/v1alpha1',
+      kind: 'KWOKNodeClass',
+      metadata: { name: KWOK_NODE_CLASS },
+    }),
+  );
+  if (nodeClass.code !== 0)
+    throw new FakegpuError(
+      'cluster up',
+      `creating KWOKNodeClass ${KWOK_NODE_CLASS} failed: ${nodeClass.err.trim()}`,
+    );
+}
+
+/**
+ * Karpenter's KWOK provider as a host process, built from its module: it launches KWOK nodes of the
+ * instance types with a preset (`fakegpu export karpenter-kwok`), which the cluster's KWOK keeps Ready
+ * (they carry KWOK's annotation) and the fleet gives their GPUs by instance type.
+ */
+export async function startKarpenter(l: Layout, t: Toolchain, log: (line: string) => void): Promise<Started> {
+  const built = ensureComponent(REPO_ROOT, 'karpenter', log);
+  installKarpenterCrds(l, t, moduleDir(REPO_ROOT, 'karpenter', 'sigs.k8s.io/karpenter'));
+  const types = join(l.configDir, 'karpenter-instance-types.json');
+  writeFileSync(types, `${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
+  log('starting karpenter');
+  const p = startDaemon(
+    l.run,
+    l.logs,
+    'karpenter',
+    join(built.bin, 'karpenter-kwok'),
+    [`--metrics-port=${KARPENTER_METRICS}`, `--health-probe-port=${KARPENTER_HEALTH}`],
+    {
+      ...env(t),
+      // Karpenter reads its kubeconfig from the environment only (its flag set has no --kubeconfig).
+      KUBECONFIG: l.adminKubeconfig,
+      // One replica outside the cluster: nothing to elect, and no namespace to hold the lease.
+      DISABLE_LEADER_ELECTION: 'true',
+      INSTANCE_TYPES_FILE_PATH: types,
+    },
+  );
+  await waitFor('its /readyz', p, () => httpOk(`http://127.0.0.1:${KARPENTER_HEALTH}/readyz`), 120_000);
+  return p;
+}
