@@ -11,6 +11,7 @@ import { captureCommand, diffCommand } from './capture.js';
 import { OutputWithStatus } from './output.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
 import { exportCommand } from './export.js';
+import { imageCommand } from './image.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -94,6 +95,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(captureCommand(write));
   program.addCommand(fleetCommand());
   program.addCommand(clusterCommand(write));
+  program.addCommand(imageCommand(write));
   program.addCommand(pluginCommand());
   program.addCommand(computeDomainControllerCommand());
   program.addCommand(demoCommand(write));

@@ -45,6 +45,7 @@ function sha256(b: Buffer | string): string {
 interface ImageConfig {
   entrypoint?: string[];
   cmd?: string[];
+  workdir?: string;
 }
 
 /** Packs `rootfs` as an OCI archive named `ref`; returns the archive path. */
@@ -82,6 +83,7 @@ export function ociArchive(rootfs: string, ref: string, cfg: ImageConfig, out: s
           Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
           ...(cfg.entrypoint ? { Entrypoint: cfg.entrypoint } : {}),
           ...(cfg.cmd ? { Cmd: cfg.cmd } : {}),
+          ...(cfg.workdir ? { WorkingDir: cfg.workdir } : {}),
         },
         rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] },
       }),
@@ -167,7 +169,7 @@ export function ensureBusybox(log: (s: string) => void): string {
   }
 }
 
-function busyboxRootfs(busybox: string, root: string): void {
+export function busyboxRootfs(busybox: string, root: string): void {
   mkdirSync(join(root, 'bin'), { recursive: true });
   copyFileSync(busybox, join(root, 'bin', 'busybox'));
   spawnSync('chmod', ['0755', join(root, 'bin', 'busybox')]);
