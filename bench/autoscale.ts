@@ -21,9 +21,9 @@ import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/cluster/build.js';
 import { clusterDown, clusterUp } from '../src/cluster/cluster.js';
-import { KWOK_NODE_CLASS } from '../src/cluster/karpenter-process.js';
+import { kwokNodePool } from '../src/cluster/karpenter-process.js';
 import { FakegpuError } from '../src/errors.js';
-import { INSTANCE_TYPE_LABEL, presetForInstanceType } from '../src/preset/index.js';
+import { presetForInstanceType } from '../src/preset/index.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import {
   checked as checkedFlag,
@@ -85,23 +85,13 @@ try {
   await raw.ok(
     'POST',
     '/apis/karpenter.sh/v1/nodepools',
-    JSON.stringify({
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodePool',
-      metadata: { name: POOL },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: KWOK_NODE_CLASS },
-            requirements: [{ key: INSTANCE_TYPE_LABEL, operator: 'In', values: [opts.instanceType] }],
-            expireAfter: 'Never',
-          },
-        },
-        limits: { 'nvidia.com/gpu': String(GPUS * PODS) },
-        // Nothing may be taken away while the run measures.
-        disruption: { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' },
-      },
-    }),
+    JSON.stringify(
+      // Nothing may be taken away while the run measures.
+      kwokNodePool(POOL, [opts.instanceType], GPUS * PODS, {
+        consolidationPolicy: 'WhenEmpty',
+        consolidateAfter: '1h',
+      }),
+    ),
   );
   log(`${PODS} pods of ${GPUS} GPUs on ${opts.instanceType} (${PRESET.name}); ${hardware()}`);
   const nodeSeen = new Map<string, number>();

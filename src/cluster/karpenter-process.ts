@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import { kwokInstanceTypes } from '../karpenter/instance-types.js';
+import { INSTANCE_TYPE_LABEL } from '../preset/index.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
@@ -90,4 +91,32 @@ export async function startKarpenter(l: Layout, t: Toolchain, log: (line: string
   );
   await waitFor('its /readyz', p, () => httpOk(`http://127.0.0.1:${KARPENTER_HEALTH}/readyz`), 120_000);
   return p;
+}
+
+/**
+ * A NodePool of the local cluster's Karpenter: KWOK nodes of these instance types, at most `gpus`
+ * `nvidia.com/gpu` in all, disrupted as `disruption` says.
+ */
+export function kwokNodePool(
+  name: string,
+  instanceTypes: readonly string[],
+  gpus: number,
+  disruption: { consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized'; consolidateAfter: string },
+): unknown {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name },
+    spec: {
+      template: {
+        spec: {
+          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: KWOK_NODE_CLASS },
+          requirements: [{ key: INSTANCE_TYPE_LABEL, operator: 'In', values: [...instanceTypes] }],
+          expireAfter: 'Never',
+        },
+      },
+      limits: { 'nvidia.com/gpu': String(gpus) },
+      disruption,
+    },
+  };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exports } from '../../src/cluster/cluster.js';
-import { KWOK_NODE_CLASS } from '../../src/cluster/karpenter-process.js';
+import { kwokNodePool } from '../../src/cluster/karpenter-process.js';
 import { INSTANCE_TYPE_LABEL } from '../../src/preset/index.js';
 import { DRIVER_NAME } from '../../src/slice/build.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
@@ -43,25 +43,6 @@ function gpusOn(e: Exports, node: string): { name: string; productName?: string 
   );
 }
 
-function nodePool(): unknown {
-  return {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodePool',
-    metadata: { name: POOL },
-    spec: {
-      template: {
-        spec: {
-          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: KWOK_NODE_CLASS },
-          requirements: [{ key: INSTANCE_TYPE_LABEL, operator: 'In', values: [TYPE] }],
-          expireAfter: 'Never',
-        },
-      },
-      limits: { 'nvidia.com/gpu': '64' },
-      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '5s' },
-    },
-  };
-}
-
 function gpuPod(name: string, resources: unknown, claims: unknown[] = []): unknown {
   return {
     apiVersion: 'v1',
@@ -80,7 +61,13 @@ describe('Karpenter launches GPU nodes the fleet fills in', () => {
   let e: Exports;
   before(async () => {
     e = await integrationsCluster();
-    apply(e, nodePool());
+    apply(
+      e,
+      kwokNodePool(POOL, [TYPE], 64, {
+        consolidationPolicy: 'WhenEmptyOrUnderutilized',
+        consolidateAfter: '5s',
+      }),
+    );
   });
   after(() => {
     kubectl(e, ['delete', 'pods', '-l', 'app=karpenter-e2e', '--wait=true', '--timeout=60s']);
