@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KUEUE_WEBHOOK, kueueWebhooks } from '../src/cluster/kueue-process.js';
-import { componentsOf, type State } from '../src/cluster/state.js';
+import { COMPONENTS, kubernetesComponent } from '../src/cluster/build.js';
+import { defaultRelease } from '../src/cluster/releases.js';
+import { binaryOf, COMPONENT_ORDER, componentsOf, type State } from '../src/cluster/state.js';
 
 /** `cluster up --with karpenter,kueue`: what runs, and how Kueue's webhooks reach a host process. */
 
@@ -15,6 +17,14 @@ const state = (o: Partial<State>): State => ({
 });
 
 describe('cluster up --with', () => {
+  it('knows every upstream component by the binary it is built as, so down stops it (karpenter-kwok)', () => {
+    const built = new Set(
+      [...COMPONENTS, kubernetesComponent(defaultRelease())].flatMap((c) => Object.values(c.binaries)),
+    );
+    for (const name of COMPONENT_ORDER.filter((n) => !n.startsWith('fakegpu-')))
+      assert.ok(built.has(binaryOf(name)), `${name} runs ${binaryOf(name)}, a binary the build makes`);
+  });
+
   it("Karpenter brings KWOK and the fleet without KWOK nodes of its own: its nodes are KWOK's", () => {
     const c = componentsOf(state({ kwokNodes: 0, with: ['karpenter'] }));
     for (const n of ['kwok', 'fakegpu-fleet', 'karpenter'] as const) assert.ok(c.includes(n), n);

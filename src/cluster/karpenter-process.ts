@@ -10,6 +10,7 @@ import { kubectl } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
+import { binaryOf } from './state.js';
 
 /** Karpenter's metrics and health probes, beside fakegpu's own ports. */
 export const KARPENTER_METRICS = 51520;
@@ -78,7 +79,7 @@ export async function startKarpenter(l: Layout, t: Toolchain, log: (line: string
     l.run,
     l.logs,
     'karpenter',
-    join(built.bin, 'karpenter-kwok'),
+    join(built.bin, binaryOf('karpenter')),
     [`--metrics-port=${KARPENTER_METRICS}`, `--health-probe-port=${KARPENTER_HEALTH}`],
     {
       ...env(t),

@@ -16,6 +16,8 @@ export const KUEUE_WEBHOOK = 51522;
 export const KUEUE_HEALTH = 51523;
 export const KUEUE_METRICS = 51524;
 export const KUEUE_NAMESPACE = 'kueue-system';
+/** Where Kueue 0.17 reads its metrics certificate when it does not manage its own: not configurable. */
+const KUEUE_METRICS_CERT_DIR = '/etc/kueue/metrics/certs';
 
 /**
  * The quota name of whole NVIDIA GPUs: claims of NVIDIA's `gpu.nvidia.com` class count against it (Kueue's
@@ -128,9 +130,13 @@ export async function startKueue(l: Layout, t: Toolchain, log: (line: string) =>
     san: 'DNS:localhost,IP:127.0.0.1',
   });
   const certDir = join(l.configDir, 'kueue-certs');
-  mkdirSync(certDir, { recursive: true });
-  copyFileSync(join(l.pki, 'kueue-webhook.crt'), join(certDir, 'tls.crt'));
-  copyFileSync(join(l.pki, 'kueue-webhook.key'), join(certDir, 'tls.key'));
+  // Without its own certificate management Kueue serves metrics with the certificate of a fixed path
+  // (cmd/kueue/main.go), so it gets the same one there.
+  for (const dir of [certDir, KUEUE_METRICS_CERT_DIR]) {
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(join(l.pki, 'kueue-webhook.crt'), join(dir, 'tls.crt'));
+    copyFileSync(join(l.pki, 'kueue-webhook.key'), join(dir, 'tls.key'));
+  }
   const config = join(l.configDir, 'kueue.yaml');
   writeFileSync(config, stringify(kueueConfig(certDir)));
   log('starting kueue');

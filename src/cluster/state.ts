@@ -24,6 +24,14 @@ export const COMPONENT_ORDER = [
 ] as const;
 export type ComponentName = (typeof COMPONENT_ORDER)[number];
 
+/**
+ * The binary a component runs as, where it is not the component's name: `stop` knows a pid file's
+ * process as ours by it, so a wrong name here leaves the process running after `down`.
+ */
+export function binaryOf(name: ComponentName): string {
+  return name === 'karpenter' ? 'karpenter-kwok' : name;
+}
+
 export function defaultClusterDir(): string {
   return process.env['FAKEGPU_CLUSTER_DIR'] ?? join(cacheRoot(), 'cluster');
 }

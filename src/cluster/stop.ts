@@ -1,7 +1,7 @@
 import type { Layout } from './config.js';
 import { argsOf, exeOf, forgetPid, isAlive, readPid, startedBy, stopTree } from './process.js';
 import { listeningSockets, socketsClosed } from './sockets.js';
-import type { ComponentName } from './state.js';
+import { binaryOf, type ComponentName } from './state.js';
 
 /** Our process, not an unrelated one that reused the pid of a stale pid file. */
 function ours(name: ComponentName, pid: number): boolean {
@@ -13,7 +13,7 @@ function ours(name: ComponentName, pid: number): boolean {
     return a.some((x) => x.endsWith('/bin/fakegpu.js')) && a.includes(name.slice('fakegpu-'.length));
   }
   // A binary rebuilt while it runs reads as deleted.
-  return exe.replace(/ \(deleted\)$/, '').endsWith(`/${name}`);
+  return exe.replace(/ \(deleted\)$/, '').endsWith(`/${binaryOf(name)}`);
 }
 
 /**
