@@ -59,3 +59,30 @@ export function installCrds(l: Layout, bin: string): void {
       `the CRDs ${names.join(', ')} were not all established: ${ready.err.trim()}`,
     );
 }
+
+/**
+ * An upstream project's CRDs from folders of its module, applied server-side (their schemas are past
+ * what a client-side apply can annotate) and waited for until Established.
+ */
+export function installUpstreamCrds(l: Layout, bin: string, folders: readonly string[], what: string): void {
+  const applied = kubectl(l, bin, [
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    ...folders.flatMap((f) => ['-f', f]),
+  ]);
+  if (applied.code !== 0)
+    throw new FakegpuError('cluster up', `installing ${what}'s CRDs failed: ${applied.err.trim()}`);
+  const names = applied.out
+    .split('\n')
+    .map((x) => /^customresourcedefinition\.apiextensions\.k8s\.io\/(\S+)/.exec(x)?.[1])
+    .filter((x): x is string => x !== undefined);
+  const ready = kubectl(l, bin, [
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...names.map((n) => `crd/${n}`),
+  ]);
+  if (ready.code !== 0)
+    throw new FakegpuError('cluster up', `${what}'s CRDs were not established: ${ready.err.trim()}`);
+}

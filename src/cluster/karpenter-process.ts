@@ -6,6 +6,7 @@ import { INSTANCE_TYPE_LABEL } from '../preset/index.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
+import { installUpstreamCrds } from './crds.js';
 import { kubectl } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
@@ -22,31 +23,15 @@ export const KWOK_NODE_CLASS = 'default';
 /**
  * Karpenter's CRDs from its module, as its KWOK provider's chart installs them: `kwok/charts/crds` holds
  * NodePool, NodeClaim and the rest with the KWOK requirement keys allowed; `kwok/apis/crds` the
- * KWOKNodeClass, which no chart applies. Server-side, as the NodePool schema is past the size a
- * client-side apply can annotate.
+ * KWOKNodeClass, which no chart applies.
  */
 function installKarpenterCrds(l: Layout, t: Toolchain, dir: string): void {
-  const folders = [join(dir, 'kwok', 'charts', 'crds'), join(dir, 'kwok', 'apis', 'crds')];
-  const applied = kubectl(l, t.bin, [
-    'apply',
-    '--server-side',
-    '--force-conflicts',
-    ...folders.flatMap((f) => ['-f', f]),
-  ]);
-  if (applied.code !== 0)
-    throw new FakegpuError('cluster up', `installing Karpenter's CRDs failed: ${applied.err.trim()}`);
-  const names = applied.out
-    .split('\n')
-    .map((x) => /^customresourcedefinition\.apiextensions\.k8s\.io\/(\S+)/.exec(x)?.[1])
-    .filter((x): x is string => x !== undefined);
-  const ready = kubectl(l, t.bin, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    ...names.map((n) => `crd/${n}`),
-  ]);
-  if (ready.code !== 0)
-    throw new FakegpuError('cluster up', `Karpenter's CRDs were not established: ${ready.err.trim()}`);
+  installUpstreamCrds(
+    l,
+    t.bin,
+    [join(dir, 'kwok', 'charts', 'crds'), join(dir, 'kwok', 'apis', 'crds')],
+    'Karpenter',
+  );
   const nodeClass = kubectl(
     l,
     t.bin,

@@ -5,6 +5,7 @@ import { FakegpuError } from '../errors.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
+import { installUpstreamCrds } from './crds.js';
 import { kubectl } from './kubectl.js';
 import { ensureCert } from './pki.js';
 import { httpOk, waitFor } from './probe.js';
@@ -107,22 +108,7 @@ export async function startKueue(l: Layout, t: Toolchain, log: (line: string) =>
     ),
     `creating namespace ${KUEUE_NAMESPACE}`,
   );
-  const crds = join(dir, 'config', 'components', 'crd', 'bases');
-  const applied = kubectl(l, t.bin, ['apply', '--server-side', '--force-conflicts', '-f', crds]);
-  must(applied, "installing Kueue's CRDs");
-  const names = applied.out
-    .split('\n')
-    .map((x) => /^customresourcedefinition\.apiextensions\.k8s\.io\/(\S+)/.exec(x)?.[1])
-    .filter((x): x is string => x !== undefined);
-  must(
-    kubectl(l, t.bin, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      ...names.map((n) => `crd/${n}`),
-    ]),
-    "waiting for Kueue's CRDs",
-  );
+  installUpstreamCrds(l, t.bin, [join(dir, 'config', 'components', 'crd', 'bases')], 'Kueue');
   ensureCert(l.pki, {
     file: 'kueue-webhook',
     cn: 'kueue-webhook',
