@@ -47,6 +47,11 @@ export function installCrds(l: Layout, bin: string): void {
   const applied = kubectl(l, bin, ['apply', '-f', CRDS_DIR]);
   if (applied.code !== 0)
     throw new FakegpuError('cluster up', `installing the CRDs failed: ${applied.err.trim()}`);
+  waitEstablished(l, bin, names, `the CRDs ${names.join(', ')}`);
+}
+
+/** Until the API server serves every one of these CRDs; `what` names them in the refusal. */
+function waitEstablished(l: Layout, bin: string, names: readonly string[], what: string): void {
   const ready = kubectl(l, bin, [
     'wait',
     '--for=condition=Established',
@@ -54,10 +59,7 @@ export function installCrds(l: Layout, bin: string): void {
     ...names.map((n) => `crd/${n}`),
   ]);
   if (ready.code !== 0)
-    throw new FakegpuError(
-      'cluster up',
-      `the CRDs ${names.join(', ')} were not all established: ${ready.err.trim()}`,
-    );
+    throw new FakegpuError('cluster up', `${what} were not all established: ${ready.err.trim()}`);
 }
 
 /**
@@ -77,12 +79,5 @@ export function installUpstreamCrds(l: Layout, bin: string, folders: readonly st
     .split('\n')
     .map((x) => /^customresourcedefinition\.apiextensions\.k8s\.io\/(\S+)/.exec(x)?.[1])
     .filter((x): x is string => x !== undefined);
-  const ready = kubectl(l, bin, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    ...names.map((n) => `crd/${n}`),
-  ]);
-  if (ready.code !== 0)
-    throw new FakegpuError('cluster up', `${what}'s CRDs were not established: ${ready.err.trim()}`);
+  waitEstablished(l, bin, names, `${what}'s CRDs`);
 }
