@@ -24,6 +24,7 @@ import { clusterDown, clusterUp } from '../src/cluster/cluster.js';
 import { kwokNodePool } from '../src/cluster/karpenter-process.js';
 import { FakegpuError } from '../src/errors.js';
 import { presetForInstanceType } from '../src/preset/index.js';
+import { gpuCount } from '../src/preset/spec.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import {
   checked as checkedFlag,
@@ -51,7 +52,7 @@ const log = logger('bench/autoscale');
 const checked = <T>(parse: () => T): T => checkedFlag('bench/autoscale', parse);
 const PODS = checked(() => intFlag(opts.pods, '--pods', 1, 5000));
 const PRESET = checked(() => presetForInstanceType(opts.instanceType, '--instance-type'));
-const GPUS = (PRESET.spec.gpus ?? []).reduce((n, g) => n + (g.count ?? 1), 0);
+const GPUS = gpuCount(PRESET.spec.gpus);
 const DIR = join(cacheRoot(), 'bench-autoscale-cluster');
 const POOL = 'bench-autoscale';
 const LABEL = 'fakegpu.dev/bench=autoscale';

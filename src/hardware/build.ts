@@ -4,7 +4,7 @@ import { FakegpuError, show } from '../errors.js';
 import { placeLayout } from '../mig/layout.js';
 import type { Placed } from '../mig/placement.js';
 import type { ResolvedProfile } from '../profile/load.js';
-import type { GpuEntry, MigSpec, NicEntry, ProfileSpec } from '../preset/spec.js';
+import { gpuCount, type GpuEntry, type MigSpec, type NicEntry, type ProfileSpec } from '../preset/spec.js';
 import {
   cudaVersionForDriver,
   cudaVersionToNvml,
@@ -51,7 +51,7 @@ function expandGpus(spec: ProfileSpec): Draft[] {
   const base = 'spec.gpus';
   const lookup = modelLookup(spec);
   // Counted before expanding, so a profile of thousands of GPUs costs nothing to refuse.
-  const total = entries.reduce((n, e) => n + (e.count ?? 1), 0);
+  const total = gpuCount(entries);
   if (total > MAX_GPUS) {
     throw new FakegpuError(
       base,

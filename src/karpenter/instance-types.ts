@@ -1,4 +1,5 @@
 import { INSTANCE_TYPES } from '../preset/index.js';
+import { gpuCount } from '../preset/spec.js';
 
 /**
  * The instance types Karpenter's KWOK provider launches, in the file it reads (`INSTANCE_TYPES_FILE_PATH`,
@@ -38,7 +39,7 @@ export function kwokInstanceTypes(): KwokInstanceType[] {
           cpu: String(i.vcpus),
           memory: `${i.memoryMiB}Mi`,
           pods: String(i.maxPods),
-          'nvidia.com/gpu': String((p.spec.gpus ?? []).reduce((n, g) => n + (g.count ?? 1), 0)),
+          'nvidia.com/gpu': String(gpuCount(p.spec.gpus)),
         },
         offerings: KWOK_ZONES.map((zone) => ({
           Price: i.pricePerHour,

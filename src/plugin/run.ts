@@ -80,9 +80,10 @@ export interface RunningPlugin {
   stop(): Promise<void>;
 }
 
-/** One driver on this node: its claims, its kubelet sockets, and later its slices. */
+/** A driver's slices before the API server is probed: every gated field in. */
 const NOTHING_DROPPED: ReadonlySet<GatedField> = new Set();
 
+/** One driver on this node: its claims, its kubelet sockets, and later its slices. */
 export interface Driver {
   name: string;
   state: ClaimLifecycle;

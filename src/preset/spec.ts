@@ -52,6 +52,11 @@ export const GpuEntry = strict({
 });
 export type GpuEntry = z.infer<typeof GpuEntry>;
 
+/** How many GPUs the entries list, before they are expanded into GPUs. */
+export function gpuCount(entries: readonly GpuEntry[] | undefined): number {
+  return (entries ?? []).reduce((n, e) => n + (e.count ?? 1), 0);
+}
+
 export const GpuOverride = strict({
   /** NVML index (position in PCI bus order) of the GPU to change. */
   index: z.number().int().min(0),
