@@ -28,7 +28,7 @@ import { gpuCount } from '../src/preset/spec.js';
 import { DRIVER_NAME } from '../src/slice/build.js';
 import {
   checked as checkedFlag,
-  eachPage,
+  listAll,
   hardware,
   inParallel,
   logger,
@@ -69,12 +69,6 @@ interface Pod extends Meta {
 }
 interface Slice extends Meta {
   spec?: { nodeName?: string };
-}
-
-async function listAll<T>(raw: Raw, path: string, query = ''): Promise<T[]> {
-  const items: T[] = [];
-  await eachPage(raw, path, query, undefined, (page) => items.push(...(page as T[])));
-  return items;
 }
 
 const started = new Date();

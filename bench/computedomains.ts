@@ -58,7 +58,7 @@ import {
   checked as checkedFlag,
   median,
   onKwokCluster,
-  eachPage,
+  listAll,
   procStatusKb,
 } from './support.js';
 
@@ -103,13 +103,6 @@ interface Domain extends Listed {
 interface Pod extends Listed {
   spec?: { nodeName?: string };
   status?: { phase?: string };
-}
-
-/** Every object of a collection, in pages; `query` without the leading `?`. */
-async function listAll<T>(raw: Raw, path: string, query = '', accept?: string): Promise<T[]> {
-  const items: T[] = [];
-  await eachPage(raw, path, query, accept, (page) => items.push(...(page as T[])));
-  return items;
 }
 
 const count = async (raw: Raw, path: string, query = ''): Promise<number> =>

@@ -189,6 +189,13 @@ export async function eachPage(
   return rv;
 }
 
+/** Every object of a collection, in pages; `query` without the leading `?`. */
+export async function listAll<T>(raw: Raw, path: string, query = '', accept?: string): Promise<T[]> {
+  const items: T[] = [];
+  await eachPage(raw, path, query, accept, (page) => items.push(...(page as T[])));
+  return items;
+}
+
 /** Name and uid of every object of a collection, read as metadata only. */
 export async function metadataOf(raw: Raw, path: string, query = ''): Promise<Node[]> {
   const out: Node[] = [];
