@@ -41,7 +41,10 @@ export const IMAGE_LAYOUT = {
   user: 'root',
 } as const;
 
-/** The production dependencies' folders, as npm resolves them (no dev tools in the image). */
+/**
+ * The production dependencies' top-level folders, as npm resolves them (no dev tools in the image); a
+ * nested one (`a/node_modules/b`) comes with its parent's folder.
+ */
 function productionModules(): string[] {
   const r = spawnSync('npm', ['ls', '--omit=dev', '--parseable', '--all'], {
     cwd: REPO_ROOT,
@@ -53,7 +56,7 @@ function productionModules(): string[] {
   return r.stdout
     .split('\n')
     .map((p) => p.trim())
-    .filter((p) => p !== '' && p !== REPO_ROOT);
+    .filter((p) => p !== '' && p !== REPO_ROOT && !relative(REPO_ROOT, p).includes('/node_modules/'));
 }
 
 /** Node.js and the shared libraries it links (glibc's, libstdc++), at their own paths. */
@@ -91,11 +94,8 @@ export function buildFakegpuImage(
       if (c === 'node_modules') continue;
       cpSync(join(REPO_ROOT, c), join(app, c), { recursive: true });
     }
-    for (const m of productionModules()) {
-      const rel = relative(REPO_ROOT, m);
-      // A nested module comes with its parent; copying it again would be harmless but slow.
-      cpSync(m, join(app, rel), { recursive: true, dereference: true });
-    }
+    for (const m of productionModules())
+      cpSync(m, join(app, relative(REPO_ROOT, m)), { recursive: true, dereference: true });
     writeFileSync(join(root, IMAGE_LAYOUT.daemon), DAEMON_SCRIPT, { mode: 0o755 });
     log(`packing ${FAKEGPU_IMAGE}`);
     ociArchive(
