@@ -6,6 +6,7 @@ import {
   clusterUp,
   DEFAULT_NODE,
   defaultClusterDir,
+  applyObjects,
   exportLines,
   kubectl,
 } from '../cluster/cluster.js';
@@ -77,14 +78,7 @@ export function demoCommand(write: (s: string) => void): Command {
       const l = layout(opts.dir);
       const bin = e.PATH.split(':')[0] ?? '';
       kubectl(l, bin, ['delete', 'pod', POD, '--ignore-not-found', '--wait=true', '--timeout=60s']);
-      const applied = kubectl(
-        l,
-        bin,
-        ['apply', '-f', '-'],
-        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: demoObjects(e.FAKEGPU_TEST_IMAGE) }),
-      );
-      if (applied.code !== 0)
-        throw new FakegpuError('demo', `creating the demo pod failed: ${applied.err.trim()}`);
+      applyObjects(l, bin, demoObjects(e.FAKEGPU_TEST_IMAGE), 'creating the demo pod', 'demo');
       progress(`pod ${POD} claims one GPU through the DeviceClass gpu.nvidia.com; waiting for it to run`);
       const deadline = Date.now() + 120_000;
       let phase = '';

@@ -5,7 +5,7 @@
 export { clusterDown, type DownOptions } from './down.js';
 export { NIC_CLASS } from './deviceclasses.js';
 export { FLEET_DCGM, FLEET_HTTP, FLEET_MALLOC_ENV, FLEET_NODE_FLAGS } from './fleet-process.js';
-export { kubectl } from './kubectl.js';
+export { applyObjects, kubectl } from './kubectl.js';
 export { kwokNode } from './kwok-nodes.js';
 export { PLUGIN_FEATURE_GATES, PLUGIN_HTTP, PROFILE_LABEL } from './plugin-process.js';
 export { REPO_ROOT } from './repo.js';

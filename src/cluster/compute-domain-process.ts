@@ -1,13 +1,12 @@
 import { join } from 'node:path';
 import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
-import { FakegpuError } from '../errors.js';
 import { resolveProfile } from '../profile/load.js';
 import { hasNvlinkFabric } from '../render.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
 import { DAEMON_IMAGE } from './image.js';
-import { kubectl } from './kubectl.js';
+import { applyObjects } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
@@ -30,17 +29,12 @@ export async function startComputeDomainController(
   _s: State,
   log: (line: string) => void,
 ): Promise<Started> {
-  const ns = kubectl(
+  applyObjects(
     l,
     t.bin,
-    ['apply', '-f', '-'],
-    JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: DEFAULT_DRIVER_NAMESPACE } }),
+    [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: DEFAULT_DRIVER_NAMESPACE } }],
+    `creating namespace ${DEFAULT_DRIVER_NAMESPACE}`,
   );
-  if (ns.code !== 0)
-    throw new FakegpuError(
-      'cluster up',
-      `creating namespace ${DEFAULT_DRIVER_NAMESPACE} failed: ${ns.err.trim()}`,
-    );
   log('starting fakegpu-compute-domain-controller');
   const p = startDaemon(
     l.run,

@@ -1,13 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FakegpuError } from '../errors.js';
 import { kwokInstanceTypes } from '../karpenter/instance-types.js';
 import { INSTANCE_TYPE_LABEL } from '../preset/index.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
 import { installUpstreamCrds } from './crds.js';
-import { kubectl } from './kubectl.js';
+import { applyObjects } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from './repo.js';
@@ -32,21 +31,18 @@ function installKarpenterCrds(l: Layout, t: Toolchain, dir: string): void {
     [join(dir, 'kwok', 'charts', 'crds'), join(dir, 'kwok', 'apis', 'crds')],
     'Karpenter',
   );
-  const nodeClass = kubectl(
+  applyObjects(
     l,
     t.bin,
-    ['apply', '-f', '-'],
-    JSON.stringify({
-      apiVersion: 'karpenter.kwok.sh/v1alpha1',
-      kind: 'KWOKNodeClass',
-      metadata: { name: KWOK_NODE_CLASS },
-    }),
+    [
+      {
+        apiVersion: 'karpenter.kwok.sh/v1alpha1',
+        kind: 'KWOKNodeClass',
+        metadata: { name: KWOK_NODE_CLASS },
+      },
+    ],
+    `creating KWOKNodeClass ${KWOK_NODE_CLASS}`,
   );
-  if (nodeClass.code !== 0)
-    throw new FakegpuError(
-      'cluster up',
-      `creating KWOKNodeClass ${KWOK_NODE_CLASS} failed: ${nodeClass.err.trim()}`,
-    );
 }
 
 /**

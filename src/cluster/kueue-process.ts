@@ -1,12 +1,11 @@
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { FakegpuError } from '../errors.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
 import { installUpstreamCrds } from './crds.js';
-import { kubectl } from './kubectl.js';
+import { applyObjects } from './kubectl.js';
 import { ensureCert } from './pki.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
@@ -88,10 +87,6 @@ export function kueueWebhooks(manifests: string, caBundle: string): unknown[] {
     }));
 }
 
-function must(r: { code: number; err: string }, what: string): void {
-  if (r.code !== 0) throw new FakegpuError('cluster up', `${what} failed: ${r.err.trim()}`);
-}
-
 /**
  * Kueue as a host process, built from its module, with its CRDs and webhooks installed: it admits jobs
  * against ClusterQueue quota, counting the GPUs of their ResourceClaimTemplates.
@@ -99,13 +94,10 @@ function must(r: { code: number; err: string }, what: string): void {
 export async function startKueue(l: Layout, t: Toolchain, log: (line: string) => void): Promise<Started> {
   const built = ensureComponent(REPO_ROOT, 'kueue', log);
   const dir = moduleDir(REPO_ROOT, 'kueue', 'sigs.k8s.io/kueue');
-  must(
-    kubectl(
-      l,
-      t.bin,
-      ['apply', '-f', '-'],
-      JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KUEUE_NAMESPACE } }),
-    ),
+  applyObjects(
+    l,
+    t.bin,
+    [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KUEUE_NAMESPACE } }],
     `creating namespace ${KUEUE_NAMESPACE}`,
   );
   installUpstreamCrds(l, t.bin, [join(dir, 'config', 'components', 'crd', 'bases')], 'Kueue');
@@ -137,9 +129,6 @@ export async function startKueue(l: Layout, t: Toolchain, log: (line: string) =>
     readFileSync(join(dir, 'config', 'components', 'webhook', 'manifests.yaml'), 'utf8'),
     caBundle,
   );
-  must(
-    kubectl(l, t.bin, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: hooks })),
-    "registering Kueue's webhooks",
-  );
+  applyObjects(l, t.bin, hooks, "registering Kueue's webhooks");
   return p;
 }

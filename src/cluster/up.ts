@@ -144,13 +144,8 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
       `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
     );
   }
-}
-
-/** A running cluster with other `--with` projects is refused like any other change. */
-function refuseOtherIntegrations(dir: string, state: State, o: ClusterOptions): void {
   const have = (state.with ?? []).join(',');
-  const want = [...(o.with ?? [])].sort().join(',');
-  if (have !== want)
+  if (have !== [...(o.with ?? [])].sort().join(','))
     throw new FakegpuError(
       '--with',
       `the cluster in ${dir} runs ${have === '' ? 'no --with project' : `with ${have}`}; run "fakegpu cluster down" first to change it`,
@@ -168,7 +163,6 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
   if (state && componentsOf(state).every((n) => live[n] !== null)) {
     refuseChanges(l.dir, state, o);
-    refuseOtherIntegrations(l.dir, state, o);
     o.log(`reusing the running cluster in ${l.dir}`);
     installCrds(l, state.bin);
     return exportsOf(l, state);

@@ -115,6 +115,12 @@ describe('cluster up refuses what it cannot do', () => {
         message: `--kwok-nodes: the cluster in ${TEST_CLUSTER_DIR} runs 0 KWOK node(s); run "fakegpu cluster down" first to change it`,
       },
     );
+    await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, with: ['kueue'], log: () => undefined }),
+      {
+        message: `--with: the cluster in ${TEST_CLUSTER_DIR} runs no --with project; run "fakegpu cluster down" first to change it`,
+      },
+    );
   });
 
   it('a second cluster on the same ports: names the port, starts nothing', async () => {
