@@ -424,6 +424,28 @@ describe('bench:fleet flags', () => {
   }
 });
 
+describe('bench:autoscale flags', () => {
+  const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'autoscale.js');
+  // Each is refused before a cluster starts: the test would otherwise take minutes.
+  for (const [what, args, message] of [
+    ['no pods', ['--pods', '0'], /^bench\/autoscale: --pods: "0" is not an integer from 1 to 5000\n$/],
+    [
+      'an instance type without a preset',
+      ['--instance-type', 'm5.large'],
+      /^bench\/autoscale: --instance-type: unknown instance type "m5\.large"; instance types with a preset: p4d\.24xlarge, /,
+    ],
+  ] as const) {
+    it(`refuses ${what}`, () => {
+      const r = spawnSync(process.execPath, [bench, 'autoscale', ...args], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, message);
+    });
+  }
+});
+
 describe('bench:sched flags', () => {
   const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'sched.js');
   // Each is refused before a cluster starts: the test would otherwise take minutes.

@@ -78,12 +78,6 @@ export function buildFakegpuImage(
   log: (s: string) => void,
   out = join(cacheRoot(), 'images', `fakegpu-${version}.tar`),
 ): { archive: string; ref: string; bytes: number } {
-  const dist = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-  try {
-    statSync(dist);
-  } catch {
-    throw new FakegpuError('image', `${dist} is missing; run "npm run build" first`);
-  }
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-image-root-'));
   try {
     busyboxRootfs(ensureBusybox(log), root);
