@@ -63,6 +63,16 @@ describe('the fleet against an API server that fails', () => {
     assert.equal(f.snapshot().slices, 3);
   });
 
+  it('waits out an API server that does not answer at start, then publishes every node', async () => {
+    const api = withNodes(2);
+    api.fail('listNodes', 3, 503);
+    api.fail('version', 2, 503);
+    const f = fleetOn(api);
+    await f.start();
+    await until('converged', () => f.converged() && api.slices.size === 2);
+    assert.ok((api.calls.get('listNodes') ?? 0) >= 4);
+  });
+
   it('retries a failed delete until the slice is gone, keeping it in the index until then', async () => {
     const api = withNodes(2);
     const name = stray(api, 'node-0');

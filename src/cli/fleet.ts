@@ -9,6 +9,7 @@ import { FakegpuError } from '../errors.js';
 import { checkNamespace } from '../k8s/objects.js';
 import { parseRelease } from '../device/release.js';
 import { KubeFaultApi } from '../fault/api.js';
+import { deleteFleetSlices } from '../fleet/cleanup.js';
 import { Fleet } from '../fleet/fleet.js';
 import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
 import { loadPools } from '../fleet/pools.js';
@@ -57,6 +58,7 @@ interface Flags {
   dcgmExporterVersion: string;
   additionalXidsToIgnore: string;
   faults: boolean;
+  deleteSlices?: boolean;
 }
 
 /**
@@ -156,6 +158,12 @@ export function fleetCommand(): Command {
         'FAKEGPU_NO_FAULTS',
       ),
     )
+    .addOption(
+      new Option(
+        '--delete-slices',
+        "delete the slices a fleet of these flags publishes (its nodes', its drivers') and exit, as after uninstalling it; the running fleet leaves them in place",
+      ).env('FAKEGPU_FLEET_DELETE_SLICES'),
+    )
     .action(async (f: Flags, cmd: Command) => {
       // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
       const ignored = checkIgnoredXids(
@@ -174,6 +182,29 @@ export function fleetCommand(): Command {
             standardNumaNode: false,
           }
         : undefined;
+      const concurrency = intFlag(f.concurrency, '--concurrency', 1);
+      const qps = intFlag(f.qps, '--qps', 0);
+      const burst = intFlag(f.burst, '--burst', 1);
+      // Node's timers hold at most 2^31-1 ms; past that a deadline would fire at once.
+      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000;
+      if (f.deleteSlices) {
+        // Only what selects nodes and names drivers matters here: the chart's hook sets nothing else.
+        await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+        const kc = new PooledKubeConfig(concurrency, { timeoutMs });
+        if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
+        else kc.loadFromDefault();
+        const done = await deleteFleetSlices({
+          api: new KubeApi(kc),
+          nodeSelector: f.nodeSelector || undefined,
+          profileLabel: f.profileLabel,
+          driverName,
+          nics,
+          computeDomains: f.computeDomains,
+          concurrency,
+        });
+        pino({ name: 'fakegpu-fleet' }, pino.destination(2)).info(done, "deleted the fleet's slices");
+        return;
+      }
       if (f.profile === '-')
         throw new FakegpuError(
           '--profile',
@@ -192,11 +223,6 @@ export function fleetCommand(): Command {
         });
       }
       const pools = f.pools ? loadPools(f.pools) : undefined;
-      const concurrency = intFlag(f.concurrency, '--concurrency', 1);
-      const qps = intFlag(f.qps, '--qps', 0);
-      const burst = intFlag(f.burst, '--burst', 1);
-      // Node's timers hold at most 2^31-1 ms; past that a deadline would fire at once.
-      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000;
       if (f.httpEndpoint)
         await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
       if (f.dcgmEndpoint)

@@ -8,7 +8,6 @@ import { ignoredXids } from '../health/taints.js';
 import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../k8s/api.js';
 import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
 import { ApiError, clientOf, type PooledKubeConfig } from '../k8s/client.js';
-import { KWOK_ANNOTATION } from '../k8s/kwok.js';
 import { formatSemver, type Semver } from '../k8s/version.js';
 import { ResumableWatch } from '../k8s/watch.js';
 import { resolveProfile } from '../profile/load.js';
@@ -23,7 +22,7 @@ import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
 import { FleetComputeDomains } from './compute-domains.js';
-import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { fleetDrivers, servesNode } from './scope.js';
 import { KubeObjects, type ObjectApi } from '../k8s/objects.js';
 
 /**
@@ -140,11 +139,7 @@ export class Fleet {
       activity: () => this.stats.requests + this.stats.events + this.stats.scrapes * 1000,
       collect: o.collect === undefined ? memoryReducingGc() : o.collect,
     });
-    this.drivers = [
-      o.driverName,
-      ...(o.nics ? [o.nics.driverName] : []),
-      ...(o.computeDomains ? [COMPUTE_DOMAIN_DRIVER] : []),
-    ];
+    this.drivers = fleetDrivers({ ...o, computeDomains: o.computeDomains !== undefined });
     this.machines = new Machines({ ...o, computeDomains: o.computeDomains !== undefined });
     this.domains = o.computeDomains
       ? new FleetComputeDomains({
@@ -226,10 +221,8 @@ export class Fleet {
   async start(): Promise<void> {
     this.startedAt = performance.now();
     this.stats.requests++;
-    this.version = this.api.version();
-    // Awaited after the lists; until then a failure must not count as unhandled and end the process.
-    this.version.catch(() => undefined);
-    await this.relist();
+    await this.firstList();
+    if (this.stopped) return;
     this.settler.start();
     this.faults?.start();
     this.domains?.start();
@@ -292,9 +285,31 @@ export class Fleet {
   }
 
   private selected(n: Meta): boolean {
-    if (this.o.nodeSelector) return true; // the server applied it
-    const m = n.metadata;
-    return m?.annotations?.[KWOK_ANNOTATION] !== undefined || m?.labels?.[this.o.profileLabel] !== undefined;
+    return servesNode(this.o, n);
+  }
+
+  /**
+   * The first lists, retried until the API server answers: the fleet's pod can start before the
+   * cluster's network reaches it (a Service not yet proxied), and a supervisor's restarts would only
+   * add a crash loop's backoff to that wait.
+   */
+  private async firstList(): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      this.version = this.api.version();
+      // Awaited after the lists; until then a failure must not count as unhandled and end the process.
+      this.version.catch(() => undefined);
+      try {
+        await this.relist();
+        return;
+      } catch (e) {
+        const delay = fullJitter(attempt, WATCH_BACKOFF, this.o.random);
+        this.o.log.warn(
+          { err: e instanceof Error ? e.message : String(e), retryInMs: delay },
+          'listing nodes and slices failed; retrying',
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 
   /** One relist at a time: several watches can expire together (etcd compacted past them all). */

@@ -491,6 +491,68 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     kubectl(e, ['delete', 'namespace', 'fakegpu-fleet', '--wait=false']);
   });
 
+  it("after uninstall, deletes the fleet's slices with a post-delete Job of the fleet's scope, whose account may do only that", () => {
+    const r = template(
+      e,
+      ['--namespace', 'fakegpu-cleanup', '--set', 'fleet.enabled=true', '--set', 'fleet.nics=true'],
+      'gone',
+    );
+    assert.equal(r.code, 0, r.err);
+    const docs = parseAllDocuments(r.out).map(
+      (d) => d.toJS() as Doc & { metadata: { annotations?: Record<string, string> } },
+    );
+    const hook = docs.filter((d) => d.metadata.name === 'gone-slice-cleanup');
+    assert.deepEqual(hook.map((d) => d.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Job',
+      'ServiceAccount',
+    ]);
+    for (const d of hook) {
+      const a = d.metadata.annotations ?? {};
+      assert.equal(a['helm.sh/hook'], 'post-delete', d.kind);
+      assert.equal(a['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded');
+      // The account and its rights exist before the Job runs.
+      assert.equal(a['helm.sh/hook-weight'], d.kind === 'Job' ? '0' : '-1', d.kind);
+    }
+    const all = objects(r.out);
+    const job = container(all, 'Job', 'gone-slice-cleanup');
+    const fleet = container(all, 'Deployment', 'gone-fleet');
+    assert.deepEqual(job.args, ['fleet', '--delete-slices']);
+    assert.deepEqual(job.securityContext, fleet.securityContext);
+    // The same nodes and drivers as the fleet's: it deletes what that fleet published, nothing else.
+    const jobEnv = envOf(job);
+    const fleetEnv = envOf(fleet);
+    for (const k of [
+      'FAKEGPU_PROFILE_LABEL',
+      'DRIVER_NAME',
+      'FAKEGPU_NICS',
+      'NIC_DRIVER_NAME',
+      'FAKEGPU_NO_COMPUTE_DOMAINS',
+    ])
+      assert.equal(jobEnv.get(k), fleetEnv.get(k), k);
+    assert.equal(jobEnv.get('NIC_DRIVER_NAME'), 'dra.net');
+    // Its RBAC, applied for real (without the Job, whose image this cluster lacks).
+    const rbac = r.out
+      .split(/^---$/m)
+      .filter((d) => /name: gone-slice-cleanup/.test(d) && !/^kind: Job$/m.test(d))
+      .join('---\n');
+    kubectl(e, ['create', 'namespace', 'fakegpu-cleanup']);
+    try {
+      mustKubectl(e, ['apply', '-f', '-'], rbac);
+      const as = 'system:serviceaccount:fakegpu-cleanup:gone-slice-cleanup';
+      const can = (verb: string, resource: string): string =>
+        kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim();
+      assert.equal(can('list', 'nodes'), 'yes');
+      for (const v of ['list', 'delete']) assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'yes', v);
+      for (const v of ['create', 'update']) assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'no', v);
+      assert.equal(can('patch', 'nodes'), 'no');
+    } finally {
+      kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
+      kubectl(e, ['delete', 'namespace', 'fakegpu-cleanup', '--wait=false']);
+    }
+  });
+
   it('runs the ComputeDomain controller in the release namespace, with the daemon image and its probes', () => {
     const r = template(
       e,

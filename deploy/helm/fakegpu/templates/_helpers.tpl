@@ -19,3 +19,34 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "fakegpu.pluginResources" -}}
 {{ toYaml (omit .Values.resources "computeDomains") }}
 {{- end -}}
+
+{{/*
+The fleet's environment that decides which nodes it serves and which drivers it writes their slices
+under: its Deployment and the post-delete cleanup share it, so the cleanup removes what the fleet
+published and nothing else. A list of env entries, to be indented by the caller.
+*/}}
+{{- define "fakegpu.fleetScopeEnv" -}}
+- name: FAKEGPU_PROFILE_LABEL
+  value: {{ .Values.profileLabel | quote }}
+{{- with .Values.fleet.nodeSelector }}
+- name: FAKEGPU_NODE_SELECTOR
+  value: {{ . | quote }}
+{{- end }}
+- name: DRIVER_NAME
+  value: {{ .Values.driverName | quote }}
+{{- if .Values.fleet.nics }}
+- name: FAKEGPU_NICS
+  value: "true"
+- name: NIC_DRIVER_NAME
+  value: {{ .Values.nics.driverName | quote }}
+{{- end }}
+{{- if .Values.resources.computeDomains.enabled }}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- else }}
+- name: FAKEGPU_NO_COMPUTE_DOMAINS
+  value: "true"
+{{- end }}
+{{- end -}}
