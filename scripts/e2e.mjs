@@ -2,7 +2,7 @@
 // H100, runs test/e2e against it, stops it and fails if anything of it is left running; then the same
 // with dynamic MIG for test/e2e-mig, with a statically partitioned A100 for test/e2e-static-mig, a
 // p4d for GPU–NIC topology, GPU failures with a KWOK fleet for test/e2e-faults, and a GB200 tray with
-// two KWOK NVL72 racks for test/e2e-compute-domains; last, test/e2e-capture captures a cluster of KWOK nodes
+// two KWOK NVL72 racks for test/e2e-compute-domains, fakegpu from its Helm chart for test/e2e-helm; last, test/e2e-capture captures a cluster of KWOK nodes
 // and replays it in a second cluster directory.
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
@@ -87,6 +87,15 @@ ok =
     dirEnv: 'FAKEGPU_E2E_CD_CLUSTER_DIR',
     upArgs: ['--node', 'fakegpu-gb200-node', '--profile', 'oci-bm.gpu.gb200.4', '--kwok-nodes', '36'],
     files: testFiles(join(root, 'dist', 'test', 'e2e-compute-domains')),
+  }) && ok;
+// The Helm chart: fakegpu's image imported into containerd, the chart installed, upgraded, uninstalled.
+ok =
+  withCluster({
+    what: 'end-to-end tests, the Helm chart',
+    dir: process.env.FAKEGPU_E2E_HELM_CLUSTER_DIR ?? join(cacheDir(), 'e2e-helm-cluster'),
+    dirEnv: 'FAKEGPU_E2E_HELM_CLUSTER_DIR',
+    upArgs: ['--node', 'fakegpu-helm-node', '--profile', 'dgx-h100', '--kwok-nodes', '4', '--helm'],
+    files: testFiles(join(root, 'dist', 'test', 'e2e-helm')),
   }) && ok;
 // Capture and replay: the test starts and stops its two cluster directories itself, one after the other.
 {

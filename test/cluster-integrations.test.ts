@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KUEUE_WEBHOOK, kueueWebhooks } from '../src/cluster/kueue-process.js';
-import { COMPONENTS, kubernetesComponent } from '../src/cluster/build.js';
+import { COMPONENTS, kubeProxyComponent, kubernetesComponent } from '../src/cluster/build.js';
 import { defaultRelease } from '../src/cluster/releases.js';
 import { binaryOf, COMPONENT_ORDER, componentsOf, type State } from '../src/cluster/state.js';
 
@@ -19,7 +19,9 @@ const state = (o: Partial<State>): State => ({
 describe('cluster up --with', () => {
   it('knows every upstream component by the binary it is built as, so down stops it (karpenter-kwok)', () => {
     const built = new Set(
-      [...COMPONENTS, kubernetesComponent(defaultRelease())].flatMap((c) => Object.values(c.binaries)),
+      [...COMPONENTS, kubernetesComponent(defaultRelease()), kubeProxyComponent()].flatMap((c) =>
+        Object.values(c.binaries),
+      ),
     );
     for (const name of COMPONENT_ORDER.filter((n) => !n.startsWith('fakegpu-')))
       assert.ok(built.has(binaryOf(name)), `${name} runs ${binaryOf(name)}, a binary the build makes`);

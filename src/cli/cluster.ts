@@ -91,6 +91,10 @@ export function clusterCommand(write: (s: string) => void): Command {
     )
     .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
     .option(
+      '--helm',
+      "install fakegpu with its Helm chart (deploy/helm/fakegpu) from its image, built here and imported into the node's containerd, instead of running it as host processes; starts kube-proxy for the pods' API access",
+    )
+    .option(
       '--with <projects>',
       `upstream projects to build from their Go modules and run beside the cluster, comma-separated: ${INTEGRATIONS.join(', ')}`,
     )
@@ -108,6 +112,7 @@ export function clusterCommand(write: (s: string) => void): Command {
         kwokProfile?: string;
         kwokPools?: string;
         fleet: boolean;
+        helm?: boolean;
         with?: string;
       }) => {
         const integrations = parseIntegrations(opts.with);
@@ -172,6 +177,7 @@ export function clusterCommand(write: (s: string) => void): Command {
           kwokFleet: opts.fleet,
           kwokPools: opts.kwokPools === undefined ? undefined : resolvePath(opts.kwokPools),
           with: integrations,
+          helm: opts.helm === true,
           log: progress,
         });
         write(`${exportLines(e)}\n`);

@@ -44,10 +44,15 @@ interface Component {
   needs?: { header: string; debian: string };
   /** Built only when asked for (`ensureComponent`), not with the cluster. */
   onDemand?: boolean;
+  /** Its stamp's name, where a second component builds from the same module (kube-proxy). */
+  stamp?: string;
 }
 
-/** Installs a build dependency from Debian's archive when we are root on Debian; otherwise says what to install. */
-function ensureBuildDependency(needs: { header: string; debian: string }, log: (line: string) => void): void {
+/** Installs a file (a build dependency, a tool) from Debian's archive when we are root on Debian; otherwise says what to install. */
+export function ensureDebianFile(
+  needs: { header: string; debian: string },
+  log: (line: string) => void,
+): void {
   if (existsSync(needs.header)) return;
   const canInstall = process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');
   if (canInstall) {
@@ -99,6 +104,27 @@ export function kubernetesComponent(r: KubernetesRelease): Component {
     ...(isDefault ? {} : { folder: r.folder, version: r.version }),
     ...(r.goToolchain ? { goToolchain: r.goToolchain } : {}),
   };
+}
+
+/**
+ * kube-proxy, built only for `cluster up --helm`: the chart's pods reach the API server as every
+ * in-cluster client does, through the `kubernetes` Service's cluster IP, which needs a proxy. Its module
+ * (`cluster/kube-proxy`) pins the default release, with the modules kube-proxy needs beyond the others.
+ */
+export function kubeProxyComponent(): Component {
+  return {
+    ...kubernetesComponent(defaultRelease()),
+    folder: 'kube-proxy',
+    binaries: { 'k8s.io/kubernetes/cmd/kube-proxy': 'kube-proxy' },
+    stamp: 'kube-proxy',
+    onDemand: true,
+  };
+}
+
+export function ensureKubeProxy(repoRoot: string, log: (line: string) => void): Toolchain {
+  const paths = toolchainPaths();
+  build(repoRoot, kubeProxyComponent(), paths, '', log);
+  return paths;
 }
 
 export const COMPONENTS: readonly Component[] = [
@@ -302,16 +328,16 @@ function build(
   log: (line: string) => void,
 ): void {
   const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
-  const stamp = join(out, `.${c.module}.stamp`);
+  const stamp = join(out, `.${c.stamp ?? c.module}.stamp`);
   const want = recipe(repoRoot, c);
   const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
   const names = Object.values(c.binaries);
   if (have === want && names.every((n) => existsSync(join(out, n)))) return;
   mkdirSync(out, { recursive: true });
-  if (c.needs) ensureBuildDependency(c.needs, log);
+  if (c.needs) ensureDebianFile(c.needs, log);
   const started = Date.now();
   log(
-    `building ${c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
+    `building ${c.stamp ?? c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
   );
   for (const [pkg, name] of Object.entries(c.binaries)) {
     const tmp = join(out, `.${name}.tmp`);
@@ -340,5 +366,5 @@ function build(
     renameSync(tmp, join(out, name));
   }
   writeFileSync(stamp, `${want}\n`);
-  log(`built ${c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
+  log(`built ${c.stamp ?? c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
 }

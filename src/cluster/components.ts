@@ -9,6 +9,7 @@ import {
   SERVICE_CIDR,
   writeContainerdConfig,
   writeKubeletConfig,
+  writeKubeProxyConfig,
   type Layout,
 } from './config.js';
 import { PAUSE_IMAGE } from './image.js';
@@ -44,8 +45,11 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
     case 'kube-apiserver':
       return [
         `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        // With the chart, pods reach the API server through the `kubernetes` Service, whose endpoint
+        // must be an address they can route to (never loopback): the node's.
+        ...(s.helm
+          ? ['--bind-address=0.0.0.0', `--advertise-address=${NODE_IP}`]
+          : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1']),
         `--secure-port=${PORTS.apiserver}`,
         `--tls-cert-file=${p('apiserver.crt')}`,
         `--tls-private-key-file=${p('apiserver.key')}`,
@@ -59,7 +63,7 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
         '--authorization-mode=Node,RBAC',
         '--enable-admission-plugins=NodeRestriction',
         '--allow-privileged=true',
-        '--endpoint-reconciler-type=none',
+        `--endpoint-reconciler-type=${s.helm ? 'lease' : 'none'}`,
         '--kubelet-preferred-address-types=InternalIP',
         ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
         gates,
@@ -119,6 +123,8 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
     case 'karpenter':
     case 'kueue':
       throw new Error(`${name} is started by its own function`);
+    case 'kube-proxy':
+      return [`--config=${writeKubeProxyConfig(l, nodeName, join(l.configDir, 'kube-proxy.kubeconfig'))}`];
     case 'kubelet':
       return [
         `--config=${writeKubeletConfig(l, release)}`,

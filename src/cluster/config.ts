@@ -48,9 +48,13 @@ export const PORTS = {
   scheduler: 10259,
   kubelet: 10250,
   kubeletHealthz: 10248,
+  kubeProxyHealthz: 10256,
+  kubeProxyMetrics: 10249,
 } as const;
 
 export const SERVICE_CIDR = '10.96.0.0/16';
+/** The `kubernetes` Service's cluster IP and port, as in-cluster clients reach the API server. */
+export const KUBERNETES_SERVICE = '10.96.0.1:443';
 /**
  * The kubelet refuses a loopback node IP, so the node gets an address on a port-less bridge of its own
  * (these VMs' kernels have no dummy links); traffic to it never leaves the machine.
@@ -116,7 +120,15 @@ export function writeCniConfig(l: Layout): void {
         bridge: 'fakegpu0',
         isGateway: true,
         ipMasq: false,
-        ipam: { type: 'host-local', ranges: [[{ subnet: POD_CIDR }]], dataDir: l.cniState },
+        ipam: {
+          type: 'host-local',
+          ranges: [[{ subnet: POD_CIDR }]],
+          // Through the bridge to the host: the node's address and the Services kube-proxy serves
+          // (with --helm, the chart's pods reach the API server so). No default route: nothing else
+          // is there to reach.
+          routes: [{ dst: SERVICE_CIDR }, { dst: `${NODE_IP}/32` }],
+          dataDir: l.cniState,
+        },
       },
       { type: 'loopback' },
     ],
@@ -168,6 +180,28 @@ export function writeKubeletConfig(l: Layout, r: KubernetesRelease): string {
     serializeImagePulls: false,
     featureGates: r.featureGates,
     shutdownGracePeriod: '0s',
+  };
+  writeFileSync(path, stringify(config));
+  return path;
+}
+
+/**
+ * kube-proxy for `cluster up --helm`, in nftables mode (the kernel's nftables and Debian's `nft` are
+ * all it needs). It leaves the kernel's conntrack settings alone: a VM may not allow them to be set.
+ */
+export function writeKubeProxyConfig(l: Layout, nodeName: string, kubeconfig: string): string {
+  const path = join(l.configDir, 'kube-proxy.yaml');
+  mkdirSync(l.configDir, { recursive: true });
+  const config = {
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    clientConnection: { kubeconfig },
+    mode: 'nftables',
+    hostnameOverride: nodeName,
+    clusterCIDR: POD_CIDR,
+    healthzBindAddress: `127.0.0.1:${PORTS.kubeProxyHealthz}`,
+    metricsBindAddress: `127.0.0.1:${PORTS.kubeProxyMetrics}`,
+    conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
   };
   writeFileSync(path, stringify(config));
   return path;

@@ -22,6 +22,8 @@ export function ensurePki(l: Layout, nodeName: string): void {
   ensureCert(l.pki, { file: 'admin', cn: 'kubernetes-admin', org: 'system:masters', usage: 'client' });
   ensureCert(l.pki, { file: 'controller-manager', cn: 'system:kube-controller-manager', usage: 'client' });
   ensureCert(l.pki, { file: 'scheduler', cn: 'system:kube-scheduler', usage: 'client' });
+  // Bound to system:node-proxier by the API server's bootstrap roles.
+  ensureCert(l.pki, { file: 'kube-proxy', cn: 'system:kube-proxy', usage: 'client' });
   ensureCert(l.pki, {
     file: `kubelet-${nodeName}`,
     cn: `system:node:${nodeName}`,
@@ -44,6 +46,7 @@ export function ensurePki(l: Layout, nodeName: string): void {
     'controller-manager',
   );
   writeKubeconfig(join(l.configDir, 'scheduler.kubeconfig'), l.pki, server, 'scheduler', 'scheduler');
+  writeKubeconfig(join(l.configDir, 'kube-proxy.kubeconfig'), l.pki, server, 'kube-proxy', 'kube-proxy');
   writeKubeconfig(
     join(l.configDir, 'kubelet.kubeconfig'),
     l.pki,

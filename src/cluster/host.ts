@@ -79,9 +79,13 @@ function mountsUnder(dir: string): string[] {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-/** Unmounts what the cluster mounted under its directory and removes the bridges it made. */
+/** Unmounts what the cluster mounted under its directory, removes the bridges it made and kube-proxy's rules. */
 export function cleanUpHost(dir: string): void {
   for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
+  // kube-proxy (--helm) leaves its nftables tables when stopped, as it does on a real node.
+  for (const family of ['ip', 'ip6'])
+    if (spawnSync('nft', ['list', 'table', family, 'kube-proxy']).status === 0)
+      spawnSync('nft', ['delete', 'table', family, 'kube-proxy']);
   for (const link of ['fakegpu0', NODE_LINK])
     if (existsSync(`/sys/class/net/${link}`)) spawnSync('ip', ['link', 'delete', link]);
 }

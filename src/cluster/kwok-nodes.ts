@@ -22,6 +22,8 @@ export async function createKwokNodes(
   s: State,
   log: (line: string) => void,
   kwok: Started,
+  /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
+  fleetReady: () => Promise<boolean> = () => httpOk(`http://${FLEET_HTTP}/readyz`),
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const fleet = s.kwokFleet !== false;
@@ -32,7 +34,8 @@ export async function createKwokNodes(
   } else {
     const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
     log(`creating ${n} KWOK node(s) of ${profile}`);
-    const labelled = !isProfileFile(profile);
+    // With --helm the chart's fleet.profile is their machine, so that helm upgrade can change it.
+    const labelled = !isProfileFile(profile) && s.helm !== true;
     // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
     const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
     nodes = Array.from({ length: n }, (_, i) => ({
@@ -68,7 +71,7 @@ export async function createKwokNodes(
       // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
       const ready = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
       const count = readyRows(ready.out);
-      return count === n && (!fleet || (await httpOk(`http://${FLEET_HTTP}/readyz`)));
+      return count === n && (!fleet || (await fleetReady()));
     },
     Math.max(120_000, n * 200),
   );

@@ -3,8 +3,7 @@ import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { env } from './components.js';
 import { installDeviceClasses } from './deviceclasses.js';
-import { kubectl } from './kubectl.js';
-import { httpOk, waitFor } from './probe.js';
+import { httpOk, pluginSlicesPublished, waitFor } from './probe.js';
 import { startDaemon } from './process.js';
 import { REPO_ROOT } from './repo.js';
 import type { State } from './state.js';
@@ -52,19 +51,5 @@ export async function startPlugin(
     () => httpOk(`http://${PLUGIN_HTTP}/readyz`),
     60_000,
   );
-  await waitFor(
-    'its ResourceSlices published',
-    plugin,
-    () => {
-      const r = kubectl(l, t.bin, [
-        'get',
-        'resourceslices',
-        `--field-selector=spec.nodeName=${s.nodeName}`,
-        '-o',
-        'name',
-      ]);
-      return Promise.resolve(r.code === 0 && r.out.trim() !== '');
-    },
-    60_000,
-  );
+  await waitFor('its ResourceSlices published', plugin, pluginSlicesPublished(l, t, s.nodeName), 60_000);
 }

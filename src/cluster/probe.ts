@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import { PORTS, type Layout } from './config.js';
+import type { Toolchain } from './build.js';
+import { kubectl } from './kubectl.js';
 import { isAlive, tail, type Started } from './process.js';
 
 /** Readiness: a health endpoint answering 200, and waiting for one while the process lives. */
@@ -34,14 +36,14 @@ export function httpOk(
   });
 }
 
-/** kube-apiserver's /readyz, asked as the cluster's admin (it answers no one else). */
-export function apiserverReady(l: Layout): () => Promise<boolean> {
+/** kube-apiserver's /readyz, asked as the cluster's admin (it answers no one else); `at`: host:port. */
+export function apiserverReady(l: Layout, at = `127.0.0.1:${PORTS.apiserver}`): () => Promise<boolean> {
   const tls = {
     ca: readFileSync(join(l.pki, 'ca.crt')),
     cert: readFileSync(join(l.pki, 'admin.crt')),
     key: readFileSync(join(l.pki, 'admin.key')),
   };
-  return () => httpOk(`https://127.0.0.1:${PORTS.apiserver}/readyz`, tls);
+  return () => httpOk(`https://${at}/readyz`, tls);
 }
 
 /** Waits until `check` passes; fails at once, with the end of its log, if the process exits meanwhile. */
@@ -66,4 +68,18 @@ export async function waitFor(
     started.name,
     `not ready after ${timeoutMs / 1000}s (${what}); last lines of ${started.log}:\n${tail(started.log)}`,
   );
+}
+
+/** Whether the node's plugin has published its ResourceSlices (any slice naming the node). */
+export function pluginSlicesPublished(l: Layout, t: Toolchain, node: string): () => Promise<boolean> {
+  return () => {
+    const r = kubectl(l, t.bin, [
+      'get',
+      'resourceslices',
+      `--field-selector=spec.nodeName=${node}`,
+      '-o',
+      'name',
+    ]);
+    return Promise.resolve(r.code === 0 && r.out.trim() !== '');
+  };
 }

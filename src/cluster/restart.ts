@@ -6,6 +6,7 @@ import { startComputeDomainController } from './compute-domain-process.js';
 import { startFleet } from './fleet-process.js';
 import { startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
+import { HELM_NAMESPACE } from './helm-chart.js';
 import { kwokRuns, readState } from './state.js';
 import { stopComponent } from './stop.js';
 
@@ -40,6 +41,11 @@ export async function clusterRestart(
       'this cluster runs no node plugin (it was started without --profile)',
     );
   }
+  if (s.helm && name.startsWith('fakegpu-'))
+    throw new FakegpuError(
+      'cluster restart',
+      `this cluster runs ${name} as a pod of its Helm chart; delete the pod (kubectl -n ${HELM_NAMESPACE} delete pod <name>) and its controller starts another`,
+    );
   const left = await stopComponent(l, name, log);
   if (left.length > 0) throw new FakegpuError('cluster restart', left.join('; '));
   const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };

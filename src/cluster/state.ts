@@ -15,6 +15,7 @@ export const COMPONENT_ORDER = [
   'kube-scheduler',
   'containerd',
   'kubelet',
+  'kube-proxy',
   'fakegpu-compute-domain-controller',
   'fakegpu-plugin',
   'kwok',
@@ -63,6 +64,11 @@ export interface State {
   computeDomains?: boolean;
   /** Upstream projects run beside the cluster (`--with`); absent: none. */
   with?: Integration[];
+  /**
+   * fakegpu installed by its Helm chart, from its image in the node's containerd, instead of as host
+   * processes; kube-proxy runs so the chart's pods reach the API server. Absent: false.
+   */
+  helm?: boolean;
 }
 
 export function releaseOfState(s: State): KubernetesRelease {
@@ -90,9 +96,12 @@ export function kwokRuns(s: State | null): boolean {
   return (s?.kwokNodes ?? 0) > 0 || (s?.with ?? []).includes('karpenter');
 }
 
-/** Components this cluster runs: the plugin only with a profile. */
+/** Components this cluster runs as host processes: the plugin only with a profile, none of fakegpu's with the chart. */
 export function componentsOf(s: State | null): ComponentName[] {
+  const helm = s?.helm === true;
   return COMPONENT_ORDER.filter((n) => {
+    if (n === 'kube-proxy') return helm;
+    if (helm && n.startsWith('fakegpu-')) return false;
     if (n === 'fakegpu-plugin') return (s?.profile ?? null) !== null;
     if (n === 'fakegpu-compute-domain-controller') return s?.computeDomains === true;
     if (n === 'kwok') return kwokRuns(s);

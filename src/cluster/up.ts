@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
-import { ensureBinaries } from './build.js';
-import { layout, PORTS, writeCniConfig, type Layout } from './config.js';
+import { ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
+import { KUBERNETES_SERVICE, layout, PORTS, writeCniConfig, type Layout } from './config.js';
 import { startComponent } from './components.js';
 import { installCrds } from './crds.js';
 import { ensurePki } from './credentials.js';
@@ -15,12 +15,13 @@ import { FLEET_DCGM, startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
+import { chartFleetReady, importFakegpuImage, installChart, refuseForHelm } from './helm-chart.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
 import { loadPools } from '../fleet/pools.js';
 import { hasNvlinkFabric } from '../render.js';
 import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
-import { apiserverReady, httpOk, waitFor } from './probe.js';
+import { apiserverReady, httpOk, pluginSlicesPublished, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
 import { REPO_ROOT } from './repo.js';
@@ -62,6 +63,8 @@ export interface ClusterOptions {
   with?: Integration[];
   /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
   kwokFleet?: boolean;
+  /** fakegpu from its Helm chart and image instead of host processes (helm-chart.ts). */
+  helm?: boolean;
   log: (line: string) => void;
 }
 
@@ -86,8 +89,8 @@ function exportsOf(l: Layout, s: State): Exports {
     FAKEGPU_CLUSTER_DIR: l.dir,
     FAKEGPU_NODE: s.nodeName,
     FAKEGPU_NIC_CLASS: NIC_CLASS,
-    ...(s.profile ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
-    ...(kwokRuns(s) && s.kwokFleet !== false
+    ...(s.profile && !s.helm ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
+    ...(kwokRuns(s) && s.kwokFleet !== false && !s.helm
       ? { FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics` }
       : {}),
   };
@@ -144,6 +147,11 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
       `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
     );
   }
+  if ((state.helm ?? false) !== (o.helm ?? false))
+    throw new FakegpuError(
+      '--helm',
+      `the cluster in ${dir} runs fakegpu ${state.helm ? 'from its Helm chart' : 'as host processes'}; run "fakegpu cluster down" first to change it`,
+    );
   const have = (state.with ?? []).join(',');
   if (have !== [...(o.with ?? [])].sort().join(','))
     throw new FakegpuError(
@@ -155,6 +163,13 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
 /** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
 export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   preflight();
+  if (o.helm)
+    refuseForHelm({
+      release: o.release ?? defaultRelease(),
+      profile: o.profile ?? null,
+      kwokProfile: o.kwokProfile ?? null,
+      kwokPools: o.kwokPools,
+    });
   const l = layout(o.dir);
   const state = readState(l);
   const live = running(l);
@@ -194,7 +209,12 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     kwokFleet: o.kwokFleet !== false,
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
     ...(o.with?.length ? { with: [...o.with].sort() } : {}),
+    ...(o.helm ? { helm: true } : {}),
   };
+  if (s.helm) {
+    ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
+    ensureKubeProxy(REPO_ROOT, o.log);
+  }
   if (needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]))
     s.computeDomains = true;
   if (
@@ -260,13 +280,16 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
       60_000,
     );
-    if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
-    if (profile !== null) await startPlugin(l, t, s, o.log);
-    if (kwokRuns(s)) {
-      const kwok = start('kwok');
-      if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
-      else installDeviceClasses(l, t);
-      if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, o.log, kwok);
+    if (s.helm) await startChart(l, t, s, start, o.log);
+    else {
+      if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
+      if (profile !== null) await startPlugin(l, t, s, o.log);
+      if (kwokRuns(s)) {
+        const kwok = start('kwok');
+        if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
+        else installDeviceClasses(l, t);
+        if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, o.log, kwok);
+      }
     }
     if (s.with?.includes('karpenter')) await startKarpenter(l, t, o.log);
     if (s.with?.includes('kueue')) await startKueue(l, t, o.log);
@@ -280,4 +303,36 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   }
   o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
   return exportsOf(l, s);
+}
+
+/**
+ * With --helm: kube-proxy, so pods reach the API server through the `kubernetes` Service; fakegpu's
+ * image in containerd; KWOK; then the chart, and the KWOK nodes once its fleet runs.
+ */
+async function startChart(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  start: (name: ComponentName) => Started,
+  log: (line: string) => void,
+): Promise<void> {
+  const proxy = start('kube-proxy');
+  await waitFor(
+    `the kubernetes Service at ${KUBERNETES_SERVICE}`,
+    proxy,
+    apiserverReady(l, KUBERNETES_SERVICE),
+    60_000,
+  );
+  importFakegpuImage(t, l.containerdSock, log);
+  const kwok = kwokRuns(s) ? start('kwok') : null;
+  installChart(l, t, s, REPO_ROOT, log);
+  if (s.profile !== null)
+    await waitFor(
+      "the plugin pod's ResourceSlices published",
+      proxy,
+      pluginSlicesPublished(l, t, s.nodeName),
+      60_000,
+    );
+  if (kwok && (s.kwokNodes ?? 0) > 0)
+    await createKwokNodes(l, t, s, log, kwok, () => Promise.resolve(chartFleetReady(l, t)));
 }

@@ -95,6 +95,22 @@ export const MATRIX_NODE = 'fakegpu-matrix-node';
 export const MATRIX_PROFILE = 'dgx-h100';
 export const MATRIX_KWOK_NODES = 20;
 
+/** fakegpu from its Helm chart: the plugin's DaemonSet on the node, the fleet's Deployment for KWOK nodes. */
+export const HELM_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_HELM_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-helm-cluster');
+export const HELM_NODE = 'fakegpu-helm-node';
+export const HELM_KWOK_NODES = 4;
+
+export function helmCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: HELM_CLUSTER_DIR,
+    nodeName: HELM_NODE,
+    profile: E2E_PROFILE,
+    kwokNodes: HELM_KWOK_NODES,
+    helm: true,
+  });
+}
+
 export function e2eCluster(): Promise<Exports> {
   return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
 }

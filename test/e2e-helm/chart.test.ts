@@ -1,0 +1,251 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Exports } from '../../src/cluster/cluster.js';
+import { layout } from '../../src/cluster/config.js';
+import { KWOK_ANNOTATION } from '../../src/k8s/kwok.js';
+import { FAKEGPU_IMAGE } from '../../src/cluster/fakegpu-image.js';
+import {
+  helm,
+  HELM_NAMESPACE,
+  HELM_RELEASE,
+  helmValuesFile,
+  CHART_DIR,
+} from '../../src/cluster/helm-chart.js';
+import { REPO_ROOT } from '../../src/cluster/repo.js';
+import { readState } from '../../src/cluster/state.js';
+import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
+import {
+  allocatedUuids,
+  apply,
+  claimTemplate,
+  deviceRequest,
+  HELM_CLUSTER_DIR,
+  HELM_KWOK_NODES,
+  HELM_NODE,
+  helmCluster,
+  podClaim,
+  podManifest,
+  running,
+  seen,
+  seesNow,
+} from '../support/e2e.js';
+
+/**
+ * fakegpu as users install it: `cluster up --helm` builds its image, imports it into the node's
+ * containerd and installs deploy/helm/fakegpu. The plugin is the DaemonSet's pod, registered with the
+ * real kubelet through the chart's host paths; the fleet is the Deployment's pod, publishing KWOK nodes'
+ * slices under the chart's RBAC. Then `helm upgrade` to other machines and `helm uninstall`.
+ */
+
+interface Slice {
+  spec: {
+    driver: string;
+    nodeName?: string;
+    devices?: { name: string; attributes?: Record<string, { string?: string }> }[];
+    sharedCounters?: unknown[];
+  };
+}
+
+const l = layout(HELM_CLUSTER_DIR);
+
+function slicesOf(e: Exports, node: string, driver = 'gpu.nvidia.com'): Slice[] {
+  const out = mustKubectl(e, [
+    'get',
+    'resourceslices',
+    `--field-selector=spec.nodeName=${node}`,
+    '-o',
+    'json',
+  ]);
+  return (JSON.parse(out) as { items: Slice[] }).items.filter((s) => s.spec.driver === driver);
+}
+
+const devicesOf = (slices: Slice[]): string[] =>
+  slices.flatMap((s) => (s.spec.devices ?? []).map((d) => d.name));
+
+function pluginPod(e: Exports): string {
+  const name = mustKubectl(e, [
+    'get',
+    'pods',
+    '-n',
+    HELM_NAMESPACE,
+    '-l',
+    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
+    `--field-selector=spec.nodeName=${HELM_NODE}`,
+    '-o',
+    'jsonpath={.items[*].metadata.name}',
+  ]).trim();
+  assert.match(name, /^fakegpu-plugin-\w+$/, `one plugin pod on ${HELM_NODE}, got ${JSON.stringify(name)}`);
+  return name;
+}
+
+function helmOf(args: string[]): string {
+  const s = readState(l);
+  assert.ok(s, `a cluster in ${HELM_CLUSTER_DIR}`);
+  const r = helm(l, { bin: s.bin, cniBin: s.cniBin }, args);
+  assert.equal(r.code, 0, `helm ${args.join(' ')}: ${r.err}`);
+  return r.out;
+}
+
+const oneGpu = claimTemplate('one-gpu', [deviceRequest('gpu', 'gpu.nvidia.com', 1, [])]);
+
+describe('fakegpu installed by its Helm chart', () => {
+  let e: Exports;
+  before(async () => {
+    e = await helmCluster();
+    apply(e, oneGpu);
+  });
+  after(() => {
+    kubectl(e, ['delete', 'pods', '--all', '--wait=true', '--timeout=120s']);
+    kubectl(e, ['delete', 'resourceclaims,resourceclaimtemplates', '--all']);
+  });
+
+  it("runs the plugin as the DaemonSet's pod from the imported image, registered with the kubelet, under the chart's security context", () => {
+    const name = pluginPod(e);
+    const pod = JSON.parse(mustKubectl(e, ['get', 'pod', '-n', HELM_NAMESPACE, name, '-o', 'json'])) as {
+      spec: { containers: { image: string }[] };
+      status: { phase: string; containerStatuses: { ready: boolean }[] };
+    };
+    assert.equal(pod.status.phase, 'Running');
+    assert.equal(pod.status.containerStatuses[0]?.ready, true);
+    assert.equal(pod.spec.containers[0]?.image, FAKEGPU_IMAGE);
+    const registrar = join(l.kubeletRoot, 'plugins_registry');
+    assert.ok(existsSync(join(registrar, 'gpu.nvidia.com-reg.sock')), readdirSync(registrar).join(' '));
+    assert.deepEqual(
+      devicesOf(slicesOf(e, HELM_NODE)).sort(),
+      Array.from({ length: 8 }, (_, i) => `gpu-${i}`).sort(),
+    );
+    // Inside the container: no capability but MKNOD (bit 27), and the image's files read-only.
+    const status = mustKubectl(e, ['exec', '-n', HELM_NAMESPACE, name, '--', 'cat', '/proc/1/status']);
+    assert.match(status, /^CapEff:\s+0000000008000000$/m);
+    assert.match(status, /^NoNewPrivs:\s+1$/m);
+    const write = kubectl(e, ['exec', '-n', HELM_NAMESPACE, name, '--', 'sh', '-c', 'touch /opt/fakegpu/x']);
+    assert.notEqual(write.code, 0);
+    assert.match(write.err, /Read-only file system/);
+  });
+
+  it("publishes every KWOK node's GPUs from the fleet's pod, and the scheduler allocates them", async () => {
+    for (let i = 0; i < HELM_KWOK_NODES; i++)
+      assert.equal(devicesOf(slicesOf(e, `kwok-gpu-${i}`)).length, 8, `kwok-gpu-${i}`);
+    const onKwok = podManifest(e, {
+      name: 'on-kwok',
+      claims: [{ name: 'gpu', template: 'one-gpu' }],
+      containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+    }) as { spec: Record<string, unknown> };
+    onKwok.spec['nodeSelector'] = { 'kubernetes.io/hostname': 'kwok-gpu-0' };
+    onKwok.spec['tolerations'] = [{ key: KWOK_ANNOTATION, operator: 'Exists', effect: 'NoSchedule' }];
+    apply(e, onKwok);
+    await running(e, 'on-kwok');
+    const claim = JSON.parse(
+      mustKubectl(e, ['get', 'resourceclaim', podClaim(e, 'on-kwok', 'gpu'), '-o', 'json']),
+    ) as { status: { allocation: { devices: { results: { pool: string }[] } } } };
+    assert.equal(claim.status.allocation.devices.results[0]?.pool, 'kwok-gpu-0');
+  });
+
+  it('prepares a claim through the chart-installed plugin: the pod runs and sees exactly its GPU', async () => {
+    apply(
+      e,
+      podManifest(e, {
+        name: 'gpu-pod',
+        claims: [{ name: 'gpu', template: 'one-gpu' }],
+        containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+      }),
+    );
+    await running(e, 'gpu-pod');
+    const uuids = allocatedUuids(e, podClaim(e, 'gpu-pod', 'gpu'));
+    assert.equal(uuids.length, 1);
+    const s = await seen(e, 'gpu-pod', 'main');
+    assert.deepEqual(s.visible, uuids);
+    assert.deepEqual(s.listed, uuids);
+  });
+
+  it('helm upgrade to other machines republishes the slices, and the running pod keeps its GPU', async () => {
+    const before = pluginPod(e);
+    const uuids = allocatedUuids(e, podClaim(e, 'gpu-pod', 'gpu'));
+    helmOf([
+      'upgrade',
+      HELM_RELEASE,
+      join(REPO_ROOT, CHART_DIR),
+      '-n',
+      HELM_NAMESPACE,
+      '-f',
+      helmValuesFile(l),
+      '--set',
+      'dynamicMig=true',
+      '--set',
+      'fleet.profile=dgx-b200',
+      '--wait',
+      '--timeout',
+      '3m',
+    ]);
+    await eventually('a new plugin pod', () => {
+      const now = kubectl(e, [
+        'get',
+        'pods',
+        '-n',
+        HELM_NAMESPACE,
+        '-l',
+        'app.kubernetes.io/name=fakegpu',
+        `--field-selector=spec.nodeName=${HELM_NODE},status.phase=Running`,
+        '-o',
+        'name',
+      ]).out.trim();
+      return now !== '' && !now.endsWith(before) ? now : undefined;
+    });
+    // Dynamic MIG: counter sets beside the whole GPUs, which keep their names.
+    await eventually('dynamic MIG slices on the node', () =>
+      slicesOf(e, HELM_NODE).some((s) => (s.spec.sharedCounters ?? []).length > 0) ? true : undefined,
+    );
+    assert.ok(devicesOf(slicesOf(e, HELM_NODE)).length > 8);
+    await eventually('B200 slices on the KWOK nodes', () =>
+      slicesOf(e, 'kwok-gpu-1').some((s) =>
+        (s.spec.devices ?? []).some((d) => d.attributes?.['productName']?.string === 'NVIDIA B200'),
+      )
+        ? true
+        : undefined,
+    );
+    const pod = JSON.parse(mustKubectl(e, ['get', 'pod', 'gpu-pod', '-o', 'json'])) as {
+      status: { phase: string; containerStatuses: { restartCount: number }[] };
+    };
+    assert.equal(pod.status.phase, 'Running');
+    assert.equal(pod.status.containerStatuses[0]?.restartCount, 0);
+    assert.deepEqual(seesNow(e, 'gpu-pod', 'main').listed, uuids);
+    // The new plugin pod knows the claim the old one prepared: deleting the pod unprepares it.
+    const claimUid = mustKubectl(e, [
+      'get',
+      'resourceclaim',
+      podClaim(e, 'gpu-pod', 'gpu'),
+      '-o',
+      'jsonpath={.metadata.uid}',
+    ]).trim();
+    assert.ok(
+      readdirSync(l.cdiDir).some((f) => f.includes(claimUid)),
+      readdirSync(l.cdiDir).join(' '),
+    );
+    mustKubectl(e, ['delete', 'pod', 'gpu-pod', 'on-kwok', '--wait=true', '--timeout=120s']);
+    assert.ok(!readdirSync(l.cdiDir).some((f) => f.includes(claimUid)), readdirSync(l.cdiDir).join(' '));
+  });
+
+  it('helm uninstall leaves nothing of fakegpu: no pod, slice, DeviceClass, socket or CDI spec', async () => {
+    helmOf(['uninstall', HELM_RELEASE, '-n', HELM_NAMESPACE, '--wait', '--timeout', '3m']);
+    await eventually(
+      'every fakegpu slice gone',
+      () => {
+        const left = JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as {
+          items: Slice[];
+        };
+        return left.items.length === 0 ? true : undefined;
+      },
+      90_000,
+    );
+    assert.equal(mustKubectl(e, ['get', 'pods', '-n', HELM_NAMESPACE, '-o', 'name']).trim(), '');
+    const classes = mustKubectl(e, ['get', 'deviceclasses', '-o', 'name']).trim();
+    assert.equal(classes, '', classes);
+    for (const dir of [join(l.kubeletRoot, 'plugins_registry'), l.cdiDir])
+      assert.deepEqual(readdirSync(dir), [], dir);
+    const plugins = join(l.kubeletRoot, 'plugins');
+    for (const d of readdirSync(plugins))
+      assert.ok(!readdirSync(join(plugins, d)).some((f) => f.endsWith('.sock')), `${plugins}/${d}`);
+  });
+});
