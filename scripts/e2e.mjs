@@ -88,15 +88,23 @@ ok =
     upArgs: ['--node', 'fakegpu-gb200-node', '--profile', 'oci-bm.gpu.gb200.4', '--kwok-nodes', '36'],
     files: testFiles(join(root, 'dist', 'test', 'e2e-compute-domains')),
   }) && ok;
-// The Helm chart: fakegpu's image imported into containerd, the chart installed, upgraded, uninstalled.
-ok =
-  withCluster({
-    what: 'end-to-end tests, the Helm chart',
-    dir: process.env.FAKEGPU_E2E_HELM_CLUSTER_DIR ?? join(cacheDir(), 'e2e-helm-cluster'),
-    dirEnv: 'FAKEGPU_E2E_HELM_CLUSTER_DIR',
-    upArgs: ['--node', 'fakegpu-helm-node', '--profile', 'dgx-h100', '--kwok-nodes', '4', '--helm'],
-    files: testFiles(join(root, 'dist', 'test', 'e2e-helm')),
-  }) && ok;
+// The Helm chart: fakegpu's image imported into containerd and the chart installed; test/e2e's GPU-pod
+// checks run against its plugin pod as against the host process, then the chart is upgraded and uninstalled.
+{
+  const dir = process.env.FAKEGPU_E2E_HELM_CLUSTER_DIR ?? join(cacheDir(), 'e2e-helm-cluster');
+  ok =
+    withCluster({
+      what: 'end-to-end tests, the Helm chart',
+      dir,
+      dirEnv: 'FAKEGPU_E2E_HELM_CLUSTER_DIR',
+      env: { FAKEGPU_E2E_HELM: '1', FAKEGPU_E2E_CLUSTER_DIR: dir },
+      upArgs: ['--node', 'fakegpu-e2e-node', '--profile', 'dgx-h100', '--kwok-nodes', '4', '--helm'],
+      files: [
+        join('dist', 'test', 'e2e', 'plugin.test.js'),
+        ...testFiles(join(root, 'dist', 'test', 'e2e-helm')),
+      ],
+    }) && ok;
+}
 // Capture and replay: the test starts and stops its two cluster directories itself, one after the other.
 {
   const dirs = {

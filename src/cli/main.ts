@@ -12,6 +12,7 @@ import { OutputWithStatus } from './output.js';
 import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
 import { exportCommand } from './export.js';
 import { imageCommand } from './image.js';
+import { uninstallCheckCommand } from './uninstall-check.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -100,6 +101,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(computeDomainControllerCommand());
   program.addCommand(demoCommand(write));
   program.addCommand(faultCommand(write));
+  program.addCommand(uninstallCheckCommand(write));
   inherit(program);
   const topic = unknownHelpTopic(program, argv);
   if (topic !== null) {

@@ -189,3 +189,24 @@ export function chartFleetReady(l: Layout, t: Toolchain): boolean {
   ]);
   return r.code === 0 && r.out.trim() === 'ok';
 }
+
+/**
+ * Whether the node's plugin pod is Ready, i.e. registered with the kubelet (its readiness probe). Helm's
+ * --wait does not say: with the DaemonSet's maxUnavailable of 100% it expects no pod to be ready.
+ */
+export function chartPluginReady(l: Layout, t: Toolchain, node: string): () => Promise<boolean> {
+  return () => {
+    const r = kubectl(l, t.bin, [
+      'get',
+      'pods',
+      '-n',
+      HELM_NAMESPACE,
+      '-l',
+      `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
+      `--field-selector=spec.nodeName=${node}`,
+      '-o',
+      'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}',
+    ]);
+    return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
+  };
+}

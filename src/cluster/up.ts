@@ -15,7 +15,13 @@ import { FLEET_DCGM, startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
-import { chartFleetReady, importFakegpuImage, installChart, refuseForHelm } from './helm-chart.js';
+import {
+  chartFleetReady,
+  chartPluginReady,
+  importFakegpuImage,
+  installChart,
+  refuseForHelm,
+} from './helm-chart.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
 import { loadPools } from '../fleet/pools.js';
@@ -326,6 +332,8 @@ async function startChart(
   importFakegpuImage(t, l.containerdSock, log);
   const kwok = kwokRuns(s) ? start('kwok') : null;
   installChart(l, t, s, REPO_ROOT, log);
+  if (s.profile !== null)
+    await waitFor('the plugin pod Ready', proxy, chartPluginReady(l, t, s.nodeName), 120_000);
   if (s.profile !== null)
     await waitFor(
       "the plugin pod's ResourceSlices published",

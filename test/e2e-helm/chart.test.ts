@@ -18,12 +18,12 @@ import { readState } from '../../src/cluster/state.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
   allocatedUuids,
+  E2E_NODE as HELM_NODE,
   apply,
   claimTemplate,
   deviceRequest,
   HELM_CLUSTER_DIR,
   HELM_KWOK_NODES,
-  HELM_NODE,
   helmCluster,
   podClaim,
   podManifest,
@@ -36,7 +36,9 @@ import {
  * fakegpu as users install it: `cluster up --helm` builds its image, imports it into the node's
  * containerd and installs deploy/helm/fakegpu. The plugin is the DaemonSet's pod, registered with the
  * real kubelet through the chart's host paths; the fleet is the Deployment's pod, publishing KWOK nodes'
- * slices under the chart's RBAC. Then `helm upgrade` to other machines and `helm uninstall`.
+ * slices under the chart's RBAC. Then `helm upgrade` to other machines, `helm uninstall` (refused while a
+ * pod holds a GPU) and `helm install` again, which leaves the chart installed as it was for test/e2e's
+ * checks, which node's runner takes after this file (it sorts them).
  */
 
 interface Slice {
@@ -128,6 +130,20 @@ describe('fakegpu installed by its Helm chart', () => {
   it("publishes every KWOK node's GPUs from the fleet's pod, and the scheduler allocates them", async () => {
     for (let i = 0; i < HELM_KWOK_NODES; i++)
       assert.equal(devicesOf(slicesOf(e, `kwok-gpu-${i}`)).length, 8, `kwok-gpu-${i}`);
+    // The fleet runs as nobody, with no capability at all.
+    const fleet = mustKubectl(e, [
+      'get',
+      'pods',
+      '-n',
+      HELM_NAMESPACE,
+      '-l',
+      'app.kubernetes.io/name=fakegpu-fleet',
+      '-o',
+      'jsonpath={.items[0].metadata.name}',
+    ]).trim();
+    const status = mustKubectl(e, ['exec', '-n', HELM_NAMESPACE, fleet, '--', 'cat', '/proc/1/status']);
+    assert.match(status, /^Uid:\s+65534\s/m);
+    assert.match(status, /^CapEff:\s+0000000000000000$/m);
     const onKwok = podManifest(e, {
       name: 'on-kwok',
       claims: [{ name: 'gpu', template: 'one-gpu' }],
@@ -227,6 +243,38 @@ describe('fakegpu installed by its Helm chart', () => {
     assert.ok(!readdirSync(l.cdiDir).some((f) => f.includes(claimUid)), readdirSync(l.cdiDir).join(' '));
   });
 
+  it('helm uninstall refuses while a pod holds a GPU the plugin prepared, since that pod could never stop', async () => {
+    apply(
+      e,
+      podManifest(e, {
+        name: 'holder',
+        claims: [{ name: 'gpu', template: 'one-gpu' }],
+        containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+      }),
+    );
+    await running(e, 'holder');
+    const s = readState(l);
+    assert.ok(s);
+    const refused = helm(l, { bin: s.bin, cniBin: s.cniBin }, [
+      'uninstall',
+      HELM_RELEASE,
+      '-n',
+      HELM_NAMESPACE,
+      '--wait',
+      '--timeout',
+      '3m',
+    ]);
+    assert.notEqual(refused.code, 0);
+    assert.match(
+      refused.out + refused.err,
+      /1 pod holds devices of gpu\.nvidia\.com on 1 plugin node: default\/holder; delete it/,
+    );
+    // Nothing was deleted: the plugin still serves the pod, whose deletion unprepares its GPU.
+    pluginPod(e);
+    assert.equal(devicesOf(slicesOf(e, HELM_NODE)).length > 0, true);
+    mustKubectl(e, ['delete', 'pod', 'holder', '--wait=true', '--timeout=120s']);
+  });
+
   it('helm uninstall leaves nothing of fakegpu: no pod, slice, DeviceClass, socket or CDI spec', async () => {
     helmOf(['uninstall', HELM_RELEASE, '-n', HELM_NAMESPACE, '--wait', '--timeout', '3m']);
     await eventually(
@@ -247,5 +295,39 @@ describe('fakegpu installed by its Helm chart', () => {
     const plugins = join(l.kubeletRoot, 'plugins');
     for (const d of readdirSync(plugins))
       assert.ok(!readdirSync(join(plugins, d)).some((f) => f.endsWith('.sock')), `${plugins}/${d}`);
+  });
+
+  it("installs again after an uninstall: the plugin registers anew and publishes the node's GPUs", async () => {
+    helmOf([
+      'install',
+      HELM_RELEASE,
+      join(REPO_ROOT, CHART_DIR),
+      '-n',
+      HELM_NAMESPACE,
+      '-f',
+      helmValuesFile(l),
+      '--wait',
+      '--timeout',
+      '3m',
+    ]);
+    await eventually('the plugin pod Ready (registered with the kubelet)', () =>
+      mustKubectl(e, [
+        'get',
+        'pod',
+        '-n',
+        HELM_NAMESPACE,
+        pluginPod(e),
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]).trim() === 'True'
+        ? true
+        : undefined,
+    );
+    await eventually("the node's GPUs published again", () =>
+      devicesOf(slicesOf(e, HELM_NODE)).length === 8 ? true : undefined,
+    );
+    await eventually('the KWOK nodes published again', () =>
+      devicesOf(slicesOf(e, 'kwok-gpu-0')).length === 8 ? true : undefined,
+    );
   });
 });

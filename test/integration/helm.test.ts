@@ -50,6 +50,11 @@ interface Doc {
   };
 }
 
+/** What a Job's spec says of retries. */
+interface JobDoc {
+  spec: { backoffLimit?: number; template: { spec: { restartPolicy?: string } } };
+}
+
 function objects(yaml: string): Doc[] {
   return parseAllDocuments(yaml).map((d) => d.toJS() as Doc);
 }
@@ -114,6 +119,8 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.deepEqual(kinds, [
       'ClusterRole',
       'ClusterRole',
+      'ClusterRole',
+      'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'DaemonSet',
@@ -123,11 +130,13 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'DeviceClass',
       'DeviceClass',
       'DeviceClass',
+      'Job',
       'Role',
       'Role',
       'RoleBinding',
       'RoleBinding',
       'Service',
+      'ServiceAccount',
       'ServiceAccount',
       'ServiceAccount',
       'ValidatingAdmissionPolicy',
@@ -550,6 +559,97 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     } finally {
       kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
       kubectl(e, ['delete', 'namespace', 'fakegpu-cleanup', '--wait=false']);
+    }
+  });
+
+  it('before uninstall, refuses it while pods hold devices on plugin nodes, with a pre-delete Job of the drivers that may only list', () => {
+    const r = template(e, ['--namespace', 'fakegpu-guard'], 'guard');
+    assert.equal(r.code, 0, r.err);
+    const docs = parseAllDocuments(r.out).map(
+      (d) => d.toJS() as Doc & { metadata: { annotations?: Record<string, string> } },
+    );
+    const hook = docs.filter((d) => d.metadata.name === 'guard-uninstall-check');
+    assert.deepEqual(hook.map((d) => d.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Job',
+      'ServiceAccount',
+    ]);
+    for (const d of hook) {
+      const a = d.metadata.annotations ?? {};
+      assert.equal(a['helm.sh/hook'], 'pre-delete', d.kind);
+      assert.equal(a['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded');
+      assert.equal(a['helm.sh/hook-weight'], d.kind === 'Job' ? '0' : '-1', d.kind);
+    }
+    const jobSpec = (hook.find((d) => d.kind === 'Job') as unknown as JobDoc | undefined)?.spec;
+    // A refusal is an answer: retrying it would only delay the uninstall's failure.
+    assert.equal(jobSpec?.backoffLimit, 0);
+    assert.equal(jobSpec.template.spec.restartPolicy, 'Never');
+    const all = objects(r.out);
+    const job = container(all, 'Job', 'guard-uninstall-check');
+    assert.deepEqual(job.args, ['uninstall-check']);
+    const fleet = container(
+      objects(template(e, ['--set', 'fleet.enabled=true'], 'guard').out),
+      'Deployment',
+      'guard-fleet',
+    );
+    assert.deepEqual(job.securityContext, fleet.securityContext);
+    // The plugin's drivers: NICs and compute domains on by default.
+    assert.deepEqual(
+      envOf(job),
+      new Map([
+        ['DRIVER_NAME', 'gpu.nvidia.com'],
+        ['NIC_DRIVER_NAME', 'dra.net'],
+      ]),
+    );
+    const off = container(
+      objects(
+        template(
+          e,
+          [
+            '--set',
+            'nics.enabled=false',
+            '--set',
+            'resources.computeDomains.enabled=false',
+            '--set',
+            'driverName=gpu.example.com',
+          ],
+          'guard',
+        ).out,
+      ),
+      'Job',
+      'guard-uninstall-check',
+    );
+    assert.deepEqual(
+      envOf(off),
+      new Map([
+        ['DRIVER_NAME', 'gpu.example.com'],
+        ['FAKEGPU_NO_NICS', 'true'],
+        ['FAKEGPU_NO_COMPUTE_DOMAINS', 'true'],
+      ]),
+    );
+    const none = template(e, ['--set', 'uninstallCheck.enabled=false'], 'guard');
+    assert.equal(none.code, 0, none.err);
+    assert.doesNotMatch(none.out, /uninstall-check/);
+    // Its RBAC, applied for real (without the Job, whose image this cluster lacks).
+    const rbac = r.out
+      .split(/^---$/m)
+      .filter((d) => /name: guard-uninstall-check/.test(d) && !/^kind: Job$/m.test(d))
+      .join('---\n');
+    kubectl(e, ['create', 'namespace', 'fakegpu-guard']);
+    try {
+      mustKubectl(e, ['apply', '-f', '-'], rbac);
+      const as = 'system:serviceaccount:fakegpu-guard:guard-uninstall-check';
+      const can = (verb: string, resource: string): string =>
+        kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim();
+      assert.equal(can('list', 'nodes'), 'yes');
+      assert.equal(can('list', 'resourceclaims.resource.k8s.io'), 'yes');
+      for (const v of ['update', 'delete']) assert.equal(can(v, 'resourceclaims.resource.k8s.io'), 'no', v);
+      assert.equal(can('list', 'pods'), 'no');
+      assert.equal(can('patch', 'nodes'), 'no');
+    } finally {
+      kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
+      kubectl(e, ['delete', 'namespace', 'fakegpu-guard', '--wait=false']);
     }
   });
 

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot } from '../../src/cluster/build.js';
-import type { Exports } from '../../src/cluster/cluster.js';
+import { PLUGIN_HTTP, type Exports } from '../../src/cluster/cluster.js';
+import { HELM_NAMESPACE, HELM_RELEASE } from '../../src/cluster/helm-chart.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from './cluster.js';
 
 /** The end-to-end cluster: a node that fakegpu's plugin turns into a DGX H100. */
@@ -95,24 +96,57 @@ export const MATRIX_NODE = 'fakegpu-matrix-node';
 export const MATRIX_PROFILE = 'dgx-h100';
 export const MATRIX_KWOK_NODES = 20;
 
-/** fakegpu from its Helm chart: the plugin's DaemonSet on the node, the fleet's Deployment for KWOK nodes. */
+/**
+ * fakegpu from its Helm chart: the plugin's DaemonSet on the node, the fleet's Deployment for KWOK nodes.
+ * With FAKEGPU_E2E_HELM=1, `e2eCluster` is this cluster too, so test/e2e's GPU-pod checks run against the
+ * chart-installed plugin as they do against the host process.
+ */
 export const HELM_CLUSTER_DIR =
   process.env['FAKEGPU_E2E_HELM_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-helm-cluster');
-export const HELM_NODE = 'fakegpu-helm-node';
 export const HELM_KWOK_NODES = 4;
+export const E2E_HELM = process.env['FAKEGPU_E2E_HELM'] === '1';
+const HELM_OPTIONS = { kwokNodes: HELM_KWOK_NODES, helm: true };
 
 export function helmCluster(): Promise<Exports> {
-  return sharedCluster({
-    dir: HELM_CLUSTER_DIR,
-    nodeName: HELM_NODE,
-    profile: E2E_PROFILE,
-    kwokNodes: HELM_KWOK_NODES,
-    helm: true,
-  });
+  return sharedCluster({ dir: HELM_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE, ...HELM_OPTIONS });
 }
 
 export function e2eCluster(): Promise<Exports> {
-  return sharedCluster({ dir: E2E_CLUSTER_DIR, nodeName: E2E_NODE, profile: E2E_PROFILE });
+  return sharedCluster({
+    dir: E2E_CLUSTER_DIR,
+    nodeName: E2E_NODE,
+    profile: E2E_PROFILE,
+    ...(E2E_HELM ? HELM_OPTIONS : {}),
+  });
+}
+
+/**
+ * The node plugin's HTTP endpoint (/healthz, /readyz, /metrics): the host process's, or with the chart
+ * the plugin pod's, through the API server's pod proxy.
+ */
+export async function pluginHttp(e: Exports, path: string): Promise<{ status: number; text: string }> {
+  if (!E2E_HELM) {
+    const r = await fetch(`http://${PLUGIN_HTTP}${path}`);
+    return { status: r.status, text: await r.text() };
+  }
+  const pod = mustKubectl(e, [
+    'get',
+    'pods',
+    '-n',
+    HELM_NAMESPACE,
+    '-l',
+    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
+    `--field-selector=spec.nodeName=${E2E_NODE}`,
+    '-o',
+    'jsonpath={.items[0].metadata.name}',
+  ]).trim();
+  const port = PLUGIN_HTTP.split(':')[1] ?? '';
+  const r = kubectl(e, [
+    'get',
+    '--raw',
+    `/api/v1/namespaces/${HELM_NAMESPACE}/pods/${pod}:${port}/proxy${path}`,
+  ]);
+  return { status: r.code === 0 ? 200 : 503, text: r.code === 0 ? r.out : r.err };
 }
 
 /** Gracefully, so the kubelet unprepares every claim before the next file allocates the GPUs again. */

@@ -1,0 +1,68 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { Command, Option } from 'commander';
+import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { FakegpuError } from '../errors.js';
+import { apiFailure } from '../fault/api.js';
+import { CLAIMS_PATH, NODES_PATH, type Meta } from '../k8s/api.js';
+import { KubeObjects } from '../k8s/objects.js';
+import { DRANET } from '../nic/attributes.js';
+import { allClear, heldClaims, pluginNodes, refusal, type ClaimObject } from '../plugin/uninstall-check.js';
+import { checkDriverName } from './commands.js';
+import { checkKubeconfig, driverNameOption, envOption, noComputeDomainsOption, sourceOf } from './options.js';
+
+interface Flags {
+  driverName: string;
+  nicDriverName: string;
+  nics: boolean;
+  computeDomains: boolean;
+  kubeconfig?: string;
+}
+
+const FIELD = 'uninstall-check';
+
+/** An API failure as the one line the CLI prints. */
+async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw new FakegpuError(FIELD, `${what}: ${apiFailure(e)}`);
+  }
+}
+
+/**
+ * `fakegpu uninstall-check`, the chart's pre-delete Job: refuses (exit 1, one line) while a pod holds a
+ * device the node plugin prepared on a node with a kubelet, which could not unprepare it once the plugin
+ * is gone; prints one line and exits 0 otherwise.
+ */
+export function uninstallCheckCommand(write: (s: string) => void): Command {
+  return new Command('uninstall-check')
+    .description(
+      "refuse to uninstall while pods hold devices the node plugin prepared (the chart's pre-delete hook): without the plugin the kubelet cannot unprepare them",
+    )
+    .addOption(driverNameOption())
+    .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
+    .addOption(new Option('--no-nics', "do not check the NICs' driver").env('FAKEGPU_NO_NICS'))
+    .addOption(noComputeDomainsOption(`check ${COMPUTE_DOMAIN_DRIVER} (IMEX channels)`))
+    .addOption(
+      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
+    )
+    .action(async (f: Flags, cmd: Command) => {
+      const drivers = [
+        checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name')),
+        ...(f.nics
+          ? [checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))]
+          : []),
+        ...(f.computeDomains ? [COMPUTE_DOMAIN_DRIVER] : []),
+      ];
+      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+      const kc = new KubeConfig();
+      if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
+      else kc.loadFromDefault();
+      const api = new KubeObjects(kc);
+      const nodes = pluginNodes(await asking('listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)));
+      const claims = await asking('listing ResourceClaims', () => api.list<ClaimObject>(CLAIMS_PATH));
+      const held = heldClaims(claims, nodes, drivers);
+      if (held.length > 0) throw new FakegpuError(FIELD, refusal(held, drivers));
+      write(`${allClear(drivers)}\n`);
+    });
+}
