@@ -2,7 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Command, Option } from 'commander';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
 import { FakegpuError } from '../errors.js';
-import { apiFailure } from '../fault/api.js';
+import { askingApi } from '../fault/api.js';
 import { CLAIMS_PATH, NODES_PATH, type Meta } from '../k8s/api.js';
 import { KubeObjects } from '../k8s/objects.js';
 import { DRANET } from '../nic/attributes.js';
@@ -19,15 +19,6 @@ interface Flags {
 }
 
 const FIELD = 'uninstall-check';
-
-/** An API failure as the one line the CLI prints. */
-async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    throw new FakegpuError(FIELD, `${what}: ${apiFailure(e)}`);
-  }
-}
 
 /**
  * `fakegpu uninstall-check`, the chart's pre-delete Job: refuses (exit 1, one line) while a pod holds a
@@ -59,8 +50,12 @@ export function uninstallCheckCommand(write: (s: string) => void): Command {
       if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
       else kc.loadFromDefault();
       const api = new KubeObjects(kc);
-      const nodes = pluginNodes(await asking('listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)));
-      const claims = await asking('listing ResourceClaims', () => api.list<ClaimObject>(CLAIMS_PATH));
+      const nodes = pluginNodes(
+        await askingApi(FIELD, 'listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)),
+      );
+      const claims = await askingApi(FIELD, 'listing ResourceClaims', () =>
+        api.list<ClaimObject>(CLAIMS_PATH),
+      );
       const held = heldClaims(claims, nodes, drivers);
       if (held.length > 0) throw new FakegpuError(FIELD, refusal(held, drivers));
       write(`${allClear(drivers)}\n`);

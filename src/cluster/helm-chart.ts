@@ -196,17 +196,26 @@ export function chartFleetReady(l: Layout, t: Toolchain): boolean {
  */
 export function chartPluginReady(l: Layout, t: Toolchain, node: string): () => Promise<boolean> {
   return () => {
-    const r = kubectl(l, t.bin, [
-      'get',
-      'pods',
-      '-n',
-      HELM_NAMESPACE,
-      '-l',
-      `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
-      `--field-selector=spec.nodeName=${node}`,
-      '-o',
-      'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}',
-    ]);
+    const r = kubectl(
+      l,
+      t.bin,
+      pluginPodQuery(node, '{.items[*].status.conditions[?(@.type=="Ready")].status}'),
+    );
     return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
   };
+}
+
+/** `kubectl` arguments that print `jsonpath` of the release's plugin pod on `node`. */
+export function pluginPodQuery(node: string, jsonpath: string): string[] {
+  return [
+    'get',
+    'pods',
+    '-n',
+    HELM_NAMESPACE,
+    '-l',
+    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
+    `--field-selector=spec.nodeName=${node}`,
+    '-o',
+    `jsonpath=${jsonpath}`,
+  ];
 }

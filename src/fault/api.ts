@@ -1,3 +1,4 @@
+import { FakegpuError } from '../errors.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { listPage, type ListQuery, type Page } from '../k8s/api.js';
 import { ApiClient, ApiError, clientOf, type WatchSource, type WrittenRef } from '../k8s/client.js';
@@ -85,4 +86,13 @@ export function apiFailure(e: unknown): string {
     }
   }
   return e.message.split('\n', 1)[0] ?? '';
+}
+
+/** `run`, with an API failure turned into the one line the CLI prints: `<field>: <what>: <failure>`. */
+export async function askingApi<T>(field: string, what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw new FakegpuError(field, `${what}: ${apiFailure(e)}`);
+  }
 }

@@ -1,5 +1,5 @@
 import { FakegpuError } from '../errors.js';
-import { apiFailure } from '../fault/api.js';
+import { apiFailure, askingApi } from '../fault/api.js';
 import { listEvery, type ClusterApi, type ListQuery, type Page } from '../k8s/api.js';
 import { ApiError } from '../k8s/client.js';
 import { fleetDrivers, servesNode, type FleetDrivers, type NodeSelection } from './scope.js';
@@ -24,15 +24,6 @@ export interface CleanupResult {
 
 const FIELD = '--delete-slices';
 
-/** An API failure as the one line the CLI prints. */
-async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    throw new FakegpuError(FIELD, `${what}: ${apiFailure(e)}`);
-  }
-}
-
 /** A page with only what is kept of it: thousands of dynamic-MIG slices are never held whole. */
 async function mapped<T, U>(page: Promise<Page<T>>, f: (x: T) => U | undefined): Promise<Page<U>> {
   const p = await page;
@@ -41,7 +32,7 @@ async function mapped<T, U>(page: Promise<Page<T>>, f: (x: T) => U | undefined):
 
 export async function deleteFleetSlices(o: CleanupOptions): Promise<CleanupResult> {
   const nodes = new Set(
-    await asking('listing nodes', () =>
+    await askingApi(FIELD, 'listing nodes', () =>
       listEvery<string>((q: ListQuery) =>
         mapped(o.api.listNodes({ ...q, labelSelector: o.nodeSelector }), (n) =>
           servesNode(o, n) ? n.metadata?.name : undefined,
@@ -52,7 +43,7 @@ export async function deleteFleetSlices(o: CleanupOptions): Promise<CleanupResul
   const names: string[] = [];
   for (const driver of fleetDrivers(o))
     names.push(
-      ...(await asking(`listing the ResourceSlices of driver ${driver}`, () =>
+      ...(await askingApi(FIELD, `listing the ResourceSlices of driver ${driver}`, () =>
         listEvery<string>((q: ListQuery) =>
           mapped(o.api.listSlices({ ...q, fieldSelector: `spec.driver=${driver}` }), (s) =>
             nodes.has(s.spec.nodeName) ? s.metadata.name : undefined,

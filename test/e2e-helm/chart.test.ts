@@ -12,6 +12,7 @@ import {
   HELM_RELEASE,
   helmValuesFile,
   CHART_DIR,
+  pluginPodQuery,
 } from '../../src/cluster/helm-chart.js';
 import { REPO_ROOT } from '../../src/cluster/repo.js';
 import { readState } from '../../src/cluster/state.js';
@@ -67,17 +68,7 @@ const devicesOf = (slices: Slice[]): string[] =>
   slices.flatMap((s) => (s.spec.devices ?? []).map((d) => d.name));
 
 function pluginPod(e: Exports): string {
-  const name = mustKubectl(e, [
-    'get',
-    'pods',
-    '-n',
-    HELM_NAMESPACE,
-    '-l',
-    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
-    `--field-selector=spec.nodeName=${HELM_NODE}`,
-    '-o',
-    'jsonpath={.items[*].metadata.name}',
-  ]).trim();
+  const name = mustKubectl(e, pluginPodQuery(HELM_NODE, '{.items[*].metadata.name}')).trim();
   assert.match(name, /^fakegpu-plugin-\w+$/, `one plugin pod on ${HELM_NODE}, got ${JSON.stringify(name)}`);
   return name;
 }
@@ -89,6 +80,29 @@ function helmOf(args: string[]): string {
   assert.equal(r.code, 0, `helm ${args.join(' ')}: ${r.err}`);
   return r.out;
 }
+
+/** `helm install` or `upgrade` of the chart with the values `cluster up --helm` wrote, and `extra`. */
+const chartWith = (verb: 'install' | 'upgrade', extra: string[] = []): string[] => [
+  verb,
+  HELM_RELEASE,
+  join(REPO_ROOT, CHART_DIR),
+  '-n',
+  HELM_NAMESPACE,
+  '-f',
+  helmValuesFile(l),
+  ...extra,
+  '--wait',
+  '--timeout',
+  '3m',
+];
+
+/** A pod whose one container holds one GPU from the `one-gpu` template. */
+const oneGpuPod = (e: Exports, name: string): unknown =>
+  podManifest(e, {
+    name,
+    claims: [{ name: 'gpu', template: 'one-gpu' }],
+    containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
+  });
 
 const oneGpu = claimTemplate('one-gpu', [deviceRequest('gpu', 'gpu.nvidia.com', 1, [])]);
 
@@ -144,11 +158,7 @@ describe('fakegpu installed by its Helm chart', () => {
     const status = mustKubectl(e, ['exec', '-n', HELM_NAMESPACE, fleet, '--', 'cat', '/proc/1/status']);
     assert.match(status, /^Uid:\s+65534\s/m);
     assert.match(status, /^CapEff:\s+0000000000000000$/m);
-    const onKwok = podManifest(e, {
-      name: 'on-kwok',
-      claims: [{ name: 'gpu', template: 'one-gpu' }],
-      containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
-    }) as { spec: Record<string, unknown> };
+    const onKwok = oneGpuPod(e, 'on-kwok') as { spec: Record<string, unknown> };
     onKwok.spec['nodeSelector'] = { 'kubernetes.io/hostname': 'kwok-gpu-0' };
     onKwok.spec['tolerations'] = [{ key: KWOK_ANNOTATION, operator: 'Exists', effect: 'NoSchedule' }];
     apply(e, onKwok);
@@ -160,14 +170,7 @@ describe('fakegpu installed by its Helm chart', () => {
   });
 
   it('prepares a claim through the chart-installed plugin: the pod runs and sees exactly its GPU', async () => {
-    apply(
-      e,
-      podManifest(e, {
-        name: 'gpu-pod',
-        claims: [{ name: 'gpu', template: 'one-gpu' }],
-        containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
-      }),
-    );
+    apply(e, oneGpuPod(e, 'gpu-pod'));
     await running(e, 'gpu-pod');
     const uuids = allocatedUuids(e, podClaim(e, 'gpu-pod', 'gpu'));
     assert.equal(uuids.length, 1);
@@ -179,22 +182,7 @@ describe('fakegpu installed by its Helm chart', () => {
   it('helm upgrade to other machines republishes the slices, and the running pod keeps its GPU', async () => {
     const before = pluginPod(e);
     const uuids = allocatedUuids(e, podClaim(e, 'gpu-pod', 'gpu'));
-    helmOf([
-      'upgrade',
-      HELM_RELEASE,
-      join(REPO_ROOT, CHART_DIR),
-      '-n',
-      HELM_NAMESPACE,
-      '-f',
-      helmValuesFile(l),
-      '--set',
-      'dynamicMig=true',
-      '--set',
-      'fleet.profile=dgx-b200',
-      '--wait',
-      '--timeout',
-      '3m',
-    ]);
+    helmOf(chartWith('upgrade', ['--set', 'dynamicMig=true', '--set', 'fleet.profile=dgx-b200']));
     await eventually('a new plugin pod', () => {
       const now = kubectl(e, [
         'get',
@@ -244,14 +232,7 @@ describe('fakegpu installed by its Helm chart', () => {
   });
 
   it('helm uninstall refuses while a pod holds a GPU the plugin prepared, since that pod could never stop', async () => {
-    apply(
-      e,
-      podManifest(e, {
-        name: 'holder',
-        claims: [{ name: 'gpu', template: 'one-gpu' }],
-        containers: [{ name: 'main', claims: [{ name: 'gpu' }] }],
-      }),
-    );
+    apply(e, oneGpuPod(e, 'holder'));
     await running(e, 'holder');
     const s = readState(l);
     assert.ok(s);
@@ -298,18 +279,7 @@ describe('fakegpu installed by its Helm chart', () => {
   });
 
   it("installs again after an uninstall: the plugin registers anew and publishes the node's GPUs", async () => {
-    helmOf([
-      'install',
-      HELM_RELEASE,
-      join(REPO_ROOT, CHART_DIR),
-      '-n',
-      HELM_NAMESPACE,
-      '-f',
-      helmValuesFile(l),
-      '--wait',
-      '--timeout',
-      '3m',
-    ]);
+    helmOf(chartWith('install'));
     await eventually('the plugin pod Ready (registered with the kubelet)', () =>
       mustKubectl(e, [
         'get',

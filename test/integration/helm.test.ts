@@ -86,6 +86,55 @@ function template(
   return helm(e, ['template', release, chart, '--kube-version', 'v1.37.2', ...extra]);
 }
 
+/**
+ * A Helm hook's objects (its account, role, binding and Job) in rendered output: all four, each annotated
+ * for `phase`, removed once it succeeds, and the account and its rights weighted before the Job.
+ */
+function hookObjects(out: string, name: string, phase: string): Doc[] {
+  const hook = parseAllDocuments(out)
+    .map((d) => d.toJS() as Doc & { metadata: { annotations?: Record<string, string> } })
+    .filter((d) => d.metadata.name === name);
+  assert.deepEqual(hook.map((d) => d.kind).sort(), [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'Job',
+    'ServiceAccount',
+  ]);
+  for (const d of hook) {
+    const a = d.metadata.annotations ?? {};
+    assert.equal(a['helm.sh/hook'], phase, d.kind);
+    assert.equal(a['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded');
+    assert.equal(a['helm.sh/hook-weight'], d.kind === 'Job' ? '0' : '-1', d.kind);
+  }
+  return hook;
+}
+
+/**
+ * A hook's RBAC applied for real in `ns` (without its Job, whose image the test cluster lacks), and `can`
+ * for its service account; everything is deleted afterwards.
+ */
+function withHookAccount(
+  e: Exports,
+  out: string,
+  name: string,
+  ns: string,
+  check: (can: (verb: string, resource: string) => string) => void,
+): void {
+  const rbac = out
+    .split(/^---$/m)
+    .filter((d) => new RegExp(`name: ${name}$`, 'm').test(d) && !/^kind: Job$/m.test(d))
+    .join('---\n');
+  kubectl(e, ['create', 'namespace', ns]);
+  try {
+    mustKubectl(e, ['apply', '-f', '-'], rbac);
+    const as = `system:serviceaccount:${ns}:${name}`;
+    check((verb, resource) => kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim());
+  } finally {
+    kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
+    kubectl(e, ['delete', 'namespace', ns, '--wait=false']);
+  }
+}
+
 describe('Helm chart deploy/helm/fakegpu', () => {
   let e: Exports;
   before(async () => {
@@ -507,23 +556,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'gone',
     );
     assert.equal(r.code, 0, r.err);
-    const docs = parseAllDocuments(r.out).map(
-      (d) => d.toJS() as Doc & { metadata: { annotations?: Record<string, string> } },
-    );
-    const hook = docs.filter((d) => d.metadata.name === 'gone-slice-cleanup');
-    assert.deepEqual(hook.map((d) => d.kind).sort(), [
-      'ClusterRole',
-      'ClusterRoleBinding',
-      'Job',
-      'ServiceAccount',
-    ]);
-    for (const d of hook) {
-      const a = d.metadata.annotations ?? {};
-      assert.equal(a['helm.sh/hook'], 'post-delete', d.kind);
-      assert.equal(a['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded');
-      // The account and its rights exist before the Job runs.
-      assert.equal(a['helm.sh/hook-weight'], d.kind === 'Job' ? '0' : '-1', d.kind);
-    }
+    hookObjects(r.out, 'gone-slice-cleanup', 'post-delete');
     const all = objects(r.out);
     const job = container(all, 'Job', 'gone-slice-cleanup');
     const fleet = container(all, 'Deployment', 'gone-fleet');
@@ -541,46 +574,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     ])
       assert.equal(jobEnv.get(k), fleetEnv.get(k), k);
     assert.equal(jobEnv.get('NIC_DRIVER_NAME'), 'dra.net');
-    // Its RBAC, applied for real (without the Job, whose image this cluster lacks).
-    const rbac = r.out
-      .split(/^---$/m)
-      .filter((d) => /name: gone-slice-cleanup/.test(d) && !/^kind: Job$/m.test(d))
-      .join('---\n');
-    kubectl(e, ['create', 'namespace', 'fakegpu-cleanup']);
-    try {
-      mustKubectl(e, ['apply', '-f', '-'], rbac);
-      const as = 'system:serviceaccount:fakegpu-cleanup:gone-slice-cleanup';
-      const can = (verb: string, resource: string): string =>
-        kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim();
+    withHookAccount(e, r.out, 'gone-slice-cleanup', 'fakegpu-cleanup', (can) => {
       assert.equal(can('list', 'nodes'), 'yes');
       for (const v of ['list', 'delete']) assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'yes', v);
       for (const v of ['create', 'update']) assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'no', v);
       assert.equal(can('patch', 'nodes'), 'no');
-    } finally {
-      kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
-      kubectl(e, ['delete', 'namespace', 'fakegpu-cleanup', '--wait=false']);
-    }
+    });
   });
 
   it('before uninstall, refuses it while pods hold devices on plugin nodes, with a pre-delete Job of the drivers that may only list', () => {
     const r = template(e, ['--namespace', 'fakegpu-guard'], 'guard');
     assert.equal(r.code, 0, r.err);
-    const docs = parseAllDocuments(r.out).map(
-      (d) => d.toJS() as Doc & { metadata: { annotations?: Record<string, string> } },
-    );
-    const hook = docs.filter((d) => d.metadata.name === 'guard-uninstall-check');
-    assert.deepEqual(hook.map((d) => d.kind).sort(), [
-      'ClusterRole',
-      'ClusterRoleBinding',
-      'Job',
-      'ServiceAccount',
-    ]);
-    for (const d of hook) {
-      const a = d.metadata.annotations ?? {};
-      assert.equal(a['helm.sh/hook'], 'pre-delete', d.kind);
-      assert.equal(a['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded');
-      assert.equal(a['helm.sh/hook-weight'], d.kind === 'Job' ? '0' : '-1', d.kind);
-    }
+    const hook = hookObjects(r.out, 'guard-uninstall-check', 'pre-delete');
     const jobSpec = (hook.find((d) => d.kind === 'Job') as unknown as JobDoc | undefined)?.spec;
     // A refusal is an answer: retrying it would only delay the uninstall's failure.
     assert.equal(jobSpec?.backoffLimit, 0);
@@ -631,26 +636,13 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const none = template(e, ['--set', 'uninstallCheck.enabled=false'], 'guard');
     assert.equal(none.code, 0, none.err);
     assert.doesNotMatch(none.out, /uninstall-check/);
-    // Its RBAC, applied for real (without the Job, whose image this cluster lacks).
-    const rbac = r.out
-      .split(/^---$/m)
-      .filter((d) => /name: guard-uninstall-check/.test(d) && !/^kind: Job$/m.test(d))
-      .join('---\n');
-    kubectl(e, ['create', 'namespace', 'fakegpu-guard']);
-    try {
-      mustKubectl(e, ['apply', '-f', '-'], rbac);
-      const as = 'system:serviceaccount:fakegpu-guard:guard-uninstall-check';
-      const can = (verb: string, resource: string): string =>
-        kubectl(e, ['auth', 'can-i', verb, resource, '--as', as]).out.trim();
+    withHookAccount(e, r.out, 'guard-uninstall-check', 'fakegpu-guard', (can) => {
       assert.equal(can('list', 'nodes'), 'yes');
       assert.equal(can('list', 'resourceclaims.resource.k8s.io'), 'yes');
       for (const v of ['update', 'delete']) assert.equal(can(v, 'resourceclaims.resource.k8s.io'), 'no', v);
       assert.equal(can('list', 'pods'), 'no');
       assert.equal(can('patch', 'nodes'), 'no');
-    } finally {
-      kubectl(e, ['delete', '--wait=false', '-f', '-'], rbac);
-      kubectl(e, ['delete', 'namespace', 'fakegpu-guard', '--wait=false']);
-    }
+    });
   });
 
   it('runs the ComputeDomain controller in the release namespace, with the daemon image and its probes', () => {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot } from '../../src/cluster/build.js';
 import { PLUGIN_HTTP, type Exports } from '../../src/cluster/cluster.js';
-import { HELM_NAMESPACE, HELM_RELEASE } from '../../src/cluster/helm-chart.js';
+import { HELM_NAMESPACE, pluginPodQuery } from '../../src/cluster/helm-chart.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from './cluster.js';
 
 /** The end-to-end cluster: a node that fakegpu's plugin turns into a DGX H100. */
@@ -129,17 +129,7 @@ export async function pluginHttp(e: Exports, path: string): Promise<{ status: nu
     const r = await fetch(`http://${PLUGIN_HTTP}${path}`);
     return { status: r.status, text: await r.text() };
   }
-  const pod = mustKubectl(e, [
-    'get',
-    'pods',
-    '-n',
-    HELM_NAMESPACE,
-    '-l',
-    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
-    `--field-selector=spec.nodeName=${E2E_NODE}`,
-    '-o',
-    'jsonpath={.items[0].metadata.name}',
-  ]).trim();
+  const pod = mustKubectl(e, pluginPodQuery(E2E_NODE, '{.items[0].metadata.name}')).trim();
   const port = PLUGIN_HTTP.split(':')[1] ?? '';
   const r = kubectl(e, [
     'get',
