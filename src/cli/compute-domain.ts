@@ -1,5 +1,4 @@
 import { createServer } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { pino } from 'pino';
 import { ComputeDomainController } from '../compute-domain/controller.js';
@@ -7,7 +6,14 @@ import { DAEMON_IMAGE } from '../cluster/image.js';
 import { FakegpuError, show } from '../errors.js';
 import { checkNamespace, KubeObjects } from '../k8s/objects.js';
 import { splitEndpoint } from '../net/endpoint.js';
-import { checkEndpoint, checkKubeconfig, driverNamespaceOption, envOption, sourceOf } from './options.js';
+import {
+  checkEndpoint,
+  driverNamespaceOption,
+  envOption,
+  kubeconfigOption,
+  loadKubeconfig,
+  sourceOf,
+} from './options.js';
 
 interface Flags {
   kubeconfig?: string;
@@ -24,9 +30,7 @@ export function computeDomainControllerCommand(): Command {
     .description(
       "run NVIDIA's ComputeDomain controller, emulated: claim templates, IMEX daemon DaemonSets and status for every ComputeDomain",
     )
-    .addOption(
-      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
-    )
+    .addOption(kubeconfigOption())
     .addOption(driverNamespaceOption('daemon claim templates, DaemonSets and cliques go there'))
     .addOption(
       envOption(
@@ -62,10 +66,7 @@ export function computeDomainControllerCommand(): Command {
         throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
       if (f.httpEndpoint)
         await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-      const kc = new KubeConfig();
-      if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
-      else kc.loadFromDefault();
+      const kc = await loadKubeconfig(f.kubeconfig, cmd);
       const log = pino({ name: 'fakegpu-compute-domain-controller' }, pino.destination(2));
       const controller = new ComputeDomainController({
         api: new KubeObjects(kc),

@@ -1,5 +1,4 @@
 import { Command, Option } from 'commander';
-import { KubeConfig } from '@kubernetes/client-node';
 import { FakegpuError, schemaError, show } from '../errors.js';
 import { apiFailure, KubeFaultApi } from '../fault/api.js';
 import {
@@ -23,7 +22,7 @@ import { hitsOf } from '../fault/status.js';
 import { KubeApi, listEvery } from '../k8s/api.js';
 import { ApiError, clientOf } from '../k8s/client.js';
 import { checkNodeName } from '../render.js';
-import { checkKubeconfig, envOption, intFlag, sourceOf } from './options.js';
+import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
 
 /** `fakegpu fault`: GpuFault objects from the command line. Every flag is checked before any request. */
@@ -50,19 +49,6 @@ interface InjectFlags {
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
-
-function kubeconfigOption(): Option {
-  return envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG');
-}
-
-/** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
-async function kubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
-  await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return kc;
-}
 
 const LATEST = 10 * 365 * 24 * 3600; // seconds: a fault ten years out is a typo
 
@@ -316,7 +302,7 @@ export function faultCommand(write: (s: string) => void): Command {
     .addOption(kubeconfigOption())
     .action(async (f: InjectFlags, c: Command) => {
       const fault = faultFromFlags(f, Date.now());
-      const kc = await kubeconfig(f.kubeconfig, c);
+      const kc = await loadKubeconfig(f.kubeconfig, c);
       const http = clientOf(kc);
       if (f.node !== undefined) {
         const node = f.node;
@@ -352,7 +338,7 @@ export function faultCommand(write: (s: string) => void): Command {
             : `${forms.join(' and ')} together; give names, --all or --node`,
         );
       if (f.node !== undefined) checkNodeName(f.node, '--node');
-      const kc = await kubeconfig(f.kubeconfig, c);
+      const kc = await loadKubeconfig(f.kubeconfig, c);
       const api = new KubeFaultApi(clientOf(kc));
       const all = await asking('fault clear: listing GpuFaults', () => listAll(api));
       const present = new Map(all.map((o) => [nameOf(o), o]));
@@ -389,7 +375,7 @@ export function faultCommand(write: (s: string) => void): Command {
     )
     .addOption(kubeconfigOption())
     .action(async (f: { output: 'table' | 'json' | 'yaml'; kubeconfig?: string }, c: Command) => {
-      const kc = await kubeconfig(f.kubeconfig, c);
+      const kc = await loadKubeconfig(f.kubeconfig, c);
       const all = await asking('fault list: listing GpuFaults', () =>
         listAll(new KubeFaultApi(clientOf(kc))),
       );

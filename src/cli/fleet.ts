@@ -23,16 +23,17 @@ import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
   checkEndpoint,
   checkKubeconfig,
-  driverNameOption,
-  driverReleaseOption,
-  driverNamespaceOption,
-  dynamicMigOption,
-  noComputeDomainsOption,
-  envOption,
-  intFlag,
-  sourceOf,
   dcgmEndpointOption,
   dcgmVersionOption,
+  driverNameOption,
+  driverNamespaceOption,
+  driverReleaseOption,
+  dynamicMigOption,
+  envOption,
+  intFlag,
+  kubeconfigOption,
+  noComputeDomainsOption,
+  sourceOf,
 } from './options.js';
 import { splitEndpoint } from '../net/endpoint.js';
 
@@ -132,9 +133,7 @@ export function fleetCommand(): Command {
         '30',
       ),
     )
-    .addOption(
-      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
-    )
+    .addOption(kubeconfigOption())
     .addOption(
       envOption(
         '--http-endpoint <host:port>',

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
@@ -158,6 +159,20 @@ export async function checkKubeconfig(path: string | undefined, field: string): 
       `${show(path)}: cluster ${show(cluster.name)} is served over plain HTTP (${show(cluster.server)}), which the Kubernetes client refuses unless insecure-skip-tls-verify is set`,
     );
   }
+}
+
+/** `--kubeconfig`, as every command that talks to an API server takes it. */
+export function kubeconfigOption(): Option {
+  return envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG');
+}
+
+/** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
+export async function loadKubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
+  await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
 }
 
 /** Where an option's value came from, for messages: the flag, or the environment variable that set it. */

@@ -14,18 +14,19 @@ import { DRANET } from '../nic/attributes.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION, nicNumaOption } from './commands.js';
 import {
   checkEndpoint,
-  checkKubeconfig,
-  driverNameOption,
-  driverReleaseOption,
-  driverNamespaceOption,
-  dynamicMigOption,
-  noComputeDomainsOption,
-  envOption,
-  sourceOf,
-  parseGates,
   checkGates,
+  checkKubeconfig,
   dcgmEndpointOption,
   dcgmVersionOption,
+  driverNameOption,
+  driverNamespaceOption,
+  driverReleaseOption,
+  dynamicMigOption,
+  envOption,
+  kubeconfigOption,
+  noComputeDomainsOption,
+  parseGates,
+  sourceOf,
 } from './options.js';
 
 interface Flags {
@@ -118,9 +119,7 @@ export function pluginCommand(): Command {
         'FAKEGPU_SLICES_FILE',
       ),
     )
-    .addOption(
-      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
-    )
+    .addOption(kubeconfigOption())
     .addOption(
       envOption(
         '--http-endpoint <host:port>',

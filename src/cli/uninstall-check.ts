@@ -1,4 +1,3 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { Command, Option } from 'commander';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
 import { FakegpuError } from '../errors.js';
@@ -6,9 +5,17 @@ import { askingApi } from '../fault/api.js';
 import { CLAIMS_PATH, NODES_PATH, type Meta } from '../k8s/api.js';
 import { KubeObjects } from '../k8s/objects.js';
 import { DRANET } from '../nic/attributes.js';
+import { fleetDrivers } from '../fleet/scope.js';
 import { allClear, heldClaims, pluginNodes, refusal, type ClaimObject } from '../plugin/uninstall-check.js';
 import { checkDriverName } from './commands.js';
-import { checkKubeconfig, driverNameOption, envOption, noComputeDomainsOption, sourceOf } from './options.js';
+import {
+  driverNameOption,
+  envOption,
+  kubeconfigOption,
+  loadKubeconfig,
+  noComputeDomainsOption,
+  sourceOf,
+} from './options.js';
 
 interface Flags {
   driverName: string;
@@ -34,22 +41,22 @@ export function uninstallCheckCommand(write: (s: string) => void): Command {
     .addOption(envOption('--nic-driver-name <name>', 'driver name of the NICs', 'NIC_DRIVER_NAME', DRANET))
     .addOption(new Option('--no-nics', "do not check the NICs' driver").env('FAKEGPU_NO_NICS'))
     .addOption(noComputeDomainsOption(`check ${COMPUTE_DOMAIN_DRIVER} (IMEX channels)`))
-    .addOption(
-      envOption('--kubeconfig <file>', 'kubeconfig (default: in-cluster or ~/.kube/config)', 'KUBECONFIG'),
-    )
+    .addOption(kubeconfigOption())
     .action(async (f: Flags, cmd: Command) => {
-      const drivers = [
-        checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name')),
-        ...(f.nics
-          ? [checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))]
-          : []),
-        ...(f.computeDomains ? [COMPUTE_DOMAIN_DRIVER] : []),
-      ];
-      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-      const kc = new KubeConfig();
-      if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
-      else kc.loadFromDefault();
-      const api = new KubeObjects(kc);
+      // The plugin writes under the drivers a fleet of the same flags writes.
+      const drivers = fleetDrivers({
+        driverName: checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name')),
+        nics: f.nics
+          ? {
+              driverName: checkDriverName(
+                f.nicDriverName,
+                sourceOf(cmd, 'nicDriverName', '--nic-driver-name'),
+              ),
+            }
+          : undefined,
+        computeDomains: f.computeDomains,
+      });
+      const api = new KubeObjects(await loadKubeconfig(f.kubeconfig, cmd));
       const nodes = pluginNodes(
         await askingApi(FIELD, 'listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)),
       );
