@@ -8,6 +8,7 @@ import { isProfileFile } from '../profile/load.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { buildFakegpuImage, FAKEGPU_IMAGE } from './fakegpu-image.js';
+import { FLEET_HTTP } from './fleet-process.js';
 import { kubectl } from './kubectl.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
 import { PLUGIN_FEATURE_GATES } from './plugin-process.js';
@@ -25,6 +26,8 @@ export const HELM_NAMESPACE = DEFAULT_DRIVER_NAMESPACE;
 /** The chart's DaemonSet runs on nodes with this label (its default `nodeSelector`). */
 export const PLUGIN_NODE_LABEL = 'fakegpu.dev/enabled';
 export const CHART_DIR = 'deploy/helm/fakegpu';
+/** The fleet's HTTP port in its pod: the chart's `fleet.httpPort`, the host process's too. */
+const CHART_FLEET_PORT = FLEET_HTTP.split(':')[1] ?? '';
 
 const [imageRepository, imageTag] = FAKEGPU_IMAGE.split(':') as [string, string];
 
@@ -97,16 +100,10 @@ export function helm(l: Layout, t: Toolchain, args: string[]): { code: number; o
   return { code: r.status ?? 1, out: r.stdout, err: r.stderr || String(r.error ?? '') };
 }
 
-/** fakegpu's image, built from this checkout and imported into the node's containerd. */
-export function importFakegpuImage(t: Toolchain, containerdSock: string, log: (line: string) => void): void {
+/** fakegpu's image built from this checkout, as an archive for the node's containerd to import. */
+export function fakegpuImageArchive(log: (line: string) => void): string {
   log(`building ${FAKEGPU_IMAGE} from this checkout`);
-  const { archive } = buildFakegpuImage(log);
-  const r = spawnSync(
-    join(t.bin, 'ctr'),
-    ['--address', containerdSock, '--namespace', 'k8s.io', 'images', 'import', '--local', archive],
-    { encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new FakegpuError('containerd', `importing ${archive} failed: ${r.stderr.trim()}`);
+  return buildFakegpuImage(log).archive;
 }
 
 /**
@@ -169,23 +166,17 @@ function podsSummary(l: Layout, t: Toolchain): string {
 
 /** The fleet pod's /readyz (every served node published), through the API server's pod proxy. */
 export function chartFleetReady(l: Layout, t: Toolchain): boolean {
-  const pods = kubectl(l, t.bin, [
-    'get',
-    'pods',
-    '-n',
-    HELM_NAMESPACE,
-    '-l',
-    `app.kubernetes.io/name=fakegpu-fleet,app.kubernetes.io/instance=${HELM_RELEASE}`,
-    '--field-selector=status.phase=Running',
-    '-o',
-    'jsonpath={.items[*].metadata.name}',
-  ]);
+  const pods = kubectl(
+    l,
+    t.bin,
+    chartPodQuery('fakegpu-fleet', 'status.phase=Running', '{.items[*].metadata.name}'),
+  );
   const names = pods.out.trim().split(/\s+/).filter(Boolean);
   if (pods.code !== 0 || names.length !== 1) return false;
   const r = kubectl(l, t.bin, [
     'get',
     '--raw',
-    `/api/v1/namespaces/${HELM_NAMESPACE}/pods/${names[0]}:51517/proxy/readyz`,
+    `/api/v1/namespaces/${HELM_NAMESPACE}/pods/${names[0]}:${CHART_FLEET_PORT}/proxy/readyz`,
   ]);
   return r.code === 0 && r.out.trim() === 'ok';
 }
@@ -205,17 +196,22 @@ export function chartPluginReady(l: Layout, t: Toolchain, node: string): () => P
   };
 }
 
-/** `kubectl` arguments that print `jsonpath` of the release's plugin pod on `node`. */
-export function pluginPodQuery(node: string, jsonpath: string): string[] {
+/** `kubectl` arguments that print `jsonpath` of the release's pods of app `name` (the chart's label). */
+export function chartPodQuery(name: string, fieldSelector: string, jsonpath: string): string[] {
   return [
     'get',
     'pods',
     '-n',
     HELM_NAMESPACE,
     '-l',
-    `app.kubernetes.io/name=fakegpu,app.kubernetes.io/instance=${HELM_RELEASE}`,
-    `--field-selector=spec.nodeName=${node}`,
+    `app.kubernetes.io/name=${name},app.kubernetes.io/instance=${HELM_RELEASE}`,
+    `--field-selector=${fieldSelector}`,
     '-o',
     `jsonpath=${jsonpath}`,
   ];
+}
+
+/** The same for the release's plugin pod on `node`. */
+export function pluginPodQuery(node: string, jsonpath: string): string[] {
+  return chartPodQuery('fakegpu', `spec.nodeName=${node}`, jsonpath);
 }

@@ -44,8 +44,10 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-export async function checkPorts(): Promise<void> {
+/** The cluster's ports, kube-proxy's only where it runs (`--helm`). */
+export async function checkPorts(kubeProxy: boolean): Promise<void> {
   for (const [name, port] of Object.entries(PORTS)) {
+    if (!kubeProxy && name.startsWith('kubeProxy')) continue;
     if (!(await portFree(port))) {
       throw new FakegpuError(
         'cluster up',

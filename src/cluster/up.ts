@@ -18,7 +18,7 @@ import { needsComputeDomains, startComputeDomainController } from './compute-dom
 import {
   chartFleetReady,
   chartPluginReady,
-  importFakegpuImage,
+  fakegpuImageArchive,
   installChart,
   refuseForHelm,
 } from './helm-chart.js';
@@ -192,7 +192,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     o.log('found a partly running or crashed cluster; cleaning it up first');
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
   }
-  await checkPorts();
+  await checkPorts(o.helm === true);
   const release = o.release ?? defaultRelease();
   const t = ensureBinaries(REPO_ROOT, o.log, release);
   const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
@@ -258,7 +258,9 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
         encoding: 'utf8',
       });
     await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
-    for (const archive of [images.pause, images.test, images.daemon]) {
+    // With --helm, fakegpu's own image too: the chart's pods run it (built from this checkout).
+    const fakegpu = s.helm ? [fakegpuImageArchive(o.log)] : [];
+    for (const archive of [images.pause, images.test, images.daemon, ...fakegpu]) {
       const r = ctr(['images', 'import', '--local', archive]);
       if (r.status !== 0)
         throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
@@ -312,8 +314,8 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
 }
 
 /**
- * With --helm: kube-proxy, so pods reach the API server through the `kubernetes` Service; fakegpu's
- * image in containerd; KWOK; then the chart, and the KWOK nodes once its fleet runs.
+ * With --helm: kube-proxy, so pods reach the API server through the `kubernetes` Service; KWOK; then the
+ * chart (its image is already in containerd), and the KWOK nodes once its fleet runs.
  */
 async function startChart(
   l: Layout,
@@ -329,18 +331,17 @@ async function startChart(
     apiserverReady(l, KUBERNETES_SERVICE),
     60_000,
   );
-  importFakegpuImage(t, l.containerdSock, log);
   const kwok = kwokRuns(s) ? start('kwok') : null;
   installChart(l, t, s, REPO_ROOT, log);
-  if (s.profile !== null)
+  if (s.profile !== null) {
     await waitFor('the plugin pod Ready', proxy, chartPluginReady(l, t, s.nodeName), 120_000);
-  if (s.profile !== null)
     await waitFor(
       "the plugin pod's ResourceSlices published",
       proxy,
       pluginSlicesPublished(l, t, s.nodeName),
       60_000,
     );
+  }
   if (kwok && (s.kwokNodes ?? 0) > 0)
     await createKwokNodes(l, t, s, log, kwok, () => Promise.resolve(chartFleetReady(l, t)));
 }

@@ -12,6 +12,7 @@ import {
   HELM_RELEASE,
   helmValuesFile,
   CHART_DIR,
+  chartPodQuery,
   pluginPodQuery,
 } from '../../src/cluster/helm-chart.js';
 import { REPO_ROOT } from '../../src/cluster/repo.js';
@@ -145,16 +146,10 @@ describe('fakegpu installed by its Helm chart', () => {
     for (let i = 0; i < HELM_KWOK_NODES; i++)
       assert.equal(devicesOf(slicesOf(e, `kwok-gpu-${i}`)).length, 8, `kwok-gpu-${i}`);
     // The fleet runs as nobody, with no capability at all.
-    const fleet = mustKubectl(e, [
-      'get',
-      'pods',
-      '-n',
-      HELM_NAMESPACE,
-      '-l',
-      'app.kubernetes.io/name=fakegpu-fleet',
-      '-o',
-      'jsonpath={.items[0].metadata.name}',
-    ]).trim();
+    const fleet = mustKubectl(
+      e,
+      chartPodQuery('fakegpu-fleet', 'status.phase=Running', '{.items[0].metadata.name}'),
+    ).trim();
     const status = mustKubectl(e, ['exec', '-n', HELM_NAMESPACE, fleet, '--', 'cat', '/proc/1/status']);
     assert.match(status, /^Uid:\s+65534\s/m);
     assert.match(status, /^CapEff:\s+0000000000000000$/m);
