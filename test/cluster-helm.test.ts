@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { layout } from '../src/cluster/config.js';
 import { FAKEGPU_IMAGE } from '../src/cluster/fakegpu-image.js';
 import { helmValues, refuseForHelm } from '../src/cluster/helm-chart.js';
 import { defaultRelease, releaseOf } from '../src/cluster/releases.js';
-import { componentsOf, type State } from '../src/cluster/state.js';
+import { clusterRestart } from '../src/cluster/restart.js';
+import { componentsOf, writeState, type State } from '../src/cluster/state.js';
 import { FakegpuError } from '../src/errors.js';
 
 /** `cluster up --helm`: what runs on the host, the chart's values for the host processes' flags, refusals. */
@@ -56,6 +60,22 @@ describe('cluster up --helm', () => {
     assert.deepEqual(v['fleet'], { enabled: true, profile: 'dgx-b200' });
     assert.deepEqual(v['resources'], { computeDomains: { enabled: false } });
     assert.deepEqual(helmValues(l, state({ helm: true }))['fleet'], { enabled: false, profile: 'dgx-h100' });
+  });
+
+  it('refuses to restart a chart pod as a host process, before stopping anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakegpu-helm-restart-'));
+    try {
+      writeState(layout(dir), state({ helm: true }));
+      await assert.rejects(
+        clusterRestart(dir, 'fakegpu-plugin', () => undefined),
+        {
+          message:
+            'cluster restart: this cluster runs fakegpu-plugin as a pod of its Helm chart; delete the pod (kubectl -n nvidia-dra-driver-gpu delete pod <name>) and its controller starts another',
+        },
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses in one line what the image cannot have: a profile file, a pools file', () => {

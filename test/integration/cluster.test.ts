@@ -121,6 +121,12 @@ describe('cluster up refuses what it cannot do', () => {
         message: `--with: the cluster in ${TEST_CLUSTER_DIR} runs no --with project; run "fakegpu cluster down" first to change it`,
       },
     );
+    await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, helm: true, log: () => undefined }),
+      {
+        message: `--helm: the cluster in ${TEST_CLUSTER_DIR} runs fakegpu as host processes; run "fakegpu cluster down" first to change it`,
+      },
+    );
   });
 
   it('a second cluster on the same ports: names the port, starts nothing', async () => {
