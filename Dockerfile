@@ -18,7 +18,7 @@ COPY proto ./proto
 COPY deploy/deviceclasses.yaml ./deploy/deviceclasses.yaml
 # The IMEX daemon stand-in that the ComputeDomain controller's DaemonSets run (the chart's
 # computeDomains.daemonImage defaults to this image), written from its one source, DAEMON_SCRIPT.
-RUN node -e "import('/opt/fakegpu/dist/src/compute-domain/daemon-script.js').then((m) => require('node:fs').writeFileSync('/usr/local/bin/compute-domain-daemon', m.DAEMON_SCRIPT, { mode: 0o755 }))" \
+RUN node -e "import('/opt/fakegpu/dist/src/node/imex-daemon/daemon-script.js').then((m) => require('node:fs').writeFileSync('/usr/local/bin/compute-domain-daemon', m.DAEMON_SCRIPT, { mode: 0o755 }))" \
   && compute-domain-daemon 2>&1 | grep -q '^usage: compute-domain-daemon run|check$'
 ENTRYPOINT ["node", "/opt/fakegpu/bin/fakegpu.js"]
 CMD ["plugin"]

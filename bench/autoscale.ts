@@ -19,13 +19,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
-import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, clusterUp } from '../src/cluster/cluster.js';
-import { kwokNodePool } from '../src/cluster/karpenter-process.js';
+import { cacheRoot } from '../src/local-cluster/build.js';
+import { clusterDown, clusterUp } from '../src/local-cluster/cluster.js';
+import { kwokNodePool } from '../src/local-cluster/karpenter-process.js';
 import { FakegpuError } from '../src/errors.js';
-import { presetForInstanceType } from '../src/preset/index.js';
-import { gpuCount } from '../src/preset/spec.js';
-import { DRIVER_NAME } from '../src/slice/build.js';
+import { presetForInstanceType } from '../src/model/preset/index.js';
+import { gpuCount } from '../src/model/preset/machine-spec.js';
+import { DRIVER_NAME } from '../src/model/slice/build.js';
 import {
   checked as checkedFlag,
   listAll,

@@ -29,10 +29,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
-import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
-import { CD_CONTROLLER_HTTP } from '../src/cluster/compute-domain-process.js';
-import { TEST_IMAGE } from '../src/cluster/image.js';
+import { cacheRoot } from '../src/local-cluster/build.js';
+import { clusterDown, FLEET_HTTP } from '../src/local-cluster/cluster.js';
+import { CD_CONTROLLER_HTTP } from '../src/local-cluster/compute-domain-process.js';
+import { TEST_IMAGE } from '../src/local-cluster/image.js';
 import {
   CD_GROUP_VERSION,
   cliquesPath,
@@ -41,8 +41,8 @@ import {
   GPU_CLIQUE_LABEL,
   MAX_NODES_PER_IMEX_DOMAIN,
   podsPath,
-} from '../src/compute-domain/resource.js';
-import { CHANNEL_CLASS, DAEMON_CLASS } from '../src/compute-domain/slice.js';
+} from '../src/model/compute-domain/resource.js';
+import { CHANNEL_CLASS, DAEMON_CLASS } from '../src/model/compute-domain/slice.js';
 import { FakegpuError } from '../src/errors.js';
 import {
   get,

@@ -15,22 +15,22 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
-import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, FLEET_HTTP } from '../src/cluster/cluster.js';
+import { cacheRoot } from '../src/local-cluster/build.js';
+import { clusterDown, FLEET_HTTP } from '../src/local-cluster/cluster.js';
 import { join } from 'node:path';
-import { DEFAULT_RELEASE } from '../src/device/release.js';
+import { DEFAULT_RELEASE } from '../src/model/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
-import { hitsOn, nvmlFaultList } from '../src/fault/apply.js';
-import { GPUFAULTS_PATH, parseGpuFault } from '../src/fault/resource.js';
-import { expectedTaints } from '../src/health/expected.js';
-import { gpuSkeleton } from '../src/health/gpus.js';
-import { ignoredXids } from '../src/health/taints.js';
-import { KubeApi } from '../src/k8s/api.js';
-import type { DeviceTaint, ResourceSlice } from '../src/k8s/resource.js';
-import { ResumableWatch } from '../src/k8s/watch.js';
-import { resolveProfile } from '../src/profile/load.js';
-import { modelNode } from '../src/render.js';
-import { DRIVER_NAME } from '../src/slice/build.js';
+import { hitsOn, nvmlFaultList } from '../src/model/fault/apply.js';
+import { GPUFAULTS_PATH, parseGpuFault } from '../src/model/fault/resource.js';
+import { expectedTaints } from '../src/model/health/expected.js';
+import { gpuSkeleton } from '../src/model/health/gpus.js';
+import { ignoredXids } from '../src/model/health/taints.js';
+import { KubeApi } from '../src/kube/api.js';
+import type { DeviceTaint, ResourceSlice } from '../src/kube/types/resource.js';
+import { ResumableWatch } from '../src/kube/watch.js';
+import { resolveProfile } from '../src/model/profile/load.js';
+import { modelNode } from '../src/model/render.js';
+import { DRIVER_NAME } from '../src/model/slice/build.js';
 import {
   get,
   inParallel,

@@ -19,22 +19,22 @@
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fullJitter, PUBLISH_BACKOFF } from '../src/k8s/backoff.js';
+import { fullJitter, PUBLISH_BACKOFF } from '../src/kube/backoff.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
-import { cacheRoot } from '../src/cluster/build.js';
-import { clusterDown, FLEET_DCGM, FLEET_HTTP } from '../src/cluster/cluster.js';
-import { DEFAULT_RELEASE } from '../src/device/release.js';
+import { cacheRoot } from '../src/local-cluster/build.js';
+import { clusterDown, FLEET_DCGM, FLEET_HTTP } from '../src/local-cluster/cluster.js';
+import { DEFAULT_RELEASE } from '../src/model/device/release.js';
 import { FakegpuError, show } from '../src/errors.js';
-import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
-import type { DeviceAttribute, ResourceSlice } from '../src/k8s/resource.js';
-import { ResumableWatch } from '../src/k8s/watch.js';
-import { serverVersion } from '../src/k8s/client.js';
-import { resolveProfile } from '../src/profile/load.js';
-import { renderSlices } from '../src/render.js';
+import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
+import type { DeviceAttribute, ResourceSlice } from '../src/kube/types/resource.js';
+import { ResumableWatch } from '../src/kube/watch.js';
+import { serverVersion } from '../src/kube/client.js';
+import { resolveProfile } from '../src/model/profile/load.js';
+import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
-import { DRIVER_NAME } from '../src/slice/build.js';
+import { DRIVER_NAME } from '../src/model/slice/build.js';
 import {
   get,
   inParallel,

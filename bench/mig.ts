@@ -7,13 +7,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
-import type { ResourceSlice } from '../src/k8s/resource.js';
-import type { ResourceClaim } from '../src/prepare/claim.js';
-import { DeviceState } from '../src/prepare/state.js';
-import { resolveProfile } from '../src/profile/load.js';
-import { modelNode } from '../src/render.js';
-import { buildSlices } from '../src/slice/build.js';
+import { CheckpointStore } from '../src/node/checkpoint/checkpoint.js';
+import type { ResourceSlice } from '../src/kube/types/resource.js';
+import type { ResourceClaim } from '../src/kube/types/claim.js';
+import { DeviceState } from '../src/node/prepare/state.js';
+import { resolveProfile } from '../src/model/profile/load.js';
+import { modelNode } from '../src/model/render.js';
+import { buildSlices } from '../src/model/slice/build.js';
 
 const NODE = 'bench-node';
 const K8S = { major: 1, minor: 37, patch: 0 };
@@ -110,10 +110,10 @@ async function prepareLatency(dynamicMig: boolean, device: string): Promise<{ p5
 async function publishTimes(): Promise<{ preset: string; plainMs: number; dynamicMs: number }[]> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const { pino } = await import('pino');
-  const { cacheRoot } = await import('../src/cluster/build.js');
-  const { clusterDown, clusterUp, kubectl } = await import('../src/cluster/cluster.js');
-  const { layout } = await import('../src/cluster/config.js');
-  const { Publisher } = await import('../src/publish/publisher.js');
+  const { cacheRoot } = await import('../src/local-cluster/build.js');
+  const { clusterDown, clusterUp, kubectl } = await import('../src/local-cluster/cluster.js');
+  const { layout } = await import('../src/local-cluster/config.js');
+  const { Publisher } = await import('../src/kube/publish/publisher.js');
   const dir = join(cacheRoot(), 'bench-cluster');
   const log = (l: string): void => {
     process.stderr.write(`fakegpu: ${l}\n`);

@@ -10,13 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CheckpointStore } from '../src/checkpoint/checkpoint.js';
-import { dial, invoke } from '../src/kubelet/client.js';
-import { DRA_V1, startServers, type ClaimRef, type DraHandlers } from '../src/kubelet/grpc.js';
-import type { ResourceClaim } from '../src/prepare/claim.js';
-import { DeviceState } from '../src/prepare/state.js';
-import { resolveProfile } from '../src/profile/load.js';
-import { modelNode } from '../src/render.js';
+import { CheckpointStore } from '../src/node/checkpoint/checkpoint.js';
+import { dial, invoke } from '../src/node/kubelet/client.js';
+import { DRA_V1, startServers, type ClaimRef, type DraHandlers } from '../src/node/kubelet/grpc.js';
+import type { ResourceClaim } from '../src/kube/types/claim.js';
+import { DeviceState } from '../src/node/prepare/state.js';
+import { resolveProfile } from '../src/model/profile/load.js';
+import { modelNode } from '../src/model/render.js';
 
 const NODE = 'bench-node';
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 20);
@@ -154,7 +154,7 @@ function rss(profile: string, dynamicMig: boolean): number {
 }
 
 if (process.argv[2] === '--rss') {
-  const { buildSlices } = await import('../src/slice/build.js');
+  const { buildSlices } = await import('../src/model/slice/build.js');
   const m = modelNode(resolveProfile(process.argv[3] ?? 'dgx-h100'), {
     nodeName: NODE,
     dynamicMig: process.argv[4] === 'dynamic',

@@ -18,13 +18,13 @@ import {
   FLEET_MALLOC_ENV,
   FLEET_NODE_FLAGS,
   REPO_ROOT,
-} from '../src/cluster/cluster.js';
-import { cacheRoot } from '../src/cluster/build.js';
+} from '../src/local-cluster/cluster.js';
+import { cacheRoot } from '../src/local-cluster/build.js';
 import { FakegpuError } from '../src/errors.js';
-import { LIST_ATTEMPTS } from '../src/k8s/api.js';
-import { fullJitter, LIST_BACKOFF } from '../src/k8s/backoff.js';
-import { transientListError } from '../src/k8s/client.js';
-import { KWOK_ANNOTATION } from '../src/k8s/kwok.js';
+import { LIST_ATTEMPTS } from '../src/kube/api.js';
+import { fullJitter, LIST_BACKOFF } from '../src/kube/backoff.js';
+import { transientListError } from '../src/kube/client.js';
+import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
 
 export const logger =
   (name: string) =>

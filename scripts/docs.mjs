@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 
 bootstrap();
-const { withTables } = await import('../dist/src/fidelity/report.js');
+const { withTables } = await import('../dist/src/tools/fidelity/report.js');
 const path = join(root, 'docs', 'fidelity.md');
 writeFileSync(path, withTables(readFileSync(path, 'utf8')));
 process.stderr.write(`fakegpu: wrote ${path}\n`);

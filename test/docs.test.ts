@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { withTables } from '../src/fidelity/report.js';
+import { withTables } from '../src/tools/fidelity/report.js';
+import { REPO_ROOT } from '../src/process/repo.js';
 
-const docs = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs');
+const docs = join(REPO_ROOT, 'docs');
 
 describe('docs/fidelity.md', () => {
   it('carries the tables generated from the current catalog and presets (npm run docs)', () => {

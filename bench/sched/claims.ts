@@ -1,7 +1,7 @@
 /** The claims of the NVIDIA-faithful phase: one ResourceClaimSpec per `--variant`, and its DeviceClasses. */
-import { NIC_CLASS } from '../../src/cluster/cluster.js';
-import { STD } from '../../src/device/attributes.js';
-import { DRANET } from '../../src/nic/attributes.js';
+import { NIC_CLASS } from '../../src/local-cluster/cluster.js';
+import { STD } from '../../src/model/device/attributes.js';
+import { DRANET } from '../../src/model/nic/attributes.js';
 import type { Shape } from './shape.js';
 
 export const VARIANTS = ['plain', 'cel', 'first-available', 'mig', 'nic-aligned'] as const;

@@ -3,7 +3,7 @@
  * (`--kubeconfig`), on the nodes `--node-selector` picks, that gets back what it had.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { clusterDown } from '../../src/cluster/cluster.js';
+import { clusterDown } from '../../src/local-cluster/cluster.js';
 import { FakegpuError, show } from '../../src/errors.js';
 import { metadataOf, names, type Node, onKwokCluster, Raw, SLICES_PATH, stopFleet } from '../support.js';
 import { faithfulClasses } from './claims.js';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../../src/cluster/cluster.js';
+import { REPO_ROOT } from '../../src/local-cluster/cluster.js';
 import { FakegpuError } from '../../src/errors.js';
 import { inParallel, names, type Node, Raw, SLICES_PATH, until } from '../support.js';
 import { log } from './config.js';

@@ -4,10 +4,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { FLEET_HTTP } from '../../src/cluster/cluster.js';
+import { FLEET_HTTP } from '../../src/local-cluster/cluster.js';
 import { FakegpuError } from '../../src/errors.js';
-import { DRANET } from '../../src/nic/attributes.js';
-import { DRIVER_NAME } from '../../src/slice/build.js';
+import { DRANET } from '../../src/model/nic/attributes.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import {
   get,
   inParallel,

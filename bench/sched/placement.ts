@@ -1,5 +1,5 @@
 /** `--node-selector` as the pods' placement, so they land only on the nodes the bench measures. */
-import { parseSelector, type SelectorExpression } from '../../src/fault/selector.js';
+import { parseSelector, type SelectorExpression } from '../../src/model/fault/selector.js';
 
 /**
  * A label selector in kubectl's syntax as requirements, parsed (and refused in one line) as

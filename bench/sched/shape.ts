@@ -1,12 +1,12 @@
 /** What a node of the profile publishes, and so how many of the faithful claims it can hold at once. */
-import { DEFAULT_RELEASE } from '../../src/device/release.js';
-import { STD } from '../../src/device/attributes.js';
+import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
+import { STD } from '../../src/model/device/attributes.js';
 import { FakegpuError, show } from '../../src/errors.js';
-import type { Device } from '../../src/k8s/resource.js';
-import { DRANET } from '../../src/nic/attributes.js';
-import type { ResolvedProfile } from '../../src/profile/load.js';
-import { renderSlices } from '../../src/render.js';
-import { DRIVER_NAME } from '../../src/slice/build.js';
+import type { Device } from '../../src/kube/types/resource.js';
+import { DRANET } from '../../src/model/nic/attributes.js';
+import type { ResolvedProfile } from '../../src/model/profile/load.js';
+import { renderSlices } from '../../src/model/render.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import type { Variant } from './claims.js';
 
 export interface Shape {

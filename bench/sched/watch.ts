@@ -3,7 +3,7 @@
  * the watch's first sight of the pod Running (CL2's PodStartupLatency, finer than creationTimestamp).
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ResumableWatch } from '../../src/k8s/watch.js';
+import { ResumableWatch } from '../../src/kube/watch.js';
 import { asError, eachPage, Raw } from '../support.js';
 import { log } from './config.js';
 import { PODS_PATH } from './objects.js';

@@ -10,13 +10,13 @@ import {
   DEFAULT_NODE,
   defaultClusterDir,
   exportLines,
-} from '../cluster/cluster.js';
-import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../cluster/releases.js';
-import { INTEGRATIONS, type Integration } from '../cluster/state.js';
+} from '../local-cluster/cluster.js';
+import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../local-cluster/releases.js';
+import { INTEGRATIONS, type Integration } from '../local-cluster/state.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
-import { isProfileFile, resolveProfile } from '../profile/load.js';
-import { checkNodeName } from '../render.js';
+import { isProfileFile, resolveProfile } from '../model/profile/load.js';
+import { checkNodeName } from '../model/render.js';
 import { nicNumaOption } from './commands.js';
 import { checkGates, intFlag, parseGates } from './options.js';
 import { table } from './output.js';

@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import { Command } from 'commander';
 import { pino } from 'pino';
-import { ComputeDomainController } from '../compute-domain/controller.js';
-import { DAEMON_IMAGE } from '../cluster/image.js';
+import { ComputeDomainController } from '../controllers/compute-domain/controller.js';
+import { DAEMON_IMAGE } from '../local-cluster/image.js';
 import { FakegpuError, show } from '../errors.js';
-import { checkNamespace, KubeObjects } from '../k8s/objects.js';
-import { splitEndpoint } from '../net/endpoint.js';
+import { checkNamespace, KubeObjects } from '../kube/objects.js';
+import { splitEndpoint } from '../process/endpoint.js';
 import {
   checkEndpoint,
   driverNamespaceOption,

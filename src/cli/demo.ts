@@ -9,11 +9,11 @@ import {
   applyObjects,
   exportLines,
   kubectl,
-} from '../cluster/cluster.js';
-import { layout } from '../cluster/config.js';
+} from '../local-cluster/cluster.js';
+import { layout } from '../local-cluster/config.js';
 import { FakegpuError } from '../errors.js';
-import { resolveProfile } from '../profile/load.js';
-import { checkNodeName } from '../render.js';
+import { resolveProfile } from '../model/profile/load.js';
+import { checkNodeName } from '../model/render.js';
 
 const progress = (line: string): void => {
   process.stderr.write(`fakegpu: ${line}\n`);

@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
-import { parseRelease } from '../device/release.js';
-import { kwokInstanceTypes } from '../karpenter/instance-types.js';
-import { karpenterTemplates } from '../karpenter/templates.js';
-import { parseKubernetesVersion } from '../k8s/version.js';
+import { parseRelease } from '../model/device/release.js';
+import { kwokInstanceTypes } from '../tools/karpenter/instance-types.js';
+import { karpenterTemplates } from '../tools/karpenter/templates.js';
+import { parseKubernetesVersion } from '../kube/types/version.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
 

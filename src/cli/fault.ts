@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { FakegpuError, schemaError, show } from '../errors.js';
-import { apiFailure, KubeFaultApi } from '../fault/api.js';
+import { apiFailure, KubeFaultApi } from '../kube/gpufault/api.js';
 import {
   checkGpuFault,
   DNS_LABEL,
@@ -16,12 +16,12 @@ import {
   type GpuFault,
   type GpuFaultSpecInput,
   type NewGpuFault,
-} from '../fault/resource.js';
-import { formatSelector, parseSelector } from '../fault/selector.js';
-import { hitsOf } from '../fault/status.js';
-import { KubeApi, listEvery } from '../k8s/api.js';
-import { ApiError, clientOf } from '../k8s/client.js';
-import { checkNodeName } from '../render.js';
+} from '../model/fault/resource.js';
+import { formatSelector, parseSelector } from '../model/fault/selector.js';
+import { hitsOf } from '../model/fault/status.js';
+import { KubeApi, listEvery } from '../kube/api.js';
+import { ApiError, clientOf } from '../kube/client.js';
+import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
 

@@ -1,24 +1,24 @@
-import { styleOf } from '../dcgm/version.js';
-import { serveDcgm } from '../dcgm/server.js';
+import { styleOf } from '../model/dcgm/version.js';
+import { serveDcgm } from '../process/dcgm-server.js';
 import { FleetDcgm } from '../fleet/dcgm.js';
 import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { FakegpuError } from '../errors.js';
-import { checkNamespace } from '../k8s/objects.js';
-import { parseRelease } from '../device/release.js';
-import { KubeFaultApi } from '../fault/api.js';
+import { checkNamespace } from '../kube/objects.js';
+import { parseRelease } from '../model/device/release.js';
+import { KubeFaultApi } from '../kube/gpufault/api.js';
 import { deleteFleetSlices } from '../fleet/cleanup.js';
 import { Fleet } from '../fleet/fleet.js';
-import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
+import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
-import { clientOf, PooledKubeConfig } from '../k8s/client.js';
-import { KubeApi } from '../k8s/api.js';
-import { DRANET } from '../nic/attributes.js';
-import { parseKubernetesVersion } from '../k8s/version.js';
-import { resolveProfile } from '../profile/load.js';
-import { renderSlices } from '../render.js';
+import { clientOf, PooledKubeConfig } from '../kube/client.js';
+import { KubeApi } from '../kube/api.js';
+import { DRANET } from '../model/nic/attributes.js';
+import { parseKubernetesVersion } from '../kube/types/version.js';
+import { resolveProfile } from '../model/profile/load.js';
+import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
   checkEndpoint,
@@ -35,7 +35,7 @@ import {
   noComputeDomainsOption,
   sourceOf,
 } from './options.js';
-import { splitEndpoint } from '../net/endpoint.js';
+import { splitEndpoint } from '../process/endpoint.js';
 
 interface Flags {
   nodeSelector?: string;

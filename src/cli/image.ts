@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { buildFakegpuImage } from '../cluster/fakegpu-image.js';
+import { buildFakegpuImage } from '../local-cluster/fakegpu-image.js';
 
 /** `fakegpu image build`: fakegpu's container image as an OCI archive, without Docker or a registry. */
 export function imageCommand(write: (s: string) => void): Command {

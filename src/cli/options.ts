@@ -1,4 +1,4 @@
-import type { FeatureGates } from '../config/nvidia.js';
+import type { FeatureGates } from '../model/opaque-config/nvidia.js';
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -6,13 +6,13 @@ import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Command, Option } from 'commander';
-import { DEFAULT_DRIVER_NAMESPACE } from '../compute-domain/resource.js';
-import { DEFAULT_RELEASE, RELEASES } from '../device/release.js';
+import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
+import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
-import { parseEndpoint } from '../net/endpoint.js';
-import { DCGM_EXPORTER_VERSION } from '../dcgm/version.js';
-import { DEFAULT_KUBERNETES_RELEASE } from '../cluster/releases.js';
-import { DRIVER_NAME } from '../slice/build.js';
+import { parseEndpoint } from '../process/endpoint.js';
+import { DCGM_EXPORTER_VERSION } from '../model/dcgm/version.js';
+import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
+import { DRIVER_NAME } from '../model/slice/build.js';
 
 /** The API server version assumed where none is asked: the default release's, `<minor>.0`. */
 export const DEFAULT_KUBERNETES_VERSION = `${DEFAULT_KUBERNETES_RELEASE}.0`;

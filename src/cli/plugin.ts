@@ -1,16 +1,16 @@
-import { styleOf } from '../dcgm/version.js';
+import { styleOf } from '../model/dcgm/version.js';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { checkNamespace } from '../k8s/objects.js';
+import { checkNamespace } from '../kube/objects.js';
 import { pino } from 'pino';
-import { parseRelease, RELEASES } from '../device/release.js';
+import { parseRelease, RELEASES } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
-import { resolveProfile } from '../profile/load.js';
-import { parseKubernetesVersion } from '../k8s/version.js';
-import { checkIgnoredXids, ignoredXids } from '../health/taints.js';
-import { checkNodeName, renderSlices } from '../render.js';
-import { checkSliceNames } from '../slice/build.js';
-import { DRANET } from '../nic/attributes.js';
+import { resolveProfile } from '../model/profile/load.js';
+import { parseKubernetesVersion } from '../kube/types/version.js';
+import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
+import { checkNodeName, renderSlices } from '../model/render.js';
+import { checkSliceNames } from '../model/slice/build.js';
+import { DRANET } from '../model/nic/attributes.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION, nicNumaOption } from './commands.js';
 import {
   checkEndpoint,
@@ -236,7 +236,7 @@ export function pluginCommand(): Command {
       await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
       const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
       // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
-      const { runPlugin } = await import('../plugin/run.js');
+      const { runPlugin } = await import('../node/plugin/run.js');
       const plugin = await runPlugin({
         nodeName,
         profile,

@@ -1,12 +1,18 @@
 import { Command, Option } from 'commander';
-import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../model/compute-domain/slice.js';
 import { FakegpuError } from '../errors.js';
-import { askingApi } from '../fault/api.js';
-import { CLAIMS_PATH, NODES_PATH, type Meta } from '../k8s/api.js';
-import { KubeObjects } from '../k8s/objects.js';
-import { DRANET } from '../nic/attributes.js';
+import { askingApi } from '../kube/gpufault/api.js';
+import { CLAIMS_PATH, NODES_PATH, type Meta } from '../kube/api.js';
+import { KubeObjects } from '../kube/objects.js';
+import { DRANET } from '../model/nic/attributes.js';
 import { fleetDrivers } from '../fleet/scope.js';
-import { allClear, heldClaims, pluginNodes, refusal, type ClaimObject } from '../plugin/uninstall-check.js';
+import {
+  allClear,
+  heldClaims,
+  pluginNodes,
+  refusal,
+  type ClaimObject,
+} from '../node/plugin/uninstall-check.js';
 import { checkDriverName } from './commands.js';
 import {
   driverNameOption,

@@ -1,7 +1,7 @@
 import { FakegpuError } from '../errors.js';
-import { apiFailure, askingApi } from '../fault/api.js';
-import { listEvery, type ClusterApi, type ListQuery, type Page } from '../k8s/api.js';
-import { ApiError } from '../k8s/client.js';
+import { apiFailure, askingApi } from '../kube/gpufault/api.js';
+import { listEvery, type ClusterApi, type ListQuery, type Page } from '../kube/api.js';
+import { ApiError } from '../kube/client.js';
 import { fleetDrivers, servesNode, type FleetDrivers, type NodeSelection } from './scope.js';
 
 /**

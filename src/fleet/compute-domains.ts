@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import { DaemonStandIn, leanPod } from '../compute-domain/daemon.js';
+import { DaemonStandIn, leanPod } from '../node/imex-daemon/daemon.js';
 import {
   COMPUTE_DOMAINS_PATH,
   DOMAIN_LABEL,
   GPU_CLIQUE_LABEL,
   podsPath,
-} from '../compute-domain/resource.js';
-import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
-import { decodeComputeDomainConfig } from '../config/compute-domain.js';
-import { ApiError, type ApiClient } from '../k8s/client.js';
-import { Informer } from '../k8s/informer.js';
-import type { ObjectApi } from '../k8s/objects.js';
-import { Periodic } from '../k8s/periodic.js';
-import type { ResourceClaim } from '../prepare/claim.js';
+} from '../model/compute-domain/resource.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../model/compute-domain/slice.js';
+import { decodeComputeDomainConfig } from '../model/opaque-config/compute-domain.js';
+import { ApiError, type ApiClient } from '../kube/client.js';
+import { Informer } from '../kube/informer.js';
+import type { ObjectApi } from '../kube/objects.js';
+import { Periodic } from '../kube/periodic.js';
+import type { ResourceClaim } from '../kube/types/claim.js';
 
 /**
  * What the node-side of NVIDIA's ComputeDomains does that KWOK nodes cannot: no kubelet prepares their

@@ -1,15 +1,15 @@
 import type { Logger } from 'pino';
-import { attribute } from '../dcgm/attribution.js';
-import { entitiesOf, instanceAt, type GpuEntity } from '../dcgm/entities.js';
-import { parseMigDeviceName } from '../device/names.js';
-import type { Machine } from '../hardware/machine.js';
-import { DcgmExporter, type NodeGpus } from '../dcgm/exporter.js';
-import type { Style } from '../dcgm/exposition.js';
-import { badLoadReporter, claimInformer, podInformer } from '../dcgm/sources.js';
-import { HEALTHY, healthOf } from '../dcgm/values.js';
-import type { ClusterApi } from '../k8s/api.js';
-import type { ApiClient } from '../k8s/client.js';
-import type { NvmlFault } from '../nvml/state.js';
+import { attribute } from '../model/dcgm/attribution.js';
+import { entitiesOf, instanceAt, type GpuEntity } from '../model/dcgm/entities.js';
+import { parseMigDeviceName } from '../model/device/names.js';
+import type { Machine } from '../model/hardware/machine.js';
+import { DcgmExporter, type NodeGpus } from '../model/dcgm/exporter.js';
+import type { Style } from '../model/dcgm/exposition.js';
+import { badLoadReporter, claimInformer, podInformer } from '../kube/dcgm-sources.js';
+import { HEALTHY, healthOf } from '../model/dcgm/values.js';
+import type { ClusterApi } from '../kube/api.js';
+import type { ApiClient } from '../kube/client.js';
+import type { NvmlFault } from '../model/nvml/state.js';
 import type { Fleet } from './fleet.js';
 
 /**

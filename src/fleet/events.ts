@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { FakegpuError } from '../errors.js';
-import type { ClusterApi } from '../k8s/api.js';
-import { warningEvent } from '../k8s/event.js';
+import type { ClusterApi } from '../kube/api.js';
+import { warningEvent } from '../kube/event.js';
 
 /**
  * A node whose machine cannot be rendered (unknown preset, bad file, unknown pool): a Warning event on

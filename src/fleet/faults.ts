@@ -1,13 +1,19 @@
 import type { Logger } from 'pino';
-import type { DriverRelease } from '../device/release.js';
-import { activeOn, hitsOn, nvmlFaultList, outcome, targetName, type NodeHit } from '../fault/apply.js';
-import { apiFailure, type FaultApi } from '../fault/api.js';
-import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../fault/resource.js';
-import { apiTime, invalidPatch, nodesStatusPatch, summaryPatch, type StatusPatch } from '../fault/status.js';
-import { FaultWatcher } from '../fault/watcher.js';
-import { expectedTaints } from '../health/expected.js';
-import { removedIn2512, type DeviceTaints } from '../health/taints.js';
-import type { NvmlFault } from '../nvml/state.js';
+import type { DriverRelease } from '../model/device/release.js';
+import { activeOn, hitsOn, nvmlFaultList, outcome, targetName, type NodeHit } from '../model/fault/apply.js';
+import { apiFailure, type FaultApi } from '../kube/gpufault/api.js';
+import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../model/fault/resource.js';
+import {
+  apiTime,
+  invalidPatch,
+  nodesStatusPatch,
+  summaryPatch,
+  type StatusPatch,
+} from '../model/fault/status.js';
+import { FaultWatcher } from '../kube/gpufault/watcher.js';
+import { expectedTaints } from '../model/health/expected.js';
+import { removedIn2512, type DeviceTaints } from '../model/health/taints.js';
+import type { NvmlFault } from '../model/nvml/state.js';
 import type { Machines, NodeMachine } from './machines.js';
 
 /**

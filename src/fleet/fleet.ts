@@ -1,19 +1,19 @@
-import type { Machine } from '../hardware/machine.js';
-import type { NvmlFault } from '../nvml/state.js';
+import type { Machine } from '../model/hardware/machine.js';
+import type { NvmlFault } from '../model/nvml/state.js';
 import type { Logger } from 'pino';
-import type { DriverRelease } from '../device/release.js';
+import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
-import type { FaultApi } from '../fault/api.js';
-import { ignoredXids } from '../health/taints.js';
-import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../k8s/api.js';
-import { fullJitter, WATCH_BACKOFF } from '../k8s/backoff.js';
-import { ApiError, clientOf, type PooledKubeConfig } from '../k8s/client.js';
-import { formatSemver, type Semver } from '../k8s/version.js';
-import { ResumableWatch } from '../k8s/watch.js';
-import { resolveProfile } from '../profile/load.js';
-import { gateMessage, probeGates, type GatedField } from '../publish/gates.js';
-import { INSTANCE_TYPE_LABEL } from '../preset/index.js';
-import { renderSlices, type NicRenderOptions } from '../render.js';
+import type { FaultApi } from '../kube/gpufault/api.js';
+import { ignoredXids } from '../model/health/taints.js';
+import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../kube/api.js';
+import { fullJitter, WATCH_BACKOFF } from '../kube/backoff.js';
+import { ApiError, clientOf, type PooledKubeConfig } from '../kube/client.js';
+import { formatSemver, type Semver } from '../kube/types/version.js';
+import { ResumableWatch } from '../kube/watch.js';
+import { resolveProfile } from '../model/profile/load.js';
+import { gateMessage, probeGates, type GatedField } from '../kube/publish/gates.js';
+import { INSTANCE_TYPE_LABEL } from '../model/preset/index.js';
+import { renderSlices, type NicRenderOptions } from '../model/render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
 import { memoryReducingGc, MemorySettler } from './settle.js';
@@ -23,7 +23,7 @@ import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
 import { FleetComputeDomains } from './compute-domains.js';
 import { fleetDrivers, servesNode } from './scope.js';
-import { KubeObjects, type ObjectApi } from '../k8s/objects.js';
+import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):

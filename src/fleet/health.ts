@@ -1,7 +1,7 @@
-import type { DriverRelease } from '../device/release.js';
-import { removedIn2512, type DeviceTaints } from '../health/taints.js';
-import { LIMITS, type Device, type ResourceSlice } from '../k8s/resource.js';
-import { specKey } from '../publish/pool.js';
+import type { DriverRelease } from '../model/device/release.js';
+import { removedIn2512, type DeviceTaints } from '../model/health/taints.js';
+import { LIMITS, type Device, type ResourceSlice } from '../kube/types/resource.js';
+import { specKey } from '../kube/publish/pool.js';
 import type { NodeSlice } from './template.js';
 
 /**

@@ -1,4 +1,4 @@
-import { specKey, type PublishedSlice, type StoredSlice } from '../publish/pool.js';
+import { specKey, type PublishedSlice, type StoredSlice } from '../kube/publish/pool.js';
 
 /**
  * What the fleet knows of the slices on the API server: a key per slice (never the object), indexed by

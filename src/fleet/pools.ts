@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_RELEASE } from '../device/release.js';
+import { DEFAULT_RELEASE } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import {
   mergeOverPreset,
@@ -7,12 +7,12 @@ import {
   readText,
   resolveProfile,
   type ResolvedProfile,
-} from '../profile/load.js';
-import { nonEmpty, ProfileSpec, strict } from '../preset/spec.js';
-import { API_VERSION } from '../profile/schema.js';
-import { renderSlices } from '../render.js';
-import { DRIVER_NAME } from '../slice/build.js';
-import { RACK_LABEL } from '../compute-domain/resource.js';
+} from '../model/profile/load.js';
+import { nonEmpty, ProfileSpec, strict } from '../model/preset/machine-spec.js';
+import { API_VERSION } from '../model/profile/schema.js';
+import { renderSlices } from '../model/render.js';
+import { DRIVER_NAME } from '../model/slice/build.js';
+import { RACK_LABEL } from '../model/compute-domain/resource.js';
 
 /**
  * Which machine each node pool is: the fleet's answer for nodes that carry a pool label (a cloud's

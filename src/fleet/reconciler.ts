@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ClusterApi } from '../k8s/api.js';
-import { fullJitter, NODE_BACKOFF } from '../k8s/backoff.js';
-import { ApiError, type WrittenRef } from '../k8s/client.js';
-import { planPool, type NodeOwner, type PoolPlan } from '../publish/pool.js';
+import type { ClusterApi } from '../kube/api.js';
+import { fullJitter, NODE_BACKOFF } from '../kube/backoff.js';
+import { ApiError, type WrittenRef } from '../kube/client.js';
+import { planPool, type NodeOwner, type PoolPlan } from '../kube/publish/pool.js';
 import type { SliceIndex } from './index.js';
 import type { NodeSlice } from './template.js';
 

@@ -1,6 +1,6 @@
-import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
-import type { Meta } from '../k8s/api.js';
-import { KWOK_ANNOTATION } from '../k8s/kwok.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../model/compute-domain/slice.js';
+import type { Meta } from '../kube/api.js';
+import { KWOK_ANNOTATION } from '../kube/kwok.js';
 
 /**
  * What a fleet owns: the nodes it serves and the drivers it writes their slices under. The running fleet

@@ -1,9 +1,9 @@
-import { gpuUuid, migUuid, nicMac } from '../hardware/identity.js';
-import type { ResourceSlice } from '../k8s/resource.js';
-import type { ResolvedProfile } from '../profile/load.js';
-import { canonicalSpec, keyOfCanonical, specKey } from '../publish/pool.js';
-import { renderNode, type NodeModel, type RenderOptions } from '../render.js';
-import { gpuSkeleton, type GpuSkeleton } from '../health/gpus.js';
+import { gpuUuid, migUuid, nicMac } from '../model/hardware/identity.js';
+import type { ResourceSlice } from '../kube/types/resource.js';
+import type { ResolvedProfile } from '../model/profile/load.js';
+import { canonicalSpec, keyOfCanonical, specKey } from '../kube/publish/pool.js';
+import { renderNode, type NodeModel, type RenderOptions } from '../model/render.js';
+import { gpuSkeleton, type GpuSkeleton } from '../model/health/gpus.js';
 
 /**
  * A profile's slices rendered once, as text with holes where each node differs: its name and the

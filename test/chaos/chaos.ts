@@ -2,12 +2,12 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { clusterRestart, type Exports, type Restartable } from '../../src/cluster/cluster.js';
-import { layout } from '../../src/cluster/config.js';
-import { isAlive, readPid } from '../../src/cluster/process.js';
-import { listSpecs } from '../../src/cdi/write.js';
-import { parseChecked } from '../../src/durable/file.js';
-import { CRASH_ENV, CRASH_POINTS, type CrashPoint } from '../../src/prepare/crash.js';
+import { clusterRestart, type Exports, type Restartable } from '../../src/local-cluster/cluster.js';
+import { layout } from '../../src/local-cluster/config.js';
+import { isAlive, readPid } from '../../src/local-cluster/process.js';
+import { listSpecs } from '../../src/node/cdi/write.js';
+import { parseChecked } from '../../src/node/durable/file.js';
+import { CRASH_ENV, CRASH_POINTS, type CrashPoint } from '../../src/node/prepare/crash.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import { allocatedUuids, apply, podClaim, podManifest, seesNow, seen, type Seen } from '../support/e2e.js';
 

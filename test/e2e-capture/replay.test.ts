@@ -4,9 +4,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { cacheRoot } from '../../src/cluster/build.js';
-import { clusterDown, PROFILE_LABEL, REPO_ROOT, type Exports } from '../../src/cluster/cluster.js';
-import type { List, ResourceSlice } from '../../src/k8s/resource.js';
+import { cacheRoot } from '../../src/local-cluster/build.js';
+import { clusterDown, PROFILE_LABEL, REPO_ROOT, type Exports } from '../../src/local-cluster/cluster.js';
+import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { eventually, mustKubectl, sharedCluster } from '../support/cluster.js';
 
 /**

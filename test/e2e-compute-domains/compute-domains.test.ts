@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, before, describe, it } from 'node:test';
-import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import {
   CLIQUE_LABEL,
   DEFAULT_DRIVER_NAMESPACE,
@@ -8,7 +8,7 @@ import {
   GPU_CLIQUE_LABEL,
   type ComputeDomain,
   type ComputeDomainClique,
-} from '../../src/compute-domain/resource.js';
+} from '../../src/model/compute-domain/resource.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, CD_CLUSTER_DIR, CD_NODE, computeDomainsCluster, running } from '../support/e2e.js';
 

@@ -5,16 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { ensureComponent } from '../../src/cluster/build.js';
-import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
-import { REPO_ROOT } from '../../src/cluster/repo.js';
-import { hitsOn, nvmlFaultList } from '../../src/fault/apply.js';
-import { parseGpuFault } from '../../src/fault/resource.js';
-import { expectedTaints } from '../../src/health/expected.js';
-import { gpuSkeleton } from '../../src/health/gpus.js';
-import { ignoredXids } from '../../src/health/taints.js';
-import { resolveProfile } from '../../src/profile/load.js';
-import { modelNode } from '../../src/render.js';
+import { ensureComponent } from '../../src/local-cluster/build.js';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+import { hitsOn, nvmlFaultList } from '../../src/model/fault/apply.js';
+import { parseGpuFault } from '../../src/model/fault/resource.js';
+import { expectedTaints } from '../../src/model/health/expected.js';
+import { gpuSkeleton } from '../../src/model/health/gpus.js';
+import { ignoredXids } from '../../src/model/health/taints.js';
+import { resolveProfile } from '../../src/model/profile/load.js';
+import { modelNode } from '../../src/model/render.js';
 import { eventually, kubectl, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { layout } from '../../src/cluster/config.js';
-import { KWOK_ANNOTATION } from '../../src/k8s/kwok.js';
-import { FAKEGPU_IMAGE } from '../../src/cluster/fakegpu-image.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { layout } from '../../src/local-cluster/config.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
+import { FAKEGPU_IMAGE } from '../../src/local-cluster/fakegpu-image.js';
 import {
   helm,
   HELM_NAMESPACE,
@@ -14,9 +14,9 @@ import {
   CHART_DIR,
   chartPodQuery,
   pluginPodQuery,
-} from '../../src/cluster/helm-chart.js';
-import { REPO_ROOT } from '../../src/cluster/repo.js';
-import { readState } from '../../src/cluster/state.js';
+} from '../../src/local-cluster/helm-chart.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+import { readState } from '../../src/local-cluster/state.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
   allocatedUuids,

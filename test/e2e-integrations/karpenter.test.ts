@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { kwokNodePool } from '../../src/cluster/karpenter-process.js';
-import { INSTANCE_TYPE_LABEL } from '../../src/preset/index.js';
-import { DRIVER_NAME } from '../../src/slice/build.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { kwokNodePool } from '../../src/local-cluster/karpenter-process.js';
+import { INSTANCE_TYPE_LABEL } from '../../src/model/preset/index.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, claimTemplate, deviceRequest } from '../support/e2e.js';
 import { integrationsCluster } from '../support/integrations.js';

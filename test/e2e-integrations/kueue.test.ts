@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { KUEUE_GPU_RESOURCE } from '../../src/cluster/kueue-process.js';
-import { KWOK_ANNOTATION } from '../../src/k8s/kwok.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { KUEUE_GPU_RESOURCE } from '../../src/local-cluster/kueue-process.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, claimTemplate, deviceRequest } from '../support/e2e.js';
 import { integrationsCluster } from '../support/integrations.js';

@@ -3,12 +3,12 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { releaseOf } from '../../src/cluster/releases.js';
-import { apiLimits, LIMIT_CONSTANTS, RELEASE_LIMITS, type ApiLimits } from '../../src/k8s/limits.js';
-import type { ResourceSlice } from '../../src/k8s/resource.js';
-import { compareSemver, parseKubernetesVersion } from '../../src/k8s/version.js';
-import { PRESETS } from '../../src/preset/index.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { releaseOf } from '../../src/local-cluster/releases.js';
+import { apiLimits, LIMIT_CONSTANTS, RELEASE_LIMITS, type ApiLimits } from '../../src/kube/types/limits.js';
+import type { ResourceSlice } from '../../src/kube/types/resource.js';
+import { compareSemver, parseKubernetesVersion } from '../../src/kube/types/version.js';
+import { PRESETS } from '../../src/model/preset/index.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import {
   allocatedDevices,

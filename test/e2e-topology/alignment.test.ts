@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
   allocatedDevices,

@@ -4,8 +4,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { layout } from '../../src/cluster/config.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { layout } from '../../src/local-cluster/config.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import {
   allocatedUuids,

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { clusterRestart, type Exports } from '../../src/cluster/cluster.js';
-import { layout } from '../../src/cluster/config.js';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
+import { layout } from '../../src/local-cluster/config.js';
 import { eventually, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,

@@ -3,20 +3,20 @@ import { get } from 'node:http';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { before, describe, it } from 'node:test';
-import { PooledKubeConfig } from '../../src/k8s/client.js';
+import { PooledKubeConfig } from '../../src/kube/client.js';
 import { pino } from 'pino';
-import { cacheRoot } from '../../src/cluster/build.js';
+import { cacheRoot } from '../../src/local-cluster/build.js';
 import {
   clusterRestart,
   FLEET_HTTP,
   kwokNode,
   PROFILE_LABEL,
   type Exports,
-} from '../../src/cluster/cluster.js';
-import { DEFAULT_RELEASE } from '../../src/device/release.js';
+} from '../../src/local-cluster/cluster.js';
+import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { Fleet } from '../../src/fleet/fleet.js';
 import { parsePools } from '../../src/fleet/pools.js';
-import type { ResourceSlice } from '../../src/k8s/resource.js';
+import type { ResourceSlice } from '../../src/kube/types/resource.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
 import { setTimeout as sleep } from 'node:timers/promises';

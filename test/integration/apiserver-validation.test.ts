@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/cluster/repo.js';
-import { CHANNEL_CLASS, computeDomainSlices, DAEMON_CLASS } from '../../src/compute-domain/slice.js';
-import type { ResourceSlice } from '../../src/k8s/resource.js';
-import { PRESETS } from '../../src/preset/index.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+import { CHANNEL_CLASS, computeDomainSlices, DAEMON_CLASS } from '../../src/model/compute-domain/slice.js';
+import type { ResourceSlice } from '../../src/kube/types/resource.js';
+import { PRESETS } from '../../src/model/preset/index.js';
 import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
 

@@ -4,11 +4,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { clusterDown, clusterStatus, clusterUp } from '../../src/cluster/cluster.js';
-import { releaseOf } from '../../src/cluster/releases.js';
-import { layout, PORTS } from '../../src/cluster/config.js';
-import { isAlive } from '../../src/cluster/process.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { clusterDown, clusterStatus, clusterUp } from '../../src/local-cluster/cluster.js';
+import { releaseOf } from '../../src/local-cluster/releases.js';
+import { layout, PORTS } from '../../src/local-cluster/config.js';
+import { isAlive } from '../../src/local-cluster/process.js';
 import {
   eventually,
   kubectl,

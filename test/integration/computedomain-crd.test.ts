@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { crdNames } from '../../src/cluster/crds.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { crdNames } from '../../src/local-cluster/crds.js';
 import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
 
 /**

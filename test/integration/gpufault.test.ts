@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import type { Exports } from '../../src/cluster/cluster.js';
-import { GPUFAULT_CRD, parseGpuFault } from '../../src/fault/resource.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
+import { GPUFAULT_CRD, parseGpuFault } from '../../src/model/fault/resource.js';
 import { kubectl, mustKubectl, TEST_NODE, testCluster } from '../support/cluster.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
 
 /**
  * The GpuFault CRD on the real API server: installed by `cluster up`, its schema and CEL rules refusing
  * what the plugin's parser refuses, with the same words, and `fakegpu fault` against it.
  */
 
-const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'fakegpu.js');
+const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
 
 /** A node no plugin serves: objects the tests create here must not fault a real one. */
 const NOWHERE = 'gpufault-test-nowhere';

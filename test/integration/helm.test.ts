@@ -2,17 +2,17 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/cluster/cluster.js';
-import { CHANNEL_CLASS, DAEMON_CLASS } from '../../src/compute-domain/slice.js';
+import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/local-cluster/cluster.js';
+import { CHANNEL_CLASS, DAEMON_CLASS } from '../../src/model/compute-domain/slice.js';
 import { parsePools } from '../../src/fleet/pools.js';
 import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster, type Result } from '../support/cluster.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
 
 /** The Helm chart, linted and rendered by helm (built from source like the rest) and checked by the real API server. */
-const chart = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'helm', 'fakegpu');
+const chart = join(REPO_ROOT, 'deploy', 'helm', 'fakegpu');
 
 function helm(e: Exports, args: string[]): { code: number | null; out: string; err: string } {
   const r = spawnSync('helm', args, {

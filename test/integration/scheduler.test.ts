@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Exports } from '../../src/cluster/cluster.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
 import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
 

@@ -1,4 +1,4 @@
-import { LIMITS, type ResourceSlice } from '../../src/k8s/resource.js';
+import { LIMITS, type ResourceSlice } from '../../src/kube/types/resource.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const C_IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { clusterUp, type ClusterOptions, type Exports } from '../../src/cluster/cluster.js';
-import { cacheRoot } from '../../src/cluster/build.js';
+import { clusterUp, type ClusterOptions, type Exports } from '../../src/local-cluster/cluster.js';
+import { cacheRoot } from '../../src/local-cluster/build.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../../src/cluster/repo.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
 
 /** A CRD of deploy/crds/ as the unit tests read it: the parts of its OpenAPI schema they check. */
 export interface Schema {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot } from '../../src/cluster/build.js';
-import { PLUGIN_HTTP, type Exports } from '../../src/cluster/cluster.js';
-import { HELM_NAMESPACE, pluginPodQuery } from '../../src/cluster/helm-chart.js';
+import { cacheRoot } from '../../src/local-cluster/build.js';
+import { PLUGIN_HTTP, type Exports } from '../../src/local-cluster/cluster.js';
+import { HELM_NAMESPACE, pluginPodQuery } from '../../src/local-cluster/helm-chart.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from './cluster.js';
 
 /** The end-to-end cluster: a node that fakegpu's plugin turns into a DGX H100. */

@@ -1,4 +1,4 @@
-import { ApiError, type WatchStreamHandlers, type WrittenRef } from '../../src/k8s/client.js';
+import { ApiError, type WatchStreamHandlers, type WrittenRef } from '../../src/kube/client.js';
 import {
   METADATA,
   NODES_PATH,
@@ -8,9 +8,9 @@ import {
   type Meta,
   type Page,
   type StoredSlice,
-} from '../../src/k8s/api.js';
-import type { Semver } from '../../src/k8s/version.js';
-import { withoutFields, type GatedField } from '../../src/publish/gates.js';
+} from '../../src/kube/api.js';
+import type { Semver } from '../../src/kube/types/version.js';
+import { withoutFields, type GatedField } from '../../src/kube/publish/gates.js';
 
 /**
  * An in-memory API server behind our `ClusterApi`: nodes, slices with resourceVersions (a replace of a

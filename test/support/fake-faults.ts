@@ -1,8 +1,8 @@
-import { ApiError, type WatchStreamHandlers, type WrittenRef } from '../../src/k8s/client.js';
-import type { ListQuery, Page } from '../../src/k8s/api.js';
-import type { FaultApi } from '../../src/fault/api.js';
-import { GPUFAULTS_PATH, type NewGpuFault } from '../../src/fault/resource.js';
-import type { StatusPatch } from '../../src/fault/status.js';
+import { ApiError, type WatchStreamHandlers, type WrittenRef } from '../../src/kube/client.js';
+import type { ListQuery, Page } from '../../src/kube/api.js';
+import type { FaultApi } from '../../src/kube/gpufault/api.js';
+import { GPUFAULTS_PATH, type NewGpuFault } from '../../src/model/fault/resource.js';
+import type { StatusPatch } from '../../src/model/fault/status.js';
 
 /**
  * An in-memory API server of GpuFaults behind our `FaultApi`, as `fake-api.ts` is for nodes and slices:

@@ -1,6 +1,6 @@
-import { ApiError } from '../../src/k8s/client.js';
-import type { ObjectApi } from '../../src/k8s/objects.js';
-import type { ListQuery } from '../../src/k8s/api.js';
+import { ApiError } from '../../src/kube/client.js';
+import type { ObjectApi } from '../../src/kube/objects.js';
+import type { ListQuery } from '../../src/kube/api.js';
 
 /**
  * An in-memory store behind our `ObjectApi`: objects by path, resourceVersions (a replace of a stale

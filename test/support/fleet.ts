@@ -1,8 +1,8 @@
 import { pino } from 'pino';
-import { DEFAULT_RELEASE } from '../../src/device/release.js';
+import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { Fleet, type FleetOptions } from '../../src/fleet/fleet.js';
-import { PooledKubeConfig } from '../../src/k8s/client.js';
-import { DRIVER_NAME } from '../../src/slice/build.js';
+import { PooledKubeConfig } from '../../src/kube/client.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import type { FakeApi } from './fake-api.js';
 
 /**

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { cacheRoot } from '../../src/cluster/build.js';
-import type { Exports } from '../../src/cluster/cluster.js';
+import { cacheRoot } from '../../src/local-cluster/build.js';
+import type { Exports } from '../../src/local-cluster/cluster.js';
 import { sharedCluster } from './cluster.js';
 
 /** `npm run e2e:integrations`: the upstream projects that sit on top of fake GPUs, run for real. */

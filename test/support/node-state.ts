@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { CheckpointStore } from '../../src/checkpoint/checkpoint.js';
-import { FileMigStateStore } from '../../src/nvml/state-file.js';
-import type { ResourceClaim } from '../../src/prepare/claim.js';
-import { DeviceState } from '../../src/prepare/state.js';
-import { resolveProfile } from '../../src/profile/load.js';
-import { modelNode } from '../../src/render.js';
+import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
+import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
+import type { ResourceClaim } from '../../src/kube/types/claim.js';
+import { DeviceState } from '../../src/node/prepare/state.js';
+import { resolveProfile } from '../../src/model/profile/load.js';
+import { modelNode } from '../../src/model/render.js';
 
 /**
  * A node's GPU side as the plugin builds it, over one folder: checkpoint, NVML's MIG state on disk,

@@ -1,10 +1,10 @@
-import { DEFAULT_RELEASE, type DriverRelease } from '../../src/device/release.js';
-import type { List, ResourceSlice } from '../../src/k8s/resource.js';
-import { parseLenientVersion } from '../../src/k8s/version.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/profile/load.js';
-import { renderSlices, type RenderOptions } from '../../src/render.js';
-import { DRANET } from '../../src/nic/attributes.js';
-import { DRIVER_NAME } from '../../src/slice/build.js';
+import { DEFAULT_RELEASE, type DriverRelease } from '../../src/model/device/release.js';
+import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
+import { parseLenientVersion } from '../../src/kube/types/version.js';
+import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { renderSlices, type RenderOptions } from '../../src/model/render.js';
+import { DRANET } from '../../src/model/nic/attributes.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
 
 export interface TestRender {
   node?: string;

@@ -1,0 +1,110 @@
+import type { ClusterApi } from '../api.js';
+import type { Device, ResourceSlice } from '../types/resource.js';
+
+/**
+ * Fields of a ResourceSlice that an API server drops, without an error, while their feature gate is off:
+ * published anyway they would vanish, and the slice on the server would never equal what was sent. Each
+ * is probed once with a dry run before publishing (`probeSlices`, `droppedFields`), and what the server
+ * cannot take is left out or refused with one line naming the gate (`gateMessage`).
+ */
+export type GatedField = 'sharedCounters' | 'consumesCounters' | 'taints';
+
+export const FIELD_GATES: Record<GatedField, string> = {
+  sharedCounters: 'DRAPartitionableDevices',
+  consumesCounters: 'DRAPartitionableDevices',
+  taints: 'DRADeviceTaints',
+};
+
+/** A probe taint: informational, so a dry run of it could not keep anything off a device. */
+const PROBE_TAINT = { key: 'fakegpu.dev/probe', value: 'gate', effect: 'None' } as const;
+
+/**
+ * Slices that carry each gated field once, made from the desired ones: the first slice with shared
+ * counters, the first device consuming counters, and a device with a probe taint (taints come later,
+ * with GPU failures, so they are probed even when no device has one yet).
+ */
+export function probeSlices(desired: readonly ResourceSlice[]): ResourceSlice[] {
+  const probes: ResourceSlice[] = [];
+  const counters = desired.find((s) => (s.spec.sharedCounters?.length ?? 0) > 0);
+  if (counters) probes.push(counters);
+  const consuming = desired.find((s) => s.spec.devices?.some((d) => d.consumesCounters));
+  if (consuming && consuming !== counters) probes.push(consuming);
+  const withDevice = desired.find((s) => (s.spec.devices?.length ?? 0) > 0);
+  const [first] = withDevice?.spec.devices ?? [];
+  if (withDevice && first) {
+    // Only the taint is probed here: the counters have probes of their own.
+    const { consumesCounters: _, ...device } = first;
+    const { sharedCounters: __, ...spec } = withDevice.spec;
+    probes.push({ ...withDevice, spec: { ...spec, devices: [{ ...device, taints: [PROBE_TAINT] }] } });
+  }
+  return probes;
+}
+
+/** Which gated fields the sent slice had and the server's answer lacks. */
+export function droppedFields(sent: ResourceSlice, stored: ResourceSlice): GatedField[] {
+  const out = new Set<GatedField>();
+  if ((sent.spec.sharedCounters?.length ?? 0) > 0 && !stored.spec.sharedCounters?.length)
+    out.add('sharedCounters');
+  const has = (devices: readonly Device[] | undefined, f: 'consumesCounters' | 'taints') =>
+    (devices ?? []).some((d) => (d[f]?.length ?? 0) > 0);
+  for (const f of ['consumesCounters', 'taints'] as const)
+    if (has(sent.spec.devices, f) && !has(stored.spec.devices, f)) out.add(f);
+  return [...out];
+}
+
+/** The slices without the given fields, so what is published is what the server keeps. */
+export function withoutFields(
+  slices: readonly ResourceSlice[],
+  fields: ReadonlySet<GatedField>,
+): ResourceSlice[] {
+  if (fields.size === 0) return [...slices];
+  return slices.map((s) => {
+    const spec = { ...s.spec };
+    if (fields.has('sharedCounters')) delete spec.sharedCounters;
+    if (spec.devices && (fields.has('consumesCounters') || fields.has('taints')))
+      spec.devices = spec.devices.map((d) => {
+        const x = { ...d };
+        if (fields.has('consumesCounters')) delete x.consumesCounters;
+        if (fields.has('taints')) delete x.taints;
+        return x;
+      });
+    return { ...s, spec };
+  });
+}
+
+/** One line for the log: which gate is off, on which server, and what fakegpu does instead. */
+export function gateMessage(fields: readonly GatedField[], server: string): string {
+  const gates = [...new Set(fields.map((f) => FIELD_GATES[f]))];
+  const parts: string[] = [];
+  if (gates.includes('DRAPartitionableDevices'))
+    parts.push(
+      'dynamic MIG needs DRAPartitionableDevices, which is off on this API server (it dropped sharedCounters/consumesCounters from a dry run): publishing whole GPUs and static MIG devices only; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) for dynamic MIG',
+    );
+  if (gates.includes('DRADeviceTaints'))
+    parts.push(
+      'device taints need DRADeviceTaints, which is off on this API server (it dropped taints from a dry run): GPU failures are logged and counted in metrics but not published as taints',
+    );
+  return `Kubernetes ${server}: ${parts.join('; ')}`;
+}
+
+/**
+ * The gated fields this API server drops, learnt by a dry run of each probe slice. A probe the server
+ * rejects teaches nothing here: the real write will be rejected too, and the publisher says why.
+ */
+export async function probeGates(
+  api: Pick<ClusterApi, 'dryRunSlice'>,
+  desired: readonly ResourceSlice[],
+): Promise<Set<GatedField>> {
+  const off = new Set<GatedField>();
+  for (const probe of probeSlices(desired)) {
+    const body = JSON.stringify({ ...probe, metadata: { generateName: 'fakegpu-probe-' } });
+    let stored: ResourceSlice;
+    try {
+      stored = await api.dryRunSlice(body);
+    } catch {
+      continue;
+    }
+    for (const f of droppedFields(probe, stored)) off.add(f);
+  }
+  return off;
+}

@@ -1,0 +1,179 @@
+import { totalmem } from 'node:os';
+import { join } from 'node:path';
+import { KWOK_ANNOTATION } from '../kube/kwok.js';
+import type { Toolchain } from './build.js';
+import {
+  featureGatesFlag,
+  NODE_IP,
+  PORTS,
+  SERVICE_CIDR,
+  writeContainerdConfig,
+  writeKubeletConfig,
+  writeKubeProxyConfig,
+  type Layout,
+} from './config.js';
+import { PAUSE_IMAGE } from './image.js';
+import { startDaemon, type Started } from './process.js';
+import { REPO_ROOT } from '../process/repo.js';
+import { kwokRuns, releaseOfState, type ComponentName, type State } from './state.js';
+
+/** The upstream components as daemons: their flags for this cluster, and starting one. */
+
+function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = false): string[] {
+  const release = releaseOfState(s);
+  const nodeName = s.nodeName;
+  const p = (f: string): string => join(l.pki, f);
+  const gates = `--feature-gates=${featureGatesFlag(release)}`;
+  switch (name) {
+    case 'etcd':
+      return [
+        '--name=fakegpu',
+        `--data-dir=${l.etcdData}`,
+        `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
+        // A throwaway test cluster: durability is not worth an fsync per write.
+        '--unsafe-no-fsync',
+        // 10,000 dynamic-MIG nodes are ~2.4 GB of slices, and a benchmark writes them twice before
+        // the API server's 5-minute compaction: etcd's default 2 GiB quota would stop every write
+        // (mvcc: database space exceeded). 8 GiB is the most etcd's docs advise.
+        `--quota-backend-bytes=${8 * 1024 ** 3}`,
+        '--listen-metrics-urls=',
+      ];
+    case 'kube-apiserver':
+      return [
+        `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
+        // With the chart, pods reach the API server through the `kubernetes` Service, whose endpoint
+        // must be an address they can route to (never loopback): the node's.
+        ...(s.helm
+          ? ['--bind-address=0.0.0.0', `--advertise-address=${NODE_IP}`]
+          : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1']),
+        `--secure-port=${PORTS.apiserver}`,
+        `--tls-cert-file=${p('apiserver.crt')}`,
+        `--tls-private-key-file=${p('apiserver.key')}`,
+        `--client-ca-file=${p('ca.crt')}`,
+        `--kubelet-client-certificate=${p('apiserver-kubelet-client.crt')}`,
+        `--kubelet-client-key=${p('apiserver-kubelet-client.key')}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${p('sa.pub')}`,
+        `--service-account-signing-key-file=${p('sa.key')}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--authorization-mode=Node,RBAC',
+        '--enable-admission-plugins=NodeRestriction',
+        '--allow-privileged=true',
+        `--endpoint-reconciler-type=${s.helm ? 'lease' : 'none'}`,
+        '--kubelet-preferred-address-types=InternalIP',
+        ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
+        gates,
+      ];
+    case 'kube-controller-manager': {
+      const kc = join(l.configDir, 'controller-manager.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.controllerManager}`,
+        `--service-account-private-key-file=${p('sa.key')}`,
+        `--root-ca-file=${p('ca.crt')}`,
+        '--use-service-account-credentials=true',
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--leader-elect=false',
+        // KWOK's nodes refresh their conditions every 30 minutes instead of holding leases, which
+        // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
+        ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
+        // The resource claim controller makes two writes per templated pod (the claim, the pod's
+        // status): the default client limit of 20/s would cap claim pods at ~10/s, below the scheduler.
+        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
+        gates,
+      ];
+    }
+    case 'kube-scheduler': {
+      const kc = join(l.configDir, 'scheduler.kubeconfig');
+      return [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.scheduler}`,
+        '--leader-elect=false',
+        // Each DRA pod costs two writes (the claim's allocation, the binding): kube-scheduler's default
+        // client limit of 50/s would cap a cluster of thousands of simulated nodes at ~25 pods/s.
+        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
+        gates,
+      ];
+    }
+    case 'containerd':
+      return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
+    case 'kwok':
+      // Stages from deploy/kwok through --config: no CRDs to install.
+      return [
+        `--kubeconfig=${l.adminKubeconfig}`,
+        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+        '--cidr=10.246.0.0/16',
+        `--node-ip=${NODE_IP}`,
+      ];
+    case 'fakegpu-plugin':
+    case 'fakegpu-fleet':
+    case 'fakegpu-compute-domain-controller':
+    case 'karpenter':
+    case 'kueue':
+      throw new Error(`${name} is started by its own function`);
+    case 'kube-proxy':
+      return [`--config=${writeKubeProxyConfig(l, nodeName, join(l.configDir, 'kube-proxy.kubeconfig'))}`];
+    case 'kubelet':
+      return [
+        `--config=${writeKubeletConfig(l, release)}`,
+        `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
+        `--root-dir=${l.kubeletRoot}`,
+        `--hostname-override=${nodeName}`,
+        `--node-ip=${NODE_IP}`,
+      ];
+  }
+}
+
+/** One of the cluster's own binaries, with its arguments for this cluster. */
+export function startComponent(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  name: ComponentName,
+  log: (line: string) => void,
+): Started {
+  log(`starting ${name}`);
+  const kwok = kwokRuns(s);
+  return startDaemon(l.run, l.logs, name, join(t.bin, name), args(l, t, name, s, kwok), {
+    ...env(t),
+    ...goMemoryLimit(name, kwok, totalmem()),
+  });
+}
+
+/**
+ * With KWOK nodes, the control plane's Go processes get soft memory limits (GOMEMLIMIT), as shares of
+ * this machine's memory. Left alone, each grows its heap to twice what it keeps before collecting:
+ * 5,000 dynamic-MIG nodes had the API server at 12.9 GB, the scheduler at 4.4 and the controller
+ * manager at 4.1 with half their slices written, and the machine (24 GiB) out of memory. A limit makes
+ * them collect sooner instead; it does not cap what they keep.
+ */
+const GO_MEMORY_SHARE: Partial<Record<ComponentName, number>> = {
+  'kube-apiserver': 0.4,
+  'kube-scheduler': 0.15,
+  'kube-controller-manager': 0.15,
+};
+
+export function goMemoryLimit(
+  name: ComponentName,
+  kwok: boolean,
+  machineBytes: number,
+): Record<string, string> {
+  const share = kwok ? GO_MEMORY_SHARE[name] : undefined;
+  return share === undefined ? {} : { GOMEMLIMIT: `${Math.floor((machineBytes * share) / 2 ** 20)}MiB` };
+}
+
+export function env(t: Toolchain): NodeJS.ProcessEnv {
+  return { ...process.env, PATH: `${t.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+}

@@ -1,0 +1,132 @@
+import { MAX_NODES_PER_IMEX_DOMAIN, RACK_LABEL } from '../model/compute-domain/resource.js';
+import { FakegpuError } from '../errors.js';
+import { loadPools, type Pools } from '../fleet/pools.js';
+import { needsComputeDomains } from './compute-domain-process.js';
+import { KWOK_ANNOTATION } from '../kube/kwok.js';
+import { isProfileFile } from '../model/profile/load.js';
+import type { Toolchain } from './build.js';
+import type { Layout } from './config.js';
+import { FLEET_HTTP } from './fleet-process.js';
+import { kubectl } from './kubectl.js';
+import { PROFILE_LABEL } from './plugin-process.js';
+import { httpOk, waitFor } from './probe.js';
+import type { Started } from './process.js';
+import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
+
+const KWOK_PREFIX = 'kwok-gpu-';
+
+/** The simulated nodes, as KWOK's docs describe them, each labelled with its machine when that is a preset. */
+export async function createKwokNodes(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  log: (line: string) => void,
+  kwok: Started,
+  /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
+  fleetReady: () => Promise<boolean> = () => httpOk(`http://${FLEET_HTTP}/readyz`),
+): Promise<void> {
+  const n = s.kwokNodes ?? 0;
+  const fleet = s.kwokFleet !== false;
+  let nodes: KwokNodeSpec[];
+  if (s.kwokPools) {
+    log(`creating ${n} KWOK node(s) of the pools in ${s.kwokPools}`);
+    nodes = poolNodes(loadPools(s.kwokPools, '--kwok-pools'));
+  } else {
+    const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
+    log(`creating ${n} KWOK node(s) of ${profile}`);
+    // With --helm the chart's fleet.profile is their machine, so that helm upgrade can change it.
+    const labelled = !isProfileFile(profile) && s.helm !== true;
+    // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
+    const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
+    nodes = Array.from({ length: n }, (_, i) => ({
+      name: `${KWOK_PREFIX}${i}`,
+      labels: {
+        ...(labelled ? { [PROFILE_LABEL]: profile } : {}),
+        ...(perRack > 0 ? { [RACK_LABEL]: `nvl72-${Math.floor(i / perRack)}` } : {}),
+      },
+      taints: [],
+    }));
+  }
+  // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
+  // (--force-conflicts takes back labels changed since) or, when this run does not have them, to remove.
+  const keep = new Set(nodes.map((x) => `node/${x.name}`));
+  const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
+  const extra = old.filter((x) => x.startsWith('node/') && !keep.has(x));
+  if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
+  for (let from = 0; from < n; from += 500) {
+    const items = nodes.slice(from, from + 500).map(kwokNode);
+    const r = kubectl(
+      l,
+      t.bin,
+      ['apply', '--server-side', '--force-conflicts', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
+    );
+    if (r.code !== 0) throw new FakegpuError('cluster up', `creating KWOK nodes failed: ${r.err.trim()}`);
+  }
+  await waitFor(
+    fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
+    kwok,
+    async () => {
+      // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
+      // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
+      const ready = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
+      const count = readyRows(ready.out);
+      return count === n && (!fleet || (await fleetReady()));
+    },
+    Math.max(120_000, n * 200),
+  );
+}
+
+/** How many rows of `kubectl get nodes --no-headers` are Ready nodes. */
+export function readyRows(table: string): number {
+  return table.split('\n').filter((row) => /^Ready(,|$)/.test(row.trim().split(/\s+/)[1] ?? '')).length;
+}
+
+export interface KwokNodeSpec {
+  name: string;
+  labels: Record<string, string>;
+  taints: { key: string; value?: string; effect: string }[];
+}
+
+/** The nodes a FleetPools file lists, each with its pool's label, labels and taints. */
+export function poolNodes(pools: Pools): KwokNodeSpec[] {
+  const out: KwokNodeSpec[] = [];
+  for (const [pool, m] of pools.byName) {
+    const spec = m.nodes;
+    if (!spec) continue;
+    const names = spec.names ?? Array.from({ length: spec.count ?? 0 }, (_, i) => `${pool}-${i}`);
+    for (const name of names)
+      out.push({ name, labels: { ...spec.labels, [pools.label]: pool }, taints: spec.taints ?? [] });
+  }
+  return out;
+}
+
+/** A KWOK node as KWOK's docs describe it, with the labels and taints of its machine or pool. */
+export function kwokNode(n: KwokNodeSpec): unknown {
+  const kwokTaint = { key: KWOK_ANNOTATION, value: 'fake', effect: 'NoSchedule' };
+  // A captured KWOK node brings KWOK's own taint with it: it is not given twice.
+  const taints = [
+    kwokTaint,
+    ...n.taints.filter((t) => !(t.key === kwokTaint.key && t.effect === kwokTaint.effect)),
+  ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: n.name,
+      annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: {
+        ...n.labels,
+        type: 'kwok',
+        'kubernetes.io/hostname': n.name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+      },
+    },
+    spec: { taints },
+    status: {
+      allocatable: { cpu: '128', memory: '2Ti', pods: '110' },
+      capacity: { cpu: '128', memory: '2Ti', pods: '110' },
+    },
+  };
+}

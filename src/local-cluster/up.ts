@@ -1,0 +1,347 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakegpuError } from '../errors.js';
+import { ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
+import { KUBERNETES_SERVICE, layout, PORTS, writeCniConfig, type Layout } from './config.js';
+import { startComponent } from './components.js';
+import { installCrds } from './crds.js';
+import { ensurePki } from './credentials.js';
+import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
+import { startKarpenter } from './karpenter-process.js';
+import { startKueue } from './kueue-process.js';
+import { clusterDown } from './down.js';
+import { FLEET_DCGM, startFleet } from './fleet-process.js';
+import { checkPorts, ensureNodeLink, preflight } from './host.js';
+import { ensureImageArchives, TEST_IMAGE } from './image.js';
+import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
+import {
+  chartFleetReady,
+  chartPluginReady,
+  fakegpuImageArchive,
+  installChart,
+  refuseForHelm,
+} from './helm-chart.js';
+import { kubectl } from './kubectl.js';
+import { createKwokNodes } from './kwok-nodes.js';
+import { loadPools } from '../fleet/pools.js';
+import { hasNvlinkFabric } from '../model/render.js';
+import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
+import { apiserverReady, httpOk, pluginSlicesPublished, waitFor } from './probe.js';
+import { readPid, type Started } from './process.js';
+import { defaultRelease, type KubernetesRelease } from './releases.js';
+import { REPO_ROOT } from '../process/repo.js';
+import {
+  COMPONENT_ORDER,
+  componentsOf,
+  KWOK_DEFAULT_PROFILE,
+  readState,
+  releaseOfState,
+  kwokRuns,
+  running,
+  writeState,
+  type Integration,
+  type ComponentName,
+  type State,
+} from './state.js';
+
+export interface ClusterOptions {
+  dir: string;
+  nodeName: string;
+  /** The Kubernetes release to build and run (releases.ts); absent: the default. */
+  release?: KubernetesRelease | undefined;
+  /** Run fakegpu's node plugin for this machine (preset name or profile file) on the node. */
+  profile?: string | undefined;
+  dynamicMig?: boolean;
+  /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
+  nicNumaAttribute?: 'dranet' | 'standard';
+  /** NVIDIA driver gates for the plugin, beside the sharing gates the cluster always turns on. */
+  pluginGates?: string | undefined;
+  /** The plugin serves the kubelet's DRAResourceHealth. */
+  healthService?: boolean;
+  /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
+  kwokNodes?: number;
+  /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
+  kwokProfile?: string | undefined;
+  /** A FleetPools file whose pools list their nodes (`fakegpu capture cluster` writes one); absolute. */
+  kwokPools?: string | undefined;
+  /** Upstream projects to build and run beside the cluster: Karpenter's KWOK provider, Kueue. */
+  with?: Integration[];
+  /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
+  kwokFleet?: boolean;
+  /** fakegpu from its Helm chart and image instead of host processes (helm-chart.ts). */
+  helm?: boolean;
+  log: (line: string) => void;
+}
+
+export interface Exports {
+  KUBECONFIG: string;
+  PATH: string;
+  FAKEGPU_TEST_IMAGE: string;
+  FAKEGPU_CLUSTER_DIR: string;
+  FAKEGPU_NODE: string;
+  FAKEGPU_NIC_CLASS: string;
+  /** The node plugin's GPU metrics, as dcgm-exporter serves them. */
+  FAKEGPU_DCGM_URL?: string;
+  /** The fleet's, for every KWOK node it serves. */
+  FAKEGPU_FLEET_DCGM_URL?: string;
+}
+
+function exportsOf(l: Layout, s: State): Exports {
+  return {
+    KUBECONFIG: l.adminKubeconfig,
+    PATH: `${s.bin}:${process.env['PATH'] ?? ''}`,
+    FAKEGPU_TEST_IMAGE: TEST_IMAGE,
+    FAKEGPU_CLUSTER_DIR: l.dir,
+    FAKEGPU_NODE: s.nodeName,
+    FAKEGPU_NIC_CLASS: NIC_CLASS,
+    ...(s.profile && !s.helm ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
+    ...(kwokRuns(s) && s.kwokFleet !== false && !s.helm
+      ? { FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics` }
+      : {}),
+  };
+}
+
+export function exportLines(e: Exports): string {
+  return Object.entries(e)
+    .map(([k, v]) => `export ${k}=${JSON.stringify(v)}`)
+    .join('\n');
+}
+
+/** A running cluster is reused only as it was started: another node or machine needs a `down` first. */
+function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
+  const profile = o.profile ?? null;
+  const dynamicMig = o.dynamicMig === true;
+  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
+  const runs = releaseOfState(state).version;
+  if (runs !== (o.release ?? defaultRelease()).version) {
+    throw new FakegpuError(
+      '--kubernetes-version',
+      `the cluster in ${dir} runs Kubernetes ${runs}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if (state.nodeName !== o.nodeName) {
+    throw new FakegpuError(
+      '--node',
+      `the cluster in ${dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if (
+    state.profile !== profile ||
+    state.dynamicMig !== dynamicMig ||
+    (profile !== null &&
+      ((state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute ||
+        (state.pluginGates ?? '') !== (o.pluginGates ?? '') ||
+        (state.healthService ?? false) !== (o.healthService ?? false)))
+  ) {
+    const now =
+      state.profile === null
+        ? 'no node plugin'
+        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.healthService ? ' with the health service' : ''}`;
+    throw new FakegpuError(
+      '--profile',
+      `the cluster in ${dir} runs ${now}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if (
+    (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
+    (state.kwokFleet !== false) !== (o.kwokFleet !== false) ||
+    (state.kwokPools ?? null) !== (o.kwokPools ?? null)
+  ) {
+    throw new FakegpuError(
+      '--kwok-nodes',
+      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
+    );
+  }
+  if ((state.helm ?? false) !== (o.helm ?? false))
+    throw new FakegpuError(
+      '--helm',
+      `the cluster in ${dir} runs fakegpu ${state.helm ? 'from its Helm chart' : 'as host processes'}; run "fakegpu cluster down" first to change it`,
+    );
+  const have = (state.with ?? []).join(',');
+  if (have !== [...(o.with ?? [])].sort().join(','))
+    throw new FakegpuError(
+      '--with',
+      `the cluster in ${dir} runs ${have === '' ? 'no --with project' : `with ${have}`}; run "fakegpu cluster down" first to change it`,
+    );
+}
+
+/** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
+export async function clusterUp(o: ClusterOptions): Promise<Exports> {
+  preflight();
+  if (o.helm)
+    refuseForHelm({
+      release: o.release ?? defaultRelease(),
+      profile: o.profile ?? null,
+      kwokProfile: o.kwokProfile ?? null,
+      kwokPools: o.kwokPools,
+    });
+  const l = layout(o.dir);
+  const state = readState(l);
+  const live = running(l);
+  const profile = o.profile ?? null;
+  const dynamicMig = o.dynamicMig === true;
+  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
+  if (state && componentsOf(state).every((n) => live[n] !== null)) {
+    refuseChanges(l.dir, state, o);
+    o.log(`reusing the running cluster in ${l.dir}`);
+    installCrds(l, state.bin);
+    return exportsOf(l, state);
+  }
+  if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
+    o.log('found a partly running or crashed cluster; cleaning it up first');
+    await clusterDown({ dir: o.dir, purge: false, log: o.log });
+  }
+  await checkPorts(o.helm === true);
+  const release = o.release ?? defaultRelease();
+  const t = ensureBinaries(REPO_ROOT, o.log, release);
+  const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
+  for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
+  ensurePki(l, o.nodeName);
+  writeCniConfig(l);
+  ensureNodeLink();
+  const s: State = {
+    nodeName: o.nodeName,
+    kubernetes: release.version,
+    bin: t.bin,
+    cniBin: t.cniBin,
+    profile,
+    dynamicMig,
+    nicNumaAttribute,
+    ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
+    ...(o.healthService ? { healthService: true } : {}),
+    kwokNodes: o.kwokNodes ?? 0,
+    kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
+    kwokFleet: o.kwokFleet !== false,
+    ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
+    ...(o.with?.length ? { with: [...o.with].sort() } : {}),
+    ...(o.helm ? { helm: true } : {}),
+  };
+  if (s.helm) {
+    ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
+    ensureKubeProxy(REPO_ROOT, o.log);
+  }
+  if (needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]))
+    s.computeDomains = true;
+  if (
+    s.kwokPools &&
+    [...loadPools(s.kwokPools, '--kwok-pools').byName.values()].some((m) => hasNvlinkFabric(m.profile))
+  )
+    s.computeDomains = true;
+  writeState(l, s);
+
+  const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
+  try {
+    await waitFor(
+      'etcd /health',
+      start('etcd'),
+      () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
+      60_000,
+    );
+    await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
+    installCrds(l, t.bin);
+    await waitFor(
+      '/healthz',
+      start('kube-controller-manager'),
+      () => httpOk(`https://127.0.0.1:${PORTS.controllerManager}/healthz`, 'insecure'),
+      60_000,
+    );
+    await waitFor(
+      '/healthz',
+      start('kube-scheduler'),
+      () => httpOk(`https://127.0.0.1:${PORTS.scheduler}/healthz`, 'insecure'),
+      60_000,
+    );
+    const containerd = start('containerd');
+    const ctr = (a: string[]): ReturnType<typeof spawnSync> =>
+      spawnSync(join(t.bin, 'ctr'), ['--address', l.containerdSock, '--namespace', 'k8s.io', ...a], {
+        encoding: 'utf8',
+      });
+    await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
+    // With --helm, fakegpu's own image too: the chart's pods run it (built from this checkout).
+    const fakegpu = s.helm ? [fakegpuImageArchive(o.log)] : [];
+    for (const archive of [images.pause, images.test, images.daemon, ...fakegpu]) {
+      const r = ctr(['images', 'import', '--local', archive]);
+      if (r.status !== 0)
+        throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
+    }
+    const kubelet = start('kubelet');
+    await waitFor(
+      `node ${o.nodeName} Ready`,
+      kubelet,
+      () => {
+        const r = kubectl(l, t.bin, [
+          'get',
+          'node',
+          o.nodeName,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+        ]);
+        return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
+      },
+      180_000,
+    );
+    await waitFor(
+      'the default service account',
+      kubelet,
+      () =>
+        Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
+      60_000,
+    );
+    if (s.helm) await startChart(l, t, s, start, o.log);
+    else {
+      if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
+      if (profile !== null) await startPlugin(l, t, s, o.log);
+      if (kwokRuns(s)) {
+        const kwok = start('kwok');
+        if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
+        else installDeviceClasses(l, t);
+        if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, o.log, kwok);
+      }
+    }
+    if (s.with?.includes('karpenter')) await startKarpenter(l, t, o.log);
+    if (s.with?.includes('kueue')) await startKueue(l, t, o.log);
+  } catch (e) {
+    o.log('start failed; stopping what was started');
+    // The start's error is the one to report; what down could not stop goes to the log.
+    await clusterDown({ dir: o.dir, purge: false, log: o.log }).catch((d: unknown) => {
+      o.log(d instanceof Error ? d.message : String(d));
+    });
+    throw e;
+  }
+  o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
+  return exportsOf(l, s);
+}
+
+/**
+ * With --helm: kube-proxy, so pods reach the API server through the `kubernetes` Service; KWOK; then the
+ * chart (its image is already in containerd), and the KWOK nodes once its fleet runs.
+ */
+async function startChart(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  start: (name: ComponentName) => Started,
+  log: (line: string) => void,
+): Promise<void> {
+  const proxy = start('kube-proxy');
+  await waitFor(
+    `the kubernetes Service at ${KUBERNETES_SERVICE}`,
+    proxy,
+    apiserverReady(l, KUBERNETES_SERVICE),
+    60_000,
+  );
+  const kwok = kwokRuns(s) ? start('kwok') : null;
+  installChart(l, t, s, REPO_ROOT, log);
+  if (s.profile !== null) {
+    await waitFor('the plugin pod Ready', proxy, chartPluginReady(l, t, s.nodeName), 120_000);
+    await waitFor(
+      "the plugin pod's ResourceSlices published",
+      proxy,
+      pluginSlicesPublished(l, t, s.nodeName),
+      60_000,
+    );
+  }
+  if (kwok && (s.kwokNodes ?? 0) > 0)
+    await createKwokNodes(l, t, s, log, kwok, () => Promise.resolve(chartFleetReady(l, t)));
+}

@@ -1,0 +1,160 @@
+import { FakegpuError } from '../../errors.js';
+import { loadOf, type Load } from './load.js';
+
+/**
+ * Which pod holds which device, as dcgm-exporter works it out with DRA: a claim's allocation names the
+ * driver, pool and device; the pod the claim is reserved for, and its container that lists the claim,
+ * give `pod`, `namespace` and `container`. dcgm-exporter asks the kubelet's PodResources for this; the
+ * claims and pods it reports are the API server's, which is where the fleet (no kubelet prepares its
+ * nodes' claims) and the node plugin both read them.
+ */
+
+export interface ClaimView {
+  namespace: string;
+  name: string;
+  results: readonly { driver: string; pool: string; device: string }[];
+}
+
+export interface PodView {
+  namespace: string;
+  name: string;
+  annotations: Readonly<Record<string, string>>;
+  /** `status.startTime`, else the creation time; the load pattern's time zero. */
+  startedAtMs: number;
+  containers: readonly { name: string; claims: readonly string[] }[];
+  /** The pod's claim names (`spec.resourceClaims[].name`) → the ResourceClaim each resolved to. */
+  claims: Readonly<Record<string, string>>;
+}
+
+export interface Attribution {
+  /** `container`, `dra_*`, `namespace`, `pod`: sorted in among the other extra labels when rendered. */
+  labels: readonly (readonly [string, string])[];
+  load: Load;
+  startedAtMs: number;
+}
+
+export const deviceKey = (pool: string, device: string): string => `${pool}\0${device}`;
+
+/**
+ * Every device of `driver` that a claim used by a pod holds, by `deviceKey`. The pod is found through its
+ * own claim references (`spec.resourceClaims`, and `status.resourceClaimStatuses` for templates), which
+ * is how a claim made for it is named; a claim shared by pods is shown with the first. As dcgm-exporter
+ * 4.8 does, each container that lists the claim gets a series of its own (the same values, `container`
+ * apart). A pod whose annotations do not parse keeps the default load; `bad` hears of it.
+ */
+export function attribute(
+  claims: Iterable<ClaimView>,
+  pods: Iterable<PodView>,
+  driver: string,
+  bad: (pod: PodView, err: FakegpuError) => void,
+): Map<string, Attribution[]> {
+  const byClaim = new Map<string, { pod: PodView; podClaim: string }>();
+  for (const pod of pods)
+    for (const [podClaim, claim] of Object.entries(pod.claims)) {
+      const key = `${pod.namespace}/${claim}`;
+      if (!byClaim.has(key)) byClaim.set(key, { pod, podClaim });
+    }
+  const out = new Map<string, Attribution[]>();
+  const loads = new Map<PodView, Load>();
+  for (const c of claims) {
+    const mine = c.results.filter((r) => r.driver === driver);
+    if (mine.length === 0) continue;
+    const user = byClaim.get(`${c.namespace}/${c.name}`);
+    if (!user) continue;
+    const { pod, podClaim } = user;
+    let load = loads.get(pod);
+    if (!load) {
+      try {
+        load = loadOf(pod.annotations, `pod ${pod.namespace}/${pod.name}`);
+      } catch (e) {
+        if (!(e instanceof FakegpuError)) throw e;
+        bad(pod, e);
+        load = loadOf(undefined, '');
+      }
+      loads.set(pod, load);
+    }
+    const listed = pod.containers.filter((k) => k.claims.includes(podClaim)).map((k) => k.name);
+    const containers = listed.length > 0 ? listed : [''];
+    for (const r of mine)
+      out.set(
+        deviceKey(r.pool, r.device),
+        containers.map((container) => ({
+          labels: [
+            ['container', container],
+            ['dra_claim_name', c.name],
+            ['dra_claim_namespace', c.namespace],
+            ['dra_device_name', r.device],
+            ['dra_driver_name', r.driver],
+            ['dra_pool_name', r.pool],
+            ['namespace', pod.namespace],
+            ['pod', pod.name],
+          ],
+          load,
+          startedAtMs: pod.startedAtMs,
+        })),
+      );
+  }
+  return out;
+}
+
+interface ClaimObject {
+  metadata?: { namespace?: string; name?: string };
+  status?: {
+    allocation?: { devices?: { results?: { driver?: string; pool?: string; device?: string }[] } };
+  };
+}
+
+/** A ResourceClaim as the API server gives it, reduced to what attribution reads; null: not allocated. */
+export function claimView(obj: unknown): ClaimView | null {
+  const c = obj as ClaimObject;
+  const results = c.status?.allocation?.devices?.results ?? [];
+  if (results.length === 0) return null;
+  return {
+    namespace: c.metadata?.namespace ?? '',
+    name: c.metadata?.name ?? '',
+    results: results.map((r) => ({ driver: r.driver ?? '', pool: r.pool ?? '', device: r.device ?? '' })),
+  };
+}
+
+interface PodObject {
+  metadata?: {
+    namespace?: string;
+    name?: string;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string;
+  };
+  spec?: {
+    containers?: { name?: string; resources?: { claims?: { name?: string }[] } }[];
+    resourceClaims?: { name?: string; resourceClaimName?: string }[];
+  };
+  status?: {
+    startTime?: string;
+    phase?: string;
+    resourceClaimStatuses?: { name?: string; resourceClaimName?: string }[];
+  };
+}
+
+/** A pod reduced to what attribution reads; null: a pod without claims, or one that has finished. */
+export function podView(obj: unknown): PodView | null {
+  const p = obj as PodObject;
+  const specClaims = p.spec?.resourceClaims ?? [];
+  if (specClaims.length === 0) return null;
+  if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') return null;
+  const claims: Record<string, string> = {};
+  for (const c of specClaims) if (c.name && c.resourceClaimName) claims[c.name] = c.resourceClaimName;
+  // Claims made from a template get their names in the status.
+  for (const s of p.status?.resourceClaimStatuses ?? [])
+    if (s.name && s.resourceClaimName) claims[s.name] = s.resourceClaimName;
+  const started = Date.parse(p.status?.startTime ?? p.metadata?.creationTimestamp ?? '');
+  return {
+    namespace: p.metadata?.namespace ?? '',
+    name: p.metadata?.name ?? '',
+    annotations: p.metadata?.annotations ?? {},
+    startedAtMs: Number.isNaN(started) ? 0 : started,
+    containers: (p.spec?.containers ?? []).map((c) => ({
+      name: c.name ?? '',
+      claims: (c.resources?.claims ?? []).map((x) => x.name ?? ''),
+    })),
+    claims,
+  };
+}

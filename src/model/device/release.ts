@@ -1,0 +1,25 @@
+import { FakegpuError, oneOf, show } from '../../errors.js';
+
+/**
+ * Releases of NVIDIA's DRA driver whose published slices differ. Only what changes the output is
+ * modelled; see docs/fidelity.md for the history.
+ */
+export const RELEASES = {
+  /** nvcr.io chart v25.12.x: vendored DRA library 0.34 names slices `<node>-<driver>-`. */
+  '25.12': { numaNode: false, indexedSliceNames: false },
+  /** v0.4.x: DRA library 0.36, slices named `<hex index>-<driver>-<node>-`. */
+  '0.4': { numaNode: false, indexedSliceNames: true },
+  /** v0.5 (main): adds `resource.kubernetes.io/numaNode`. */
+  '0.5': { numaNode: true, indexedSliceNames: true },
+} as const;
+export type DriverRelease = keyof typeof RELEASES;
+export const DEFAULT_RELEASE: DriverRelease = '0.5';
+
+export function parseRelease(text: string, field: string): DriverRelease {
+  const t = text.trim().replace(/^v/, '');
+  if (t in RELEASES) return t as DriverRelease;
+  throw new FakegpuError(
+    field,
+    `unknown NVIDIA DRA driver release ${show(text)}; known releases: ${oneOf(Object.keys(RELEASES))}`,
+  );
+}

@@ -1,0 +1,270 @@
+import { z } from 'zod';
+import { clip, FakegpuError, schemaError } from '../../errors.js';
+import { strict } from '../preset/machine-spec.js';
+import { DNS_SUBDOMAIN, LabelSelector } from './selector.js';
+
+/**
+ * The GpuFault custom resource (deploy/crds/gpufault.yaml) as the plugin and the fleet read it. The CRD
+ * already refuses bad faults, but a cluster may carry an older or looser copy of it, and neither
+ * process may crash on a custom resource: every object is parsed here again, as strictly as the CRD,
+ * and a bad one is reported in one line and left alone.
+ */
+
+export const GROUP = 'fakegpu.dev';
+export const VERSION = 'v1alpha1';
+export const GPUFAULT_API_VERSION = `${GROUP}/${VERSION}`;
+export const GPUFAULT_KIND = 'GpuFault';
+export const GPUFAULTS_PATH = `/apis/${GROUP}/${VERSION}/gpufaults`;
+export const GPUFAULT_CRD = `gpufaults.${GROUP}`;
+
+export const FAULT_TYPES = ['Xid', 'EccSingleBit', 'EccDoubleBit', 'GpuLost', 'Unmonitored'] as const;
+export type FaultType = (typeof FAULT_TYPES)[number];
+export const TAINT_EFFECTS = ['None', 'NoSchedule', 'NoExecute'] as const;
+
+/** The CRD's limits; test/fault-crd.test.ts holds the two together. */
+export const FAULT_LIMITS = {
+  xid: { min: 1, max: 999 },
+  instanceId: { max: 255 },
+  eccCount: { max: 1_000_000 },
+  gpuIndex: { max: 255 },
+  /** Entries of `devices` and `indexes`, and the largest `count`. */
+  gpus: 256,
+  seed: { max: 4_294_967_295 },
+  /** Hit devices listed in one node's status entry. */
+  statusDevices: 1024,
+  message: 1024,
+} as const;
+
+/** How many ECC errors when `count` is not given. */
+export const DEFAULT_ECC_COUNT = 1;
+
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A decimal in (0, 1]: "0.01", "1". */
+export const FRACTION = /^(0\.[0-9]*[1-9][0-9]*|1(\.0+)?)$/;
+/** RFC 3339 with a zone, as the CRD's pattern: a time without one would be read in each process's own. */
+export const RFC3339 =
+  /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$/;
+
+/**
+ * Milliseconds since the epoch of an RFC 3339 time, or null. Fields are checked as Go's time.Parse
+ * checks them (the API server's): JavaScript's Date would take February 30 as March 2.
+ */
+export function parseTime(text: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|([+-])(\d{2}):(\d{2}))$/.exec(text);
+  if (!m || !RFC3339.test(text)) return null;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const utc = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  if (utc.getUTCMonth() !== mo - 1 || utc.getUTCDate() !== d || h > 23 || mi > 59 || s > 59) return null;
+  const offH = Number(m[10] ?? 0);
+  const offM = Number(m[11] ?? 0);
+  if (offH > 23 || offM > 59) return null;
+  const offset = (m[9] === '-' ? -1 : 1) * (offH * 60 + offM) * 60_000;
+  const fraction = m[7] ? Math.floor(Number(`0${m[7]}`) * 1000) : 0;
+  return utc.getTime() + fraction - offset;
+}
+
+const Time = z
+  .string()
+  .max(64)
+  .refine((t) => parseTime(t) !== null, 'must be an RFC 3339 time with a zone, e.g. "2026-01-02T15:04:05Z"');
+
+const Index = z.number().int().min(0).max(FAULT_LIMITS.gpuIndex.max);
+const InstanceId = z.number().int().min(0).max(FAULT_LIMITS.instanceId.max);
+
+function unique(list: readonly unknown[]): boolean {
+  return new Set(list).size === list.length;
+}
+
+export const FaultSpec = strict({
+  type: z.enum(FAULT_TYPES),
+  xid: z.number().int().min(FAULT_LIMITS.xid.min).max(FAULT_LIMITS.xid.max).optional(),
+  gpuInstanceId: InstanceId.optional(),
+  computeInstanceId: InstanceId.optional(),
+  count: z.number().int().min(1).max(FAULT_LIMITS.eccCount.max).optional(),
+}).superRefine((f, ctx) => {
+  // The CRD's CEL rules, with its messages.
+  if ((f.type === 'Xid') !== (f.xid !== undefined))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['xid'],
+      message: 'xid is required with type Xid and allowed only with it',
+    });
+  if ((f.gpuInstanceId === undefined) !== (f.computeInstanceId === undefined))
+    ctx.addIssue({
+      code: 'custom',
+      path: [f.gpuInstanceId === undefined ? 'gpuInstanceId' : 'computeInstanceId'],
+      message: 'give both gpuInstanceId and computeInstanceId, or neither',
+    });
+  if (f.gpuInstanceId !== undefined && f.type !== 'Xid')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gpuInstanceId'],
+      message: 'gpuInstanceId and computeInstanceId are allowed only with type Xid',
+    });
+  if (f.count !== undefined && f.type !== 'EccSingleBit' && f.type !== 'EccDoubleBit')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['count'],
+      message: 'count is allowed only with types EccSingleBit and EccDoubleBit',
+    });
+});
+export type FaultSpec = z.infer<typeof FaultSpec>;
+
+export const GpuFaultSpec = strict({
+  nodeName: z
+    .string()
+    .max(253)
+    .regex(DNS_SUBDOMAIN, 'must be a node name: lower-case letters, digits, "-" and "."')
+    .optional(),
+  nodeSelector: LabelSelector.optional(),
+  devices: z
+    .array(
+      z.string().max(63).regex(DNS_LABEL, 'must be a device name such as "gpu-3" or "gpu-0-mig-1g10gb-19-6"'),
+    )
+    .min(1)
+    .max(FAULT_LIMITS.gpus)
+    .refine(unique, 'names a device twice')
+    .optional(),
+  indexes: z.array(Index).min(1).max(FAULT_LIMITS.gpus).refine(unique, 'names an index twice').optional(),
+  count: z.number().int().min(1).max(FAULT_LIMITS.gpus).optional(),
+  fraction: z.string().max(16).regex(FRACTION, 'must be a decimal in (0, 1], e.g. "0.01"').optional(),
+  seed: z.number().int().min(0).max(FAULT_LIMITS.seed.max).default(0),
+  fault: FaultSpec,
+  start: Time.optional(),
+  repair: Time.optional(),
+}).superRefine((s, ctx) => {
+  if ((s.nodeName === undefined) === (s.nodeSelector === undefined))
+    ctx.addIssue({ code: 'custom', path: [], message: 'give exactly one of nodeName and nodeSelector' });
+  const choices = [s.devices, s.indexes, s.count, s.fraction].filter((c) => c !== undefined);
+  if (choices.length > 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: [],
+      message: 'give at most one of devices, indexes, count and fraction',
+    });
+  if (s.start !== undefined && s.repair !== undefined) {
+    const start = parseTime(s.start);
+    const repair = parseTime(s.repair);
+    if (start !== null && repair !== null && repair <= start)
+      ctx.addIssue({ code: 'custom', path: ['repair'], message: 'repair must be after start' });
+  }
+});
+/** A spec as read: `seed` defaulted. */
+export type GpuFaultSpec = z.infer<typeof GpuFaultSpec>;
+/** A spec as written: `seed` may be left out. */
+export type GpuFaultSpecInput = z.input<typeof GpuFaultSpec>;
+
+export const Taint = z.object({
+  key: z.string(),
+  value: z.string().optional(),
+  effect: z.enum(TAINT_EFFECTS),
+});
+export type Taint = z.infer<typeof Taint>;
+
+export const DeviceFaultStatus = z.object({
+  name: z.string(),
+  taint: Taint.optional(),
+  /** NVIDIA's 25.12 driver leaves an unhealthy device out of the slice instead of tainting it. */
+  removed: z.boolean().optional(),
+  publishedAt: z.string(),
+});
+export type DeviceFaultStatus = z.infer<typeof DeviceFaultStatus>;
+
+export const NodeFaultStatus = z.object({
+  devices: z.array(DeviceFaultStatus),
+  /** Devices hit but not listed, to keep the object within the API server's size limit. */
+  unlisted: z.number().int().min(0).optional(),
+  /** E.g. the devices the fault names that this node does not have. */
+  message: z.string().optional(),
+  observedGeneration: z.number().int().min(0),
+});
+export type NodeFaultStatus = z.infer<typeof NodeFaultStatus>;
+
+export const Condition = z.object({
+  type: z.string(),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.number().int().min(0).optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string(),
+  message: z.string(),
+});
+export type Condition = z.infer<typeof Condition>;
+
+export const GpuFaultStatus = z.object({
+  nodes: z.record(z.string(), NodeFaultStatus).optional(),
+  hits: z.number().int().min(0).optional(),
+  conditions: z.array(Condition).optional(),
+});
+export type GpuFaultStatus = z.infer<typeof GpuFaultStatus>;
+
+const GpuFaultObject = z.object({
+  // List items of custom resources carry these; a missing one is no reason to refuse the object.
+  apiVersion: z.literal(GPUFAULT_API_VERSION).optional(),
+  kind: z.literal(GPUFAULT_KIND).optional(),
+  metadata: z.object({
+    name: z.string().min(1),
+    uid: z.string().optional(),
+    generation: z.number().int().optional(),
+    resourceVersion: z.string().optional(),
+    creationTimestamp: z.string().optional(),
+  }),
+  spec: GpuFaultSpec,
+  // Written only by our own processes: one they cannot read is taken as none rather than failing the
+  // fault, which each writer then repairs with its own entry.
+  status: GpuFaultStatus.optional().catch(undefined),
+});
+export type GpuFault = z.infer<typeof GpuFaultObject>;
+
+/** A fault to create: a name or a prefix for the API server to complete. */
+export interface NewGpuFault {
+  apiVersion: typeof GPUFAULT_API_VERSION;
+  kind: typeof GPUFAULT_KIND;
+  metadata: { name: string } | { generateName: string };
+  spec: GpuFaultSpecInput;
+}
+
+/** The name of an object that may not parse, for messages. */
+export function nameOf(obj: unknown): string {
+  const name = (obj as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+  return typeof name === 'string' && name !== '' ? clip(name) : '(no name)';
+}
+
+/** A GpuFault, or why not in one line naming the field (`spec.fault.xid: ...`). */
+export function checkGpuFault(obj: unknown): { fault: GpuFault } | { field: string; detail: string } {
+  const parsed = GpuFaultObject.safeParse(obj);
+  if (parsed.success) return { fault: parsed.data };
+  const e = schemaError(parsed.error, obj, '', 'object');
+  return { field: e.field, detail: e.detail };
+}
+
+/**
+ * A GpuFault from what the API server sent, or a FakegpuError of one line:
+ * `GpuFault <name>: spec.fault.xid: ...`.
+ */
+export function parseGpuFault(obj: unknown): GpuFault {
+  const r = checkGpuFault(obj);
+  if ('fault' in r) return r.fault;
+  throw new FakegpuError(`GpuFault ${nameOf(obj)}: ${r.field}`, r.detail);
+}
+
+export type FaultPhase = 'pending' | 'active' | 'repaired';
+
+/**
+ * Where a fault stands at `now`: pending before `start`, repaired from `repair` on, active between (from
+ * its creation when there is no `start`); `nextChangeAt` is when that changes, for a timer.
+ */
+export function faultPhase(f: GpuFault, now: Date): { phase: FaultPhase; nextChangeAt: Date | null } {
+  const t = now.getTime();
+  const start = f.spec.start === undefined ? null : parseTime(f.spec.start);
+  const repair = f.spec.repair === undefined ? null : parseTime(f.spec.repair);
+  if (repair !== null && t >= repair) return { phase: 'repaired', nextChangeAt: null };
+  if (start !== null && t < start) return { phase: 'pending', nextChangeAt: new Date(start) };
+  return { phase: 'active', nextChangeAt: repair === null ? null : new Date(repair) };
+}

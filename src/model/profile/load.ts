@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { clip, FakegpuError, oneOf, schemaError, show } from '../../errors.js';
+import { findPreset, PRESET_NAMES } from '../preset/index.js';
+import { ProfileSpec } from '../preset/machine-spec.js';
+import { MachineProfile } from './schema.js';
+
+/** A profile with its preset folded in: what the hardware model is built from. */
+export interface ResolvedProfile {
+  name: string;
+  /** Preset the profile started from, if any. */
+  preset: string | null;
+  spec: ProfileSpec;
+}
+
+/** A file's text, or one line naming the field, the path and why it cannot be read. */
+export function readText(path: string, field: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
+    throw new FakegpuError(field, `cannot read ${show(path)} (${why})`);
+  }
+}
+
+export function parseProfileText(text: string, source: string): MachineProfile {
+  return parseYamlAs(MachineProfile, text, source);
+}
+
+/** YAML text checked against a schema; the first problem as one line naming the field. */
+export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source: string): z.infer<T> {
+  const doc = parseDocument(text, { prettyErrors: true });
+  refuseYamlErrors(doc, source);
+  const input = toPlain(doc, source);
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw schemaError(parsed.error, input, '');
+  return parsed.data;
+}
+
+/** Every document of a YAML stream as plain values, refused in one line as a profile is. */
+export function parseYamlDocuments(text: string, source: string): unknown[] {
+  return parseAllDocuments(text, { prettyErrors: true }).map((doc) => {
+    refuseYamlErrors(doc, source);
+    return toPlain(doc, source);
+  });
+}
+
+/**
+ * The objects of a saved `kubectl get ... -o yaml`: the items of a `List` or `<listKind>`, or one object
+ * per YAML document, whichever the user saved.
+ */
+export function parseListItems(text: string, source: string, listKind: string): unknown[] {
+  return parseYamlDocuments(text, source).flatMap((d) => {
+    const o = d as { kind?: string; items?: unknown[] } | null;
+    if (o === null || typeof o !== 'object') return [];
+    return o.kind === 'List' || o.kind === listKind ? (o.items ?? []) : [d];
+  });
+}
+
+function refuseYamlErrors(doc: Document, source: string): void {
+  const [yamlError] = doc.errors;
+  if (!yamlError) return;
+  const line = yamlError.linePos?.[0];
+  throw new FakegpuError(
+    source,
+    `not valid YAML${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlError.code}`,
+  );
+}
+
+/** The yaml library's own default, kept explicit: it is part of what a profile may be. */
+const MAX_ALIASES = 100;
+
+/**
+ * The document as plain values. Expanding aliases is where YAML can explode (a "billion laughs" of nested
+ * aliases), so the library stops at MAX_ALIASES and throws, as it does for an alias without an anchor.
+ */
+function toPlain(doc: Document, source: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (e) {
+    if (!(e instanceof ReferenceError)) throw e;
+    if (/alias count/i.test(e.message)) {
+      throw new FakegpuError(
+        source,
+        `not valid YAML: more than ${MAX_ALIASES} alias expansions (*name); at most ${MAX_ALIASES} are allowed, as a guard against alias bombs; write the values out`,
+      );
+    }
+    throw new FakegpuError(source, `not valid YAML: ${clip(e.message)}`);
+  }
+}
+
+/** Folds a profile's spec over its preset: lists replace, scalars and objects override field by field. */
+export function mergeOverPreset(spec: ProfileSpec): ResolvedProfile['spec'] {
+  if (!spec.preset) return spec;
+  const base = findPreset(spec.preset, 'spec.preset').spec;
+  const driver = { ...base.driver, ...spec.driver };
+  const merged: ProfileSpec = {
+    ...base,
+    ...spec,
+    driver,
+    overrides: [...(base.overrides ?? []), ...(spec.overrides ?? [])],
+  };
+  if (spec.mig ?? base.mig) merged.mig = { ...base.mig, ...spec.mig };
+  return merged;
+}
+
+/** Where `-` as a profile is read from: standard input, as other command-line tools do. */
+export const STDIN = '-';
+
+/**
+ * A profile reference names a file when it is `-` (standard input), has a path separator or a YAML or
+ * JSON suffix (JSON is YAML); else a preset.
+ */
+export function isProfileFile(ref: string): boolean {
+  return ref === STDIN || /[/\\]|\.(ya?ml|json)$/i.test(ref);
+}
+
+/** How a profile file is named in messages. */
+export function profileSource(ref: string): string {
+  return ref === STDIN ? 'stdin' : ref;
+}
+
+/** `ref` is a preset name or a path to a MachineProfile YAML file. */
+export function resolveProfile(ref: string, field = '--profile'): ResolvedProfile {
+  if (!isProfileFile(ref)) {
+    const preset = findPreset(ref, field);
+    return { name: preset.name, preset: preset.name, spec: preset.spec };
+  }
+  let text: string;
+  try {
+    text = readFileSync(ref === STDIN ? 0 : ref, 'utf8');
+  } catch (e) {
+    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
+    throw new FakegpuError(
+      field,
+      `cannot read profile file ${show(profileSource(ref))} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`,
+    );
+  }
+  const profile = parseProfileText(text, profileSource(ref));
+  return {
+    name: profile.metadata.name,
+    preset: profile.spec.preset ?? null,
+    spec: mergeOverPreset(profile.spec),
+  };
+}
+
+export function validateSpec(spec: unknown, prefix: string): ProfileSpec {
+  const parsed = ProfileSpec.safeParse(spec);
+  if (!parsed.success) throw schemaError(parsed.error, spec, prefix);
+  return parsed.data;
+}

@@ -1,0 +1,126 @@
+import type { Logger } from 'pino';
+import type { PreparedDevice } from '../checkpoint/checkpoint.js';
+import type { ApiClient } from '../../kube/client.js';
+import type { ClaimRef, DraHandlers, PrepareResponse, UnprepareResponse } from '../kubelet/grpc.js';
+import { checkClaimUid, type ResourceClaim } from '../../kube/types/claim.js';
+import { PrepareError } from '../prepare/node.js';
+import type { PluginMetrics } from './metrics.js';
+
+/**
+ * The DRA gRPC calls of one driver. Prepare reads the claim from the API server; unprepare needs only
+ * the checkpoint, so it works while the API server is away. Every UID is checked before it names
+ * anything.
+ */
+
+export interface ClaimState {
+  prepare(claim: ResourceClaim): Promise<PreparedDevice[]>;
+  unprepare(uid: string): Promise<void>;
+}
+
+export interface HandlerContext {
+  driver: string;
+  /** Reads claims, each request with its deadline. */
+  claims: ApiClient;
+  metrics: PluginMetrics;
+  log: Logger;
+  /** Claims prepared by every driver of the node, for the gauge. */
+  preparedCount(): number;
+}
+
+async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> {
+  const path = `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(ref.namespace)}/resourceclaims/${encodeURIComponent(ref.name)}`;
+  const c = JSON.parse(await api.send('GET', path)) as ResourceClaim;
+  if (c.metadata.uid !== ref.uid) {
+    throw new PrepareError(
+      `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,
+    );
+  }
+  return c;
+}
+
+export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
+  const { driver, metrics: m, log } = x;
+  const timed = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
+    const end = m.latency.startTimer({ method });
+    try {
+      return await fn();
+    } finally {
+      end();
+    }
+  };
+  return {
+    prepare: (refs) =>
+      timed('NodePrepareResources', async () => {
+        const out: PrepareResponse['claims'] = {};
+        await Promise.all(
+          refs.map(async (ref) => {
+            try {
+              const bad = checkClaimUid(ref.uid);
+              if (bad)
+                throw new PrepareError(
+                  `error preparing devices for claim ${ref.namespace}/${ref.name}: ${bad}`,
+                );
+              const devices = await st.prepare(await readClaim(x.claims, ref));
+              out[ref.uid] = {
+                devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
+                  requestNames,
+                  poolName,
+                  deviceName,
+                  cdiDeviceIds,
+                })),
+                error: '',
+              };
+              m.requests.inc({ method: 'NodePrepareResources', result: 'success' });
+              log.info(
+                {
+                  driver,
+                  claim: `${ref.namespace}/${ref.name}`,
+                  uid: ref.uid,
+                  devices: devices.map((d) => d.deviceName),
+                },
+                'prepared claim',
+              );
+            } catch (e) {
+              const msg = e instanceof Error ? e.message : String(e);
+              const error =
+                e instanceof PrepareError
+                  ? msg
+                  : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
+              out[ref.uid] = { devices: [], error };
+              m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
+              log.warn(
+                { driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error },
+                'prepare failed',
+              );
+            }
+          }),
+        );
+        m.prepared.set(x.preparedCount());
+        return { claims: out };
+      }),
+    unprepare: (refs) =>
+      timed('NodeUnprepareResources', async () => {
+        const out: UnprepareResponse['claims'] = {};
+        for (const ref of refs) {
+          try {
+            await st.unprepare(ref.uid);
+            out[ref.uid] = { error: '' };
+            m.requests.inc({ method: 'NodeUnprepareResources', result: 'success' });
+            log.info({ driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'unprepared claim');
+          } catch (e) {
+            const msg = e instanceof Error ? e.message : String(e);
+            out[ref.uid] = {
+              error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
+            };
+            m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
+            log.warn(
+              { driver, claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, error: msg },
+              'unprepare failed',
+            );
+          }
+        }
+        m.prepared.set(x.preparedCount());
+        return { claims: out };
+      }),
+  };
+}

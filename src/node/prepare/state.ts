@@ -1,0 +1,217 @@
+import { join } from 'node:path';
+import { cdiDeviceId } from '../cdi/spec.js';
+import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
+import {
+  ConfigError,
+  configKindFor,
+  decodeConfig,
+  type DeviceConfig,
+  type FeatureGates,
+} from '../../model/opaque-config/nvidia.js';
+import type { GpuDevices } from '../../model/device/allocatable.js';
+import type { GpuInfo } from '../../model/device/discover.js';
+import { writeIfChanged } from '../durable/file.js';
+import type { Machine } from '../../model/hardware/machine.js';
+import type { Nvml } from '../../model/nvml/types.js';
+import { NVIDIA_SMI } from '../nvidia-smi/script.js';
+import { baseRequest, type ResourceClaim } from '../../kube/types/claim.js';
+import { CTL_MINORS, GpuFiles, type GpuAllocatable } from './gpu-files.js';
+import { crashPoint } from './crash.js';
+import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
+import { MigInstances } from './mig.js';
+import { ClaimError, makeFakeNodes } from './node.js';
+
+/**
+ * The GPU driver's side of a claim: check the allocation, apply NVIDIA's configs, make dynamic MIG
+ * partitions, and write the CDI spec and the views the fake nvidia-smi reads. The lifecycle around it
+ * (checkpoint, one call at a time, restore, sweep) is the one every driver on the node shares.
+ */
+
+export interface PrepareOptions {
+  driverName: string;
+  nodeName: string;
+  cdiRoot: string;
+  stateDir: string;
+  gates: FeatureGates;
+}
+
+function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatable> {
+  const out = new Map<string, GpuAllocatable>();
+  for (const g of devices) {
+    g.devices.forEach((d, i) => {
+      const h = g.handles[i];
+      if (!h) return;
+      out.set(d.name, {
+        type: h.type === 'gpu' ? 'gpu' : 'mig',
+        gpu: g.gpu,
+        mig: h.type === 'mig' ? h.mig : null,
+        partition: h.type === 'partition' ? { profile: h.profile, start: h.start, size: h.size } : null,
+      });
+    });
+  }
+  return out;
+}
+
+class GpuHooks implements ClaimHooks {
+  readonly cdiKind = 'k8s.gpu.nvidia.com/claim';
+  readonly errorPrefix = 'prepare devices failed: ';
+  readonly allocatable: Map<string, GpuAllocatable>;
+  private readonly mig: MigInstances;
+  private readonly views: GpuFiles;
+
+  constructor(
+    machine: Machine,
+    nvml: Nvml,
+    devices: readonly GpuDevices[],
+    private readonly opts: PrepareOptions,
+  ) {
+    this.allocatable = allocatables(devices);
+    const dynamic = new Map<string, GpuInfo>();
+    for (const a of this.allocatable.values()) if (a.partition) dynamic.set(a.gpu.uuid, a.gpu);
+    this.mig = new MigInstances(nvml, dynamic);
+    this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml);
+  }
+
+  /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
+  has(d: PreparedDevice): boolean {
+    const a = this.allocatable.get(d.deviceName);
+    return a !== undefined && (a.partition !== null) === (d.migInstance !== undefined);
+  }
+
+  plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim {
+    const uid = claim.metadata.uid;
+    const allocation = claim.status?.allocation?.devices;
+    if (!allocation) throw new ClaimError('claim not yet allocated');
+    const results = (allocation.results ?? []).filter((r) => r.driver === this.opts.driverName);
+    const configs = (allocation.config ?? []).filter((c) => c.opaque?.driver === this.opts.driverName);
+    const devices: PreparedDevice[] = [];
+    const configState: PreparedClaim['configState'] = {};
+    for (const r of results) {
+      const device = this.allocatable.get(r.device);
+      if (
+        r.pool !== this.opts.nodeName ||
+        !device ||
+        (device.type === 'mig' && !device.mig && !device.partition)
+      )
+        throw new ClaimError(`allocatable not found for device "${r.device}"`);
+      const holder = heldBy(r.device);
+      if (holder !== undefined && !r.adminAccess)
+        throw new ClaimError(
+          `requested device ${r.device} is already allocated to different claim ${holder}`,
+        );
+      // Admin access shares a device someone holds; a partition is made per claim, and making it twice
+      // would fail, and undoing that failure would take the holder's instance with it.
+      if (holder !== undefined && device.partition)
+        throw new ClaimError(
+          `admin access to MIG partition ${r.device}, which claim ${holder} holds, is not supported`,
+        );
+      // Class configs come before claim configs in the allocation; the last one that applies wins.
+      let config: DeviceConfig | null = null;
+      for (const c of configs) {
+        const applies =
+          !c.requests ||
+          c.requests.length === 0 ||
+          c.requests.includes(r.request) ||
+          c.requests.includes(baseRequest(r.request));
+        if (!applies) continue;
+        let decoded: DeviceConfig;
+        try {
+          decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
+        } catch (e) {
+          if (e instanceof ConfigError)
+            throw new ClaimError(`error getting opaque device configs: ${e.message}`);
+          throw e;
+        }
+        const want = configKindFor(device.type);
+        if (decoded.kind !== want) {
+          if (c.requests && c.requests.length > 0) {
+            throw new ClaimError(
+              `cannot apply ${decoded.kind} to device "${r.device}" of type "${device.type}" (request: ${r.request})`,
+            );
+          }
+          continue;
+        }
+        config = decoded;
+      }
+      const s = config?.sharing;
+      if (s?.strategy === 'TimeSlicing')
+        configState[r.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
+      if (s?.strategy === 'MPS') configState[r.device] = { mps: true };
+      devices.push({
+        requestNames: [baseRequest(r.request)],
+        poolName: r.pool,
+        deviceName: r.device,
+        cdiDeviceIds: [cdiDeviceId(uid, r.device)],
+        // A partition's MIG UUID exists once it is made; its placement is recorded before that.
+        uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
+        type: device.type,
+        ...(device.partition
+          ? {
+              migInstance: {
+                parentUuid: device.gpu.uuid,
+                profileId: device.partition.profile.info.id,
+                start: device.partition.start,
+              },
+            }
+          : {}),
+      });
+    }
+    return {
+      namespace: claim.metadata.namespace,
+      name: claim.metadata.name,
+      state: 'PrepareStarted',
+      devices,
+      configState,
+    };
+  }
+
+  apply(planned: PreparedDevice[], record: (devices: PreparedDevice[]) => void): PreparedDevice[] {
+    const devices = planned.map((d) => ({ ...d }));
+    for (const d of devices) {
+      const a = this.allocatable.get(d.deviceName);
+      if (!a?.partition) continue;
+      try {
+        const made = this.mig.create(a.gpu, a.partition);
+        d.uuid = made.uuid;
+        d.migInstance = made.instance;
+      } catch (e) {
+        throw new ClaimError(
+          `error creating MIG device for "${d.deviceName}": ${e instanceof Error ? e.message : String(e)}`,
+        );
+      }
+      record(devices);
+      crashPoint('mig-recorded');
+    }
+    return devices;
+  }
+
+  undo(devices: readonly PreparedDevice[]): void {
+    for (const d of devices) if (d.migInstance) this.mig.destroy(d.migInstance);
+  }
+
+  files(uid: string, c: PreparedClaim, dir: string) {
+    return this.views.write(uid, c, dir);
+  }
+
+  sweepInstances(held: readonly PreparedDevice[]): number {
+    return this.mig.sweep(held.flatMap((d) => (d.migInstance ? [d.migInstance] : [])));
+  }
+}
+
+export class DeviceState extends ClaimLifecycle {
+  constructor(
+    machine: Machine,
+    nvml: Nvml,
+    devices: readonly GpuDevices[],
+    checkpoint: CheckpointStore,
+    opts: PrepareOptions,
+  ) {
+    super(checkpoint, new GpuHooks(machine, nvml, devices, opts), opts);
+    // A file bind-mounted into running containers: replaced only when its text changes.
+    writeIfChanged(join(opts.stateDir, 'bin', 'nvidia-smi'), NVIDIA_SMI, { mode: 0o755 });
+    makeFakeNodes(join(opts.stateDir, 'dev'), [
+      ...machine.gpus.map((g) => [`nvidia${g.minor}`, g.minor] as const),
+      ...Object.entries(CTL_MINORS).map(([p, m]) => [p.slice('/dev/'.length), m] as const),
+    ]);
+  }
+}

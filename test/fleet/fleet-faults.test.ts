@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { DEFAULT_RELEASE, type DriverRelease } from '../../src/model/device/release.js';
+import { Fleet } from '../../src/fleet/fleet.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
+import type { DeviceTaint } from '../../src/kube/types/resource.js';
+import { FakeApi } from '../support/fake-api.js';
+import { testFleet } from '../support/fleet.js';
+import { FakeFaultApi, faultObject as fault } from '../support/fake-faults.js';
+import { until } from '../support/http.js';
+
+/** Faults across the fleet's nodes against in-memory API servers: taints on slices, status, repair. */
+const KWOK = { [KWOK_ANNOTATION]: 'fake' };
+let fleets: Fleet[] = [];
+
+afterEach(() => {
+  for (const f of fleets) f.stop();
+  fleets = [];
+});
+
+function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE) {
+  const api = new FakeApi();
+  for (let i = 0; i < nodes; i++)
+    api.putNode(`node-${i}`, { type: 'kwok', rack: i % 2 === 0 ? 'even' : 'odd' }, KWOK);
+  const faults = new FakeFaultApi();
+  const published: number[] = [];
+  let applied = 0;
+  const fleet = testFleet(api, {
+    release,
+    concurrency: 4,
+    faults,
+    onFaultApplied: (n) => {
+      applied += n;
+    },
+    onFaultPublished: (s) => published.push(s),
+  });
+  fleets.push(fleet);
+  const taints = (): Map<string, DeviceTaint[]> => {
+    const out = new Map<string, DeviceTaint[]>();
+    for (const s of api.slices.values())
+      for (const d of s.spec.devices ?? []) if (d.taints) out.set(`${s.spec.nodeName}/${d.name}`, d.taints);
+    return out;
+  };
+  const devices = (): string[] =>
+    [...api.slices.values()].flatMap((s) =>
+      (s.spec.devices ?? []).map((d) => `${s.spec.nodeName}/${d.name}`),
+    );
+  return { api, faults, fleet, taints, devices, published, applied: () => applied };
+}
+
+/** The hits the fleet reported in the fault's status, as node/device. */
+function reported(faults: FakeFaultApi, name: string): string[] {
+  const o = faults.objects.get(name) as
+    { status?: { nodes?: Record<string, { devices: { name: string; publishedAt: string }[] }> } } | undefined;
+  return Object.entries(o?.status?.nodes ?? {})
+    .flatMap(([n, e]) => e.devices.map((d) => `${n}/${d.name}`))
+    .sort();
+}
+
+describe('faults on the fleet', () => {
+  it('a seeded fraction of GPUs across nodes: exactly those tainted, the status names them, a repair removes them', async () => {
+    const s = setup(40);
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === 40);
+    const writes = s.api.count('replaceSlice');
+    s.faults.put(
+      fault('xid', {
+        nodeSelector: { matchLabels: { type: 'kwok' } },
+        fraction: '0.1',
+        seed: 3,
+        fault: { type: 'Xid', xid: 79 },
+      }),
+    );
+    await until('the status', () => reported(s.faults, 'xid').length > 0 && s.fleet.converged());
+    await until('every hit reported', () => reported(s.faults, 'xid').length === s.taints().size);
+    const tainted = [...s.taints().keys()].sort();
+    assert.ok(tainted.length >= 10 && tainted.length <= 60, `${tainted.length} of 320 GPUs`);
+    assert.deepEqual(reported(s.faults, 'xid'), tainted);
+    for (const t of s.taints().values())
+      assert.deepEqual(t, [{ key: 'gpu.nvidia.com/xid', value: '79', effect: 'NoSchedule' }]);
+    const nodesHit = new Set(tainted.map((d) => d.split('/')[0])).size;
+    assert.equal(s.api.count('replaceSlice') - writes, nodesHit, 'only the faulted nodes are written');
+    assert.equal(s.applied(), tainted.length);
+    await until('the publish time observed', () => s.published.length === 1);
+
+    s.faults.remove('xid');
+    await until('taints gone', () => s.taints().size === 0 && s.fleet.converged());
+  });
+
+  it('GPU lost taints the whole node; an unknown device is said in the status message', async () => {
+    const s = setup(3);
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === 3);
+    s.faults.put(
+      fault('lost', { nodeName: 'node-1', devices: ['gpu-2', 'gpu-9'], fault: { type: 'GpuLost' } }),
+    );
+    await until('node-1 tainted', () => s.taints().size === 8);
+    assert.ok([...s.taints().keys()].every((k) => k.startsWith('node-1/')));
+    await until('the status', () => reported(s.faults, 'lost').length === 1);
+    const o = s.faults.objects.get('lost') as {
+      status: { nodes: Record<string, { message?: string; devices: { taint?: DeviceTaint }[] }> };
+    };
+    assert.equal(o.status.nodes['node-1']?.message, 'not on this node: gpu-9');
+    assert.deepEqual(o.status.nodes['node-1'].devices[0]?.taint, {
+      key: 'gpu.nvidia.com/gpu-lost',
+      effect: 'NoSchedule',
+    });
+  });
+
+  it('release 25.12: failed GPUs leave the slice, ignorable XIDs change nothing', async () => {
+    const s = setup(2, '25.12');
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === 2);
+    s.faults.put(fault('xid48', { nodeName: 'node-0', indexes: [1], fault: { type: 'Xid', xid: 48 } }));
+    s.faults.put(fault('xid13', { nodeName: 'node-0', indexes: [2], fault: { type: 'Xid', xid: 13 } }));
+    await until('gpu-1 gone', () => s.devices().filter((d) => d.startsWith('node-0/')).length === 7);
+    assert.ok(!s.devices().includes('node-0/gpu-1'));
+    assert.equal(s.taints().size, 0);
+    await until('the status', () => reported(s.faults, 'xid48').length === 1);
+  });
+
+  it('a node that gains the selected label gets the fault; one that loses it is repaired', async () => {
+    const s = setup(2);
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === 2);
+    s.faults.put(
+      fault('rack', {
+        nodeSelector: { matchLabels: { rack: 'broken' } },
+        count: 1,
+        fault: { type: 'Xid', xid: 94 },
+      }),
+    );
+    s.api.putNode('node-1', { type: 'kwok', rack: 'broken' }, KWOK);
+    await until(
+      'node-1 tainted',
+      () => s.taints().size === 1 && [...s.taints().keys()][0]?.startsWith('node-1/') === true,
+    );
+    s.api.putNode('node-1', { type: 'kwok', rack: 'odd' }, KWOK);
+    await until('repaired', () => s.taints().size === 0);
+  });
+});
+
+describe('a fault naming a node that does not exist', () => {
+  it('gets Accepted=False, NodeNotFound, from the fleet', async () => {
+    const s = setup(1);
+    await s.fleet.start();
+    s.faults.put(fault('nowhere', { nodeName: 'node-zz', fault: { type: 'GpuLost' } }));
+    await until('the condition', () => {
+      const o = s.faults.objects.get('nowhere') as {
+        status?: { conditions?: { reason: string; message: string }[] };
+      };
+      const c = o.status?.conditions?.[0];
+      return c?.reason === 'NodeNotFound' && c.message === 'node node-zz does not exist';
+    });
+  });
+});

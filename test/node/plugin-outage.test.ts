@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { dial, invoke, type KubeletClient } from '../../src/node/kubelet/client.js';
+import { DRA_V1, startServers } from '../../src/node/kubelet/grpc.js';
+import { refuseRealDriver } from '../../src/node/plugin/preflight.js';
+import { runPlugin, type PluginOptions } from '../../src/node/plugin/run.js';
+import { resolveProfile } from '../../src/model/profile/load.js';
+import { gpuClaim, NODE, nodeState } from '../support/node-state.js';
+
+/** The node plugin where the world around it misbehaves: no API server, NVIDIA's driver, a busy socket. */
+
+function unprepare(c: KubeletClient, uid: string): Promise<unknown> {
+  return invoke(c, 'NodeUnprepareResources', {
+    claims: [{ namespace: 'default', uid, name: `claim-${uid}` }],
+  });
+}
+
+/** A loopback port nothing listens on: an API server that is down. */
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) =>
+    s.close(() => {
+      r();
+    }),
+  );
+  return port;
+}
+
+function options(root: string, kubeconfig: string): PluginOptions {
+  return {
+    nodeName: NODE,
+    profile: resolveProfile('dgx-h100'),
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    release: '0.5',
+    kubeletPluginsDir: join(root, 'plugins'),
+    kubeletRegistrarDir: join(root, 'registry'),
+    cdiRoot: join(root, 'cdi'),
+    stateDir: join(root, 'state'),
+    kubeconfig,
+    httpEndpoint: '',
+    gates: { TimeSlicingSettings: true, MPSSupport: true },
+    resetCheckpoint: false,
+    log: pino({ level: 'silent' }),
+  };
+}
+
+describe('the node plugin', () => {
+  it('serves unprepare from its checkpoint while the API server is down', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-outage-'));
+    const { state } = nodeState(root, 'dgx-h100', false);
+    await state.prepare(gpuClaim('held', ['gpu-2']));
+    const kubeconfig = join(root, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'c',
+            cluster: { server: `https://127.0.0.1:${await closedPort()}`, 'insecure-skip-tls-verify': true },
+          },
+        ],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const plugin = await runPlugin(options(root, kubeconfig));
+
+    try {
+      const c = dial('dra-v1.proto', DRA_V1, join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
+      assert.deepEqual(await unprepare(c, 'held'), { claims: { held: { error: '' } } });
+      assert.deepEqual(readdirSync(join(root, 'cdi')), []);
+      assert.deepEqual(readdirSync(join(root, 'state', 'claims')), []);
+      c.close();
+    } finally {
+      await plugin.stop();
+    }
+  });
+
+  it('touches nothing of a plugin that still serves the node: no rollback, no sweep', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-twice-'));
+    const { state } = nodeState(root, 'dgx-h100', false);
+    await state.prepare(gpuClaim('live', ['gpu-3']));
+    // What the sweep would remove: a spec no checkpointed claim holds (the live plugin's, unflushed).
+    writeFileSync(join(root, 'cdi', 'k8s.gpu.nvidia.com-claim_unflushed.yaml'), 'kind: x\n');
+    const live = await startServers(
+      {
+        driverName: 'gpu.nvidia.com',
+        pluginsDir: join(root, 'plugins'),
+        registrarDir: join(root, 'registry'),
+        onRegistration: () => undefined,
+      },
+      { prepare: () => Promise.resolve({ claims: {} }), unprepare: () => Promise.resolve({ claims: {} }) },
+    );
+    try {
+      await assert.rejects(runPlugin(options(root, join(root, 'no-kubeconfig'))), {
+        message: /dra\.sock: another process serves this socket/,
+      });
+      assert.deepEqual(readdirSync(join(root, 'cdi')).sort(), [
+        'k8s.gpu.nvidia.com-claim_live.yaml',
+        'k8s.gpu.nvidia.com-claim_unflushed.yaml',
+      ]);
+    } finally {
+      await live.stop();
+    }
+  });
+
+  it('refuses to start where NVIDIA’s kernel driver is loaded, and not for our own stand-ins', () => {
+    const dev = mkdtempSync(join(tmpdir(), 'fakegpu-dev-'));
+    refuseRealDriver(dev);
+    const node = (major: number) => {
+      spawnSync('rm', ['-f', join(dev, 'nvidiactl')]);
+      const r = spawnSync('mknod', [join(dev, 'nvidiactl'), 'c', String(major), '255']);
+      assert.equal(r.status, 0, `mknod needs root: ${r.stderr.toString()}`);
+    };
+    node(120);
+    refuseRealDriver(dev);
+    node(195);
+    assert.throws(
+      () => {
+        refuseRealDriver(dev);
+      },
+      {
+        message: `${join(dev, 'nvidiactl')}: NVIDIA's kernel driver is loaded on this node (character device, major 195); fakegpu runs only where there is no real GPU, so it does not start`,
+      },
+    );
+  });
+
+  it('does not take over a socket another process serves, but replaces one a crash left', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-sock-'));
+    const o = {
+      driverName: 'gpu.nvidia.com',
+      pluginsDir: join(root, 'plugins'),
+      registrarDir: join(root, 'registry'),
+      onRegistration: () => undefined,
+    };
+    const h = {
+      prepare: () => Promise.resolve({ claims: {} }),
+      unprepare: () => Promise.resolve({ claims: {} }),
+    };
+    const first = await startServers(o, h);
+    await assert.rejects(startServers(o, h), {
+      message: `${join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock')}: another process serves this socket (NVIDIA's DRA driver, or a second plugin with the same driver name); stop it first`,
+    });
+    await first.stop();
+    // A socket file nobody serves any more, as a kill -9 of its server leaves it.
+    mkdirSync(join(root, 'registry'), { recursive: true });
+    const sock = join(root, 'registry', 'gpu.nvidia.com-reg.sock');
+    const server = spawn(process.execPath, [
+      '-e',
+      `require('net').createServer().listen(${JSON.stringify(sock)}, () => console.log('up'))`,
+    ]);
+    await new Promise<void>((r) =>
+      server.stdout.once('data', () => {
+        r();
+      }),
+    );
+    server.kill('SIGKILL');
+    await new Promise<void>((r) =>
+      server.once('exit', () => {
+        r();
+      }),
+    );
+    assert.ok(existsSync(sock), 'the dead server left its socket file');
+    const second = await startServers(o, h);
+    await second.stop();
+  });
+});

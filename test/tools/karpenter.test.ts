@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
+import { Fleet } from '../../src/fleet/fleet.js';
+import { KWOK_ZONES, kwokInstanceTypes } from '../../src/tools/karpenter/instance-types.js';
+import { karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
+import { SOURCES } from '../../src/model/catalog/sources.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
+import { DRANET } from '../../src/model/nic/attributes.js';
+import { INSTANCE_TYPE_LABEL, INSTANCE_TYPES, PRESETS } from '../../src/model/preset/index.js';
+import { DRIVER_NAME } from '../../src/model/slice/build.js';
+import { FakeApi } from '../support/fake-api.js';
+import { testFleet } from '../support/fleet.js';
+import { until } from '../support/http.js';
+
+/**
+ * What an autoscaler is told a node of an instance type will have (`fakegpu export karpenter`) is what the
+ * fleet publishes once such a node exists: every instance type with a preset, node by node, both drivers.
+ */
+describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
+  let fleet: Fleet | undefined;
+  afterEach(() => fleet?.stop());
+
+  for (const dynamicMig of [false, true]) {
+    it(`for every instance type${dynamicMig ? ', with dynamic MIG' : ''}`, async () => {
+      const exported = karpenterTemplates({
+        dynamicMig,
+        kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+        release: DEFAULT_RELEASE,
+      });
+      assert.ok(exported.length >= 12);
+      const api = new FakeApi();
+      exported.forEach((t, i) => {
+        api.putNode(`node-${i}`, { [INSTANCE_TYPE_LABEL]: t.instanceType }, { [KWOK_ANNOTATION]: 'fake' });
+      });
+      fleet = testFleet(api, {
+        defaultProfile: undefined,
+        dynamicMig,
+        nics: { driverName: DRANET, standardNumaNode: false },
+        concurrency: 4,
+      });
+      await fleet.start();
+      const want = exported.reduce((n, t) => n + t.resourceSliceTemplates.length, 0);
+      await until('converged', () => fleet?.converged() === true && api.slices.size === want, 20_000);
+      exported.forEach((t, i) => {
+        const published = [...api.slices.values()]
+          .filter((s) => s.spec.nodeName === `node-${i}`)
+          .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+        for (const driver of [DRIVER_NAME, DRANET]) {
+          const mine = (xs: { driver: string }[]) => xs.filter((x) => x.driver === driver);
+          assert.deepEqual(
+            mine(templatesOf(published, new Set(t.perNodeAttributes))),
+            mine(t.resourceSliceTemplates),
+            `${t.instanceType} ${driver}`,
+          );
+        }
+        const gpus = published
+          .flatMap((s) => s.spec.devices ?? [])
+          .filter((d) => {
+            const type = d.attributes?.['type'];
+            return type !== undefined && 'string' in type && type.string === 'gpu';
+          });
+        assert.equal(gpus.length, t.gpus, t.instanceType);
+      });
+    });
+  }
+});
+
+/**
+ * The instance types Karpenter's KWOK provider is given (`fakegpu export karpenter-kwok`, `cluster up
+ * --with karpenter`): one per preset with an instance type, with the cloud's sizes and as many
+ * `nvidia.com/gpu` as the fleet publishes GPUs for a node of it.
+ */
+describe("Karpenter's KWOK instance types", () => {
+  const types = kwokInstanceTypes();
+  const templates = karpenterTemplates({
+    dynamicMig: false,
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: DEFAULT_RELEASE,
+  });
+
+  it('has every instance type with a preset, each with its sizes and source', () => {
+    assert.deepEqual(
+      types.map((t) => t.name),
+      [...INSTANCE_TYPES.keys()],
+    );
+    for (const p of PRESETS.filter((x) => x.instanceType)) {
+      assert.ok(p.instance, `${p.name} has the instance's sizes`);
+      assert.ok(p.instance.source.ref in SOURCES && p.instance.priceSource.ref in SOURCES, p.name);
+      assert.ok(p.instance.source.confirmed || p.instance.source.note, `${p.name}: an inference says why`);
+    }
+  });
+
+  it("gives nvidia.com/gpu as the fleet publishes GPUs, and the EC2 API's sizes for p5.48xlarge", () => {
+    for (const t of types)
+      assert.equal(
+        t.resources['nvidia.com/gpu'],
+        String(templates.find((x) => x.instanceType === t.name)?.gpus),
+        t.name,
+      );
+    const p5 = types.find((t) => t.name === 'p5.48xlarge');
+    assert.deepEqual(p5?.resources, { cpu: '192', memory: '2097152Mi', pods: '100', 'nvidia.com/gpu': '8' });
+    assert.equal(p5.architecture, 'amd64');
+    assert.equal(types.find((t) => t.name === 'BM.GPU.GB200.4')?.architecture, 'arm64');
+  });
+
+  it('offers each on demand in the KWOK zones, in the field names the provider reads', () => {
+    for (const t of types) {
+      assert.equal(t.offerings.length, KWOK_ZONES.length);
+      for (const o of t.offerings) {
+        assert.ok(o.Price > 0 && o.Available, t.name);
+        assert.deepEqual(
+          o.Requirements.map((r) => r.key),
+          ['karpenter.sh/capacity-type', 'topology.kubernetes.io/zone'],
+        );
+      }
+    }
+  });
+});
