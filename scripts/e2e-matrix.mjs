@@ -10,7 +10,7 @@ import { cacheDir, step, withCluster } from './suite.mjs';
 bootstrap();
 
 const { KUBERNETES_RELEASES, releaseLabel } = await import(
-  join(root, 'dist', 'src', 'cluster', 'releases.js')
+  join(root, 'dist', 'src', 'local-cluster', 'releases.js')
 );
 const asked = process.argv.slice(2);
 const releases = asked.length

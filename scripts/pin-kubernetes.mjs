@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes cluster/<folder>/go.mod and go.sum for one Kubernetes release, from the Go module proxy:
+// Writes upstream/<folder>/go.mod and go.sum for one Kubernetes release, from the Go module proxy:
 //   node scripts/pin-kubernetes.mjs 1.34.4 kubernetes-1.34 [go1.27.3]
 // k8s.io/kubernetes replaces its staging modules (k8s.io/api, k8s.io/client-go, …) with local paths, which a
 // module that depends on it cannot follow; each is pinned here to the release published as v0.<minor>.<patch>.
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const [version, folder, toolchain] = process.argv.slice(2);
 if (!/^1\.\d+\.\d+(-[0-9A-Za-z.]+)?$/.test(version ?? '') || !folder) {
   console.error(
-    'usage: node scripts/pin-kubernetes.mjs <version, e.g. 1.34.4> <folder under cluster/> [GOTOOLCHAIN]',
+    'usage: node scripts/pin-kubernetes.mjs <version, e.g. 1.34.4> <folder under upstream/> [GOTOOLCHAIN]',
   );
   process.exit(2);
 }
@@ -28,7 +28,7 @@ const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[a-z0-9-]+) => \.\/staging\
 const published = `v0.${version.slice(2)}`;
 const release = version.split('.').slice(0, 2).join('.');
 
-const dir = join(root, 'cluster', folder);
+const dir = join(root, 'upstream', folder);
 mkdirSync(dir, { recursive: true });
 writeFileSync(
   join(dir, 'go.mod'),
@@ -56,5 +56,5 @@ writeFileSync(
 );
 go(['mod', 'tidy'], dir);
 console.log(
-  `cluster/${folder}/go.mod pins Kubernetes ${version} (go ${goLine}, ${staging.length} staging modules)`,
+  `upstream/${folder}/go.mod pins Kubernetes ${version} (go ${goLine}, ${staging.length} staging modules)`,
 );

@@ -7,7 +7,7 @@ import { FakegpuError } from '../errors.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
 
 /**
- * Versions of the upstream components; the Go modules under cluster/ pin the same ones. Kubernetes is the
+ * Versions of the upstream components; the Go modules under upstream/ pin the same ones. Kubernetes is the
  * default release's; the others are in releases.ts.
  */
 export const VERSIONS = {
@@ -26,7 +26,7 @@ export const VERSIONS = {
 } as const;
 
 interface Component {
-  /** Folder under cluster/ holding its go.mod, unless `folder` says otherwise. */
+  /** Folder under upstream/ holding its go.mod, unless `folder` says otherwise. */
   module: keyof typeof VERSIONS;
   folder?: string;
   /** Its version in messages, when not VERSIONS[module]. */
@@ -109,7 +109,7 @@ export function kubernetesComponent(r: KubernetesRelease): Component {
 /**
  * kube-proxy, built only for `cluster up --helm`: the chart's pods reach the API server as every
  * in-cluster client does, through the `kubernetes` Service's cluster IP, which needs a proxy. Its module
- * (`cluster/kube-proxy`) pins the default release, with the modules kube-proxy needs beyond the others.
+ * (`upstream/kube-proxy`) pins the default release, with the modules kube-proxy needs beyond the others.
  */
 export function kubeProxyComponent(): Component {
   return {
@@ -209,7 +209,7 @@ export interface Toolchain {
   cniBin: string;
 }
 
-const folderOf = (repoRoot: string, c: Component): string => join(repoRoot, 'cluster', c.folder ?? c.module);
+const folderOf = (repoRoot: string, c: Component): string => join(repoRoot, 'upstream', c.folder ?? c.module);
 
 function recipe(repoRoot: string, c: Component): string {
   const dir = folderOf(repoRoot, c);
@@ -315,7 +315,7 @@ export function moduleDir(repoRoot: string, module: keyof typeof VERSIONS, path:
   if (r.status !== 0 || dir === '')
     throw new FakegpuError(
       'build',
-      `go list -m ${path} in cluster/${c.folder ?? c.module}: ${r.stderr.trim()}`,
+      `go list -m ${path} in upstream/${c.folder ?? c.module}: ${r.stderr.trim()}`,
     );
   return dir;
 }
@@ -360,7 +360,7 @@ function build(
       const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
       throw new FakegpuError(
         `build ${name}`,
-        `go build ${pkg} failed in cluster/${c.folder ?? c.module}:\n${tail}`,
+        `go build ${pkg} failed in upstream/${c.folder ?? c.module}:\n${tail}`,
       );
     }
     renameSync(tmp, join(out, name));

@@ -2,7 +2,7 @@ import { FakegpuError, show } from '../errors.js';
 
 /**
  * The Kubernetes releases `cluster up --kubernetes-version` builds: each one's newest patch the Go module
- * proxy served when it was pinned (`scripts/pin-kubernetes.mjs` writes its `cluster/<folder>/go.mod`),
+ * proxy served when it was pinned (`scripts/pin-kubernetes.mjs` writes its `upstream/<folder>/go.mod`),
  * cached beside the others. What differs between them for fakegpu is here and nowhere else.
  */
 export interface KubernetesRelease {
@@ -10,7 +10,7 @@ export interface KubernetesRelease {
   release: string;
   /** The exact version built: `1.34.4`, `1.38.0-beta.0`. */
   version: string;
-  /** Folder under `cluster/` holding its go.mod. */
+  /** Folder under `upstream/` holding its go.mod. */
   folder: string;
   /** A release candidate or beta: built when asked, never the default, marked in every table. */
   preRelease?: true;
