@@ -16,6 +16,32 @@ export default tseslint.config(
     },
   },
   {
+    // The model is the pure middle of the flow: no I/O, no clients, nothing from the regions above it.
+    files: ['src/model/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^node:(?!crypto$)',
+              message: 'src/model does no I/O; do it in an adapter outside the model.',
+            },
+            {
+              regex: '^(@kubernetes/|@grpc/|pino$|prom-client$|write-file-atomic$|fast-xml-parser$)',
+              message: 'src/model does no I/O; do it in an adapter outside the model.',
+            },
+            {
+              regex: '^(\\.\\./)+(node|fleet|controllers|tools|local-cluster|cli|process)/',
+              message: 'src/model imports only itself, kube/types and errors.ts.',
+            },
+            { regex: '^(\\.\\./)+kube/(?!types/)', message: 'src/model imports only kube/types of kube/.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // node:test's describe/it return promises the runner itself awaits.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },

@@ -28,7 +28,7 @@ import { ignoredXids } from '../src/model/health/taints.js';
 import { KubeApi } from '../src/kube/api.js';
 import type { DeviceTaint, ResourceSlice } from '../src/kube/types/resource.js';
 import { ResumableWatch } from '../src/kube/watch.js';
-import { resolveProfile } from '../src/model/profile/load.js';
+import { resolveProfile } from '../src/process/profile-file.js';
 import { modelNode } from '../src/model/render.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
 import {

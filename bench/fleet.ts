@@ -31,7 +31,7 @@ import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
 import type { DeviceAttribute, ResourceSlice } from '../src/kube/types/resource.js';
 import { ResumableWatch } from '../src/kube/watch.js';
 import { serverVersion } from '../src/kube/client.js';
-import { resolveProfile } from '../src/model/profile/load.js';
+import { resolveProfile } from '../src/process/profile-file.js';
 import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';

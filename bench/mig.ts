@@ -11,7 +11,7 @@ import { CheckpointStore } from '../src/node/checkpoint/checkpoint.js';
 import type { ResourceSlice } from '../src/kube/types/resource.js';
 import type { ResourceClaim } from '../src/kube/types/claim.js';
 import { DeviceState } from '../src/node/prepare/state.js';
-import { resolveProfile } from '../src/model/profile/load.js';
+import { resolveProfile } from '../src/process/profile-file.js';
 import { modelNode } from '../src/model/render.js';
 import { buildSlices } from '../src/model/slice/build.js';
 

@@ -15,7 +15,7 @@ import { dial, invoke } from '../src/node/kubelet/client.js';
 import { DRA_V1, startServers, type ClaimRef, type DraHandlers } from '../src/node/kubelet/grpc.js';
 import type { ResourceClaim } from '../src/kube/types/claim.js';
 import { DeviceState } from '../src/node/prepare/state.js';
-import { resolveProfile } from '../src/model/profile/load.js';
+import { resolveProfile } from '../src/process/profile-file.js';
 import { modelNode } from '../src/model/render.js';
 
 const NODE = 'bench-node';

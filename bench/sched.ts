@@ -49,7 +49,7 @@ import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/local-cluster/build.js';
 import { FakegpuError, show } from '../src/errors.js';
-import { resolveProfile } from '../src/model/profile/load.js';
+import { resolveProfile } from '../src/process/profile-file.js';
 import { type Variant, VARIANTS } from './sched/claims.js';
 import { type Config, log } from './sched/config.js';
 import { onCluster } from './sched/cluster.js';

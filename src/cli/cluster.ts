@@ -15,7 +15,8 @@ import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../loc
 import { INTEGRATIONS, type Integration } from '../local-cluster/state.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
-import { isProfileFile, resolveProfile } from '../model/profile/load.js';
+import { isProfileFile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
 import { nicNumaOption } from './commands.js';
 import { checkGates, intFlag, parseGates } from './options.js';

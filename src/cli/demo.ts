@@ -12,7 +12,7 @@ import {
 } from '../local-cluster/cluster.js';
 import { layout } from '../local-cluster/config.js';
 import { FakegpuError } from '../errors.js';
-import { resolveProfile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
 
 const progress = (line: string): void => {

@@ -17,7 +17,7 @@ import { clientOf, PooledKubeConfig } from '../kube/client.js';
 import { KubeApi } from '../kube/api.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
-import { resolveProfile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {

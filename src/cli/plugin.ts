@@ -5,7 +5,7 @@ import { checkNamespace } from '../kube/objects.js';
 import { pino } from 'pino';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
-import { resolveProfile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { checkNodeName, renderSlices } from '../model/render.js';

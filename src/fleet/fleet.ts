@@ -10,7 +10,7 @@ import { fullJitter, WATCH_BACKOFF } from '../kube/backoff.js';
 import { ApiError, clientOf, type PooledKubeConfig } from '../kube/client.js';
 import { formatSemver, type Semver } from '../kube/types/version.js';
 import { ResumableWatch } from '../kube/watch.js';
-import { resolveProfile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { gateMessage, probeGates, type GatedField } from '../kube/publish/gates.js';
 import { INSTANCE_TYPE_LABEL } from '../model/preset/index.js';
 import { renderSlices, type NicRenderOptions } from '../model/render.js';

@@ -1,13 +1,8 @@
 import { z } from 'zod';
 import { DEFAULT_RELEASE } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
-import {
-  mergeOverPreset,
-  parseYamlAs,
-  readText,
-  resolveProfile,
-  type ResolvedProfile,
-} from '../model/profile/load.js';
+import { mergeOverPreset, parseYamlAs, type ResolvedProfile } from '../model/profile/load.js';
+import { readText, resolveProfile } from '../process/profile-file.js';
 import { nonEmpty, ProfileSpec, strict } from '../model/preset/machine-spec.js';
 import { API_VERSION } from '../model/profile/schema.js';
 import { renderSlices } from '../model/render.js';

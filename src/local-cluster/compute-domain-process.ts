@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
-import { resolveProfile } from '../model/profile/load.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { hasNvlinkFabric } from '../model/render.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';

@@ -13,7 +13,7 @@ import { parseGpuFault } from '../../src/model/fault/resource.js';
 import { expectedTaints } from '../../src/model/health/expected.js';
 import { gpuSkeleton } from '../../src/model/health/gpus.js';
 import { ignoredXids } from '../../src/model/health/taints.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 import { eventually, kubectl, mustKubectl, nodeReady } from '../support/cluster.js';
 import {

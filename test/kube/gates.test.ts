@@ -12,7 +12,7 @@ import {
   withoutFields,
 } from '../../src/kube/publish/gates.js';
 import { modelNode } from '../../src/model/render.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { FakeApi } from '../support/fake-api.js';
 import { testFleet } from '../support/fleet.js';

@@ -5,7 +5,8 @@ import { buildMachine } from '../../src/model/hardware/build.js';
 import { MockNvml } from '../../src/model/nvml/mock.js';
 import { MemoryMigStateStore } from '../../src/model/nvml/state.js';
 import { NVML_GPU_FABRIC_STATE, NVML_RETURN, NvmlError } from '../../src/model/nvml/types.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 
 /** NVLink fabric info from the mock NVML, and the clique NVIDIA's compute-domain plugin derives from it. */
 function nvml(profile: ResolvedProfile | string, node: string, rack?: string): MockNvml {

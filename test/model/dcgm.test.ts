@@ -20,7 +20,8 @@ import { serveDcgm, TEXT_FORMAT } from '../../src/process/dcgm-server.js';
 import { styleOf } from '../../src/model/dcgm/version.js';
 import { pino } from 'pino';
 import { FakegpuError } from '../../src/errors.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { RENDER_OPTIONS } from '../support/render.js';
 import { modelNode } from '../../src/model/render.js';
 

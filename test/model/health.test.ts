@@ -30,7 +30,8 @@ import {
   NVML_RETURN,
   NvmlError,
 } from '../../src/model/nvml/types.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { canonicalSpec, keepTaintTimes } from '../../src/kube/publish/pool.js';
 import { modelNode } from '../../src/model/render.js';
 import { gpuClaim, nodeState } from '../support/node-state.js';

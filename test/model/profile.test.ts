@@ -4,12 +4,8 @@ import { FakegpuError } from '../../src/errors.js';
 import { buildMachine } from '../../src/model/hardware/build.js';
 import { parseKubernetesVersion } from '../../src/kube/types/version.js';
 import { PRESET_NAMES } from '../../src/model/preset/index.js';
-import {
-  mergeOverPreset,
-  parseProfileText,
-  resolveProfile,
-  type ResolvedProfile,
-} from '../../src/model/profile/load.js';
+import { mergeOverPreset, parseProfileText, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import type { ProfileSpec } from '../../src/model/preset/machine-spec.js';
 
 function machineOf(spec: ProfileSpec, dynamicMig = false) {

@@ -10,7 +10,7 @@ import { buildMachine } from '../../src/model/hardware/build.js';
 import { NicState } from '../../src/node/nic/prepare.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import { PRESETS } from '../../src/model/preset/index.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { topology } from '../../src/model/topology/topology.js';
 import { devicesOf, render } from '../support/render.js';
 

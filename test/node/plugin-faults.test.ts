@@ -5,7 +5,7 @@ import { gpuSkeleton } from '../../src/model/health/gpus.js';
 import { ignoredXids } from '../../src/model/health/taints.js';
 import { NodeFaults } from '../../src/node/plugin/faults.js';
 import { NodeHealth } from '../../src/node/plugin/health.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 import { buildSlices } from '../../src/model/slice/build.js';
 import { FakeFaultApi, faultObject as fault } from '../support/fake-faults.js';

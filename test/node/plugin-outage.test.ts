@@ -10,7 +10,7 @@ import { dial, invoke, type KubeletClient } from '../../src/node/kubelet/client.
 import { DRA_V1, startServers } from '../../src/node/kubelet/grpc.js';
 import { refuseRealDriver } from '../../src/node/plugin/preflight.js';
 import { runPlugin, type PluginOptions } from '../../src/node/plugin/run.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { gpuClaim, NODE, nodeState } from '../support/node-state.js';
 
 /** The node plugin where the world around it misbehaves: no API server, NVIDIA's driver, a busy socket. */

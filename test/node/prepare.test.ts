@@ -9,7 +9,8 @@ import type { CdiSpec } from '../../src/node/cdi/spec.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import { DeviceState } from '../../src/node/prepare/state.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 
 const NODE = 'node-a';

@@ -3,7 +3,7 @@ import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import { DeviceState } from '../../src/node/prepare/state.js';
-import { resolveProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 
 /**

@@ -1,7 +1,8 @@
 import { DEFAULT_RELEASE, type DriverRelease } from '../../src/model/device/release.js';
 import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { parseLenientVersion } from '../../src/kube/types/version.js';
-import { resolveProfile, type ResolvedProfile } from '../../src/model/profile/load.js';
+import { type ResolvedProfile } from '../../src/model/profile/load.js';
+import { resolveProfile } from '../../src/process/profile-file.js';
 import { renderSlices, type RenderOptions } from '../../src/model/render.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';

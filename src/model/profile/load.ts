@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { parseAllDocuments, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { clip, FakegpuError, oneOf, schemaError, show } from '../../errors.js';
-import { findPreset, PRESET_NAMES } from '../preset/index.js';
+import { clip, FakegpuError, schemaError } from '../../errors.js';
+import { findPreset } from '../preset/index.js';
 import { ProfileSpec } from '../preset/machine-spec.js';
 import { MachineProfile } from './schema.js';
 
@@ -12,16 +11,6 @@ export interface ResolvedProfile {
   /** Preset the profile started from, if any. */
   preset: string | null;
   spec: ProfileSpec;
-}
-
-/** A file's text, or one line naming the field, the path and why it cannot be read. */
-export function readText(path: string, field: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
-    throw new FakegpuError(field, `cannot read ${show(path)} (${why})`);
-  }
 }
 
 export function parseProfileText(text: string, source: string): MachineProfile {
@@ -121,23 +110,9 @@ export function profileSource(ref: string): string {
   return ref === STDIN ? 'stdin' : ref;
 }
 
-/** `ref` is a preset name or a path to a MachineProfile YAML file. */
-export function resolveProfile(ref: string, field = '--profile'): ResolvedProfile {
-  if (!isProfileFile(ref)) {
-    const preset = findPreset(ref, field);
-    return { name: preset.name, preset: preset.name, spec: preset.spec };
-  }
-  let text: string;
-  try {
-    text = readFileSync(ref === STDIN ? 0 : ref, 'utf8');
-  } catch (e) {
-    const why = e instanceof Error && 'code' in e ? String(e.code) : 'unreadable';
-    throw new FakegpuError(
-      field,
-      `cannot read profile file ${show(profileSource(ref))} (${why}); give a preset name (${oneOf(PRESET_NAMES)}) or a YAML file`,
-    );
-  }
-  const profile = parseProfileText(text, profileSource(ref));
+/** A profile file's text parsed and folded over its preset. */
+export function profileFromText(text: string, source: string): ResolvedProfile {
+  const profile = parseProfileText(text, source);
   return {
     name: profile.metadata.name,
     preset: profile.spec.preset ?? null,

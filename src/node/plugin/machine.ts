@@ -6,7 +6,8 @@ import { writeIfChanged } from '../durable/file.js';
 import { KubeApi } from '../../kube/api.js';
 import { ApiClient } from '../../kube/client.js';
 import type { ResourceSlice } from '../../kube/types/resource.js';
-import { resolveProfile, type ResolvedProfile } from '../../model/profile/load.js';
+import { type ResolvedProfile } from '../../model/profile/load.js';
+import { resolveProfile } from '../../process/profile-file.js';
 import { readSlices } from '../../model/slice/read.js';
 import type { PluginOptions } from './run.js';
 

@@ -3,7 +3,7 @@ import type { CounterSet, Device, ResourceSlice } from '../../kube/types/resourc
 import type { Semver } from '../../kube/types/version.js';
 import { DRANET } from '../../model/nic/attributes.js';
 import { INSTANCE_TYPES } from '../../model/preset/index.js';
-import { resolveProfile } from '../../model/profile/load.js';
+import { resolveProfile } from '../../process/profile-file.js';
 import { renderSlices } from '../../model/render.js';
 import { DRIVER_NAME } from '../../model/slice/build.js';
 
