@@ -15,6 +15,7 @@ import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
 import { DEFAULT_KUBERNETES_VERSION, layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize, table, type Format } from './output.js';
+import { isDriverName } from '../kube/types/names.js';
 
 export { DEFAULT_KUBERNETES_VERSION } from './options.js';
 
@@ -166,10 +167,8 @@ export function nicNumaOption(): Option {
     .default('dranet');
 }
 
-const DRIVER_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
-
 export function checkDriverName(name: string, flag: string): string {
-  if (name.length > 63 || !DRIVER_NAME_RE.test(name)) {
+  if (!isDriverName(name)) {
     throw new FakegpuError(
       flag,
       `${show(name)} is not a valid DRA driver name; expected a lower-case DNS subdomain of at most 63 characters with a domain, e.g. "gpu.nvidia.com"`,

@@ -3,7 +3,6 @@ import { FakegpuError, schemaError, show } from '../errors.js';
 import { apiFailure, KubeFaultApi } from '../kube/gpufault/api.js';
 import {
   checkGpuFault,
-  DNS_LABEL,
   FAULT_LIMITS,
   FRACTION,
   GPUFAULT_API_VERSION,
@@ -24,6 +23,7 @@ import { ApiError, clientOf } from '../kube/client.js';
 import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
+import { isDnsLabel, isDnsSubdomain } from '../kube/types/names.js';
 
 /** `fakegpu fault`: GpuFault objects from the command line. Every flag is checked before any request. */
 
@@ -155,7 +155,7 @@ export function faultFromFlags(f: InjectFlags, now: number): NewGpuFault {
   atMostOne(choices, '--device, --index, --count and --fraction');
   if (f.device.length > 0) {
     for (const d of f.device)
-      if (d.length > 63 || !DNS_LABEL.test(d))
+      if (!isDnsLabel(d))
         throw new FakegpuError(
           '--device',
           `${show(d)} is not a device name such as "gpu-3" or "gpu-0-mig-1g10gb-19-6"`,
@@ -217,10 +217,8 @@ function unique<T>(list: T[], flag: string, max: number): T[] {
   return list;
 }
 
-const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 function checkName(name: string): string {
-  if (name.length > 253 || !NAME.test(name))
+  if (!isDnsSubdomain(name))
     throw new FakegpuError(
       '--name',
       `${show(name)} is not a valid object name; expected lower-case a-z, 0-9, '-' and '.', at most 253 characters`,

@@ -13,6 +13,7 @@ import { parseEndpoint } from '../process/endpoint.js';
 import { DCGM_EXPORTER_VERSION } from '../model/dcgm/version.js';
 import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
+import { isDnsSubdomain } from '../kube/types/names.js';
 
 /** The API server version assumed where none is asked: the default release's, `<minor>.0`. */
 export const DEFAULT_KUBERNETES_VERSION = `${DEFAULT_KUBERNETES_RELEASE}.0`;
@@ -86,8 +87,6 @@ export function driverReleaseOption(): Option {
   ).choices(Object.keys(RELEASES));
 }
 
-const HOST_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/i;
-
 /**
  * An HTTP endpoint flag checked before anything starts: a port of digits (`Number` would take `1e3`), a
  * host that is empty, an IP address or a name that resolves. The server itself only learns of a bad host
@@ -99,7 +98,7 @@ export async function checkEndpoint(text: string, field: string): Promise<void> 
   if (!e) throw new FakegpuError(field, `${usage}: the port must be a number from 0 to 65535`);
   const host = e.host;
   if (host === '' || isIP(host) !== 0) return;
-  if (host.length > 253 || !HOST_NAME.test(host)) {
+  if (!isDnsSubdomain(host.toLowerCase())) {
     throw new FakegpuError(
       field,
       `${usage}: the host must be empty, an IP address (IPv6 without brackets) or a host name`,

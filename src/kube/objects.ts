@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { listPage, METADATA_LIST, type ListQuery } from './api.js';
 import { FakegpuError, show } from '../errors.js';
 import { ApiClient, ApiError, clientOf } from './client.js';
+import { isDnsLabel } from './types/names.js';
 
 /**
  * Any object by its path, for the small controllers that read and write a few kinds of object each
@@ -83,11 +84,9 @@ export class KubeObjects implements ObjectApi {
   }
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 /** A namespace name as the API server takes it (an RFC 1123 label), refused in one line. */
 export function checkNamespace(name: string, field: string): string {
-  if (name.length > 63 || !DNS_LABEL.test(name))
+  if (!isDnsLabel(name))
     throw new FakegpuError(
       field,
       `${show(name)} is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and '-', at most 63 characters)`,

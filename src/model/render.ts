@@ -13,6 +13,7 @@ import { MemoryMigStateStore, type MigStateStore } from './nvml/state.js';
 import type { ResolvedProfile } from './profile/load.js';
 import { buildNicSlices, buildSlices, checkSliceNames } from './slice/build.js';
 import { nicDevices, type NicAttributeOptions } from './nic/attributes.js';
+import { isDnsSubdomain } from '../kube/types/names.js';
 
 export interface RenderOptions {
   nodeName: string;
@@ -33,10 +34,8 @@ export interface NicRenderOptions extends NicAttributeOptions {
   driverName: string;
 }
 
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 export function checkNodeName(name: string, field: string): string {
-  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+  if (!isDnsSubdomain(name)) {
     throw new FakegpuError(
       field,
       `${show(name)} is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`,

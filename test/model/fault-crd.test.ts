@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { crdText, readCrd, type Crd, type Schema } from '../support/crd.js';
 import {
-  DNS_LABEL,
   FAULT_LIMITS,
   FAULT_TYPES,
   FRACTION,
@@ -16,13 +15,8 @@ import {
   TAINT_EFFECTS,
   VERSION,
 } from '../../src/model/fault/resource.js';
-import {
-  DNS_SUBDOMAIN,
-  LABEL_KEY,
-  LABEL_VALUE,
-  LIMITS,
-  SELECTOR_OPERATORS,
-} from '../../src/model/fault/selector.js';
+import { LIMITS, SELECTOR_OPERATORS } from '../../src/model/fault/selector.js';
+import { DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE } from '../../src/kube/types/names.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
 const root = REPO_ROOT;

@@ -1,6 +1,6 @@
 import { LIMITS, type ResourceSlice } from '../../src/kube/types/resource.js';
+import { DNS_LABEL } from '../../src/kube/types/names.js';
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const C_IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
 const QUANTITY = /^[0-9]+(Ki|Mi|Gi|Ti|Pi|Ei)?$/;

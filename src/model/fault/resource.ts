@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { clip, FakegpuError, schemaError } from '../../errors.js';
 import { strict } from '../preset/machine-spec.js';
-import { DNS_SUBDOMAIN, LabelSelector } from './selector.js';
+import { DNS_LABEL, DNS_SUBDOMAIN } from '../../kube/types/names.js';
+import { LabelSelector } from './selector.js';
 
 /**
  * The GpuFault custom resource (deploy/crds/gpufault.yaml) as the plugin and the fleet read it. The CRD
@@ -38,7 +39,6 @@ export const FAULT_LIMITS = {
 /** How many ECC errors when `count` is not given. */
 export const DEFAULT_ECC_COUNT = 1;
 
-export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** A decimal in (0, 1]: "0.01", "1". */
 export const FRACTION = /^(0\.[0-9]*[1-9][0-9]*|1(\.0+)?)$/;
 /** RFC 3339 with a zone, as the CRD's pattern: a time without one would be read in each process's own. */

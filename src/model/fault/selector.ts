@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FakegpuError, show } from '../../errors.js';
 import { strict } from '../preset/machine-spec.js';
+import { LABEL_KEY, LABEL_VALUE } from '../../kube/types/names.js';
 
 /**
  * A fault's `nodeSelector`: a metav1.LabelSelector, matched here as the API server matches one, because
@@ -10,13 +11,6 @@ import { strict } from '../preset/machine-spec.js';
 
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 export type SelectorOperator = (typeof SELECTOR_OPERATORS)[number];
-
-/** A label value, which may be empty. */
-export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-export const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** `prefix/name`, as the CRD's pattern has it; the lengths are checked apart. */
-export const LABEL_KEY =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 export const LIMITS = { matchLabels: 64, matchExpressions: 16, values: 64 } as const;
 
