@@ -41,10 +41,8 @@ const STILL_LONG: Record<string, number> = {
   'cli/cluster.ts:clusterCommand': 171,
   'cli/fault.ts:faultCommand': 130,
   'cli/fleet.ts:fleetCommand': 282,
-  'cli/plugin.ts:pluginCommand': 216,
   'local-cluster/components.ts:args': 116,
   'local-cluster/up.ts:clusterUp': 145,
-  'node/plugin/run.ts:runPlugin': 291,
   'tools/capture/node.ts:captureNode': 140,
 };
 

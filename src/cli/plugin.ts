@@ -5,6 +5,8 @@ import { checkNamespace } from '../kube/objects.js';
 import { pino } from 'pino';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
+import type { PluginOptions } from '../node/plugin/run.js';
+import { runUntilStopped } from '../process/shutdown.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
@@ -58,11 +60,9 @@ interface Flags {
   nicNumaAttribute: string;
 }
 
-export function pluginCommand(): Command {
-  return new Command('plugin')
-    .description(
-      "run as the node's DRA kubelet plugin: publish slices, prepare claims with CDI, fake nvidia-smi",
-    )
+/** The machine this node pretends to be and the kubelet's directories. */
+function machineFlags(c: Command): Command {
+  return c
     .addOption(envOption('--node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
     .addOption(
       envOption(
@@ -103,7 +103,12 @@ export function pluginCommand(): Command {
         'KUBELET_REGISTRAR_DIRECTORY_PATH',
         '/var/lib/kubelet/plugins_registry',
       ),
-    )
+    );
+}
+
+/** The plugin's endpoints, state, health and its drivers beside the GPUs. */
+function serviceFlags(c: Command): Command {
+  return c
     .addOption(envOption('--cdi-root <dir>', 'where CDI specs are written', 'CDI_ROOT', '/var/run/cdi'))
     .addOption(
       envOption(
@@ -172,105 +177,102 @@ export function pluginCommand(): Command {
         '--gpu-clique-label',
         "label the node nvidia.com/gpu.clique=<clusterUUID>.<cliqueId> (NVIDIA's gpuCliqueLabelEnabled; else GPU Feature Discovery's job)",
       ).env('FAKEGPU_GPU_CLIQUE_LABEL'),
-    )
-    .action(async (f: Flags, cmd: Command) => {
-      // Every input is checked before anything starts (sockets, API calls), each refused in one line.
-      const nodeField = sourceOf(cmd, 'nodeName', '--node-name');
-      const nodeName = checkNodeName(f.nodeName, nodeField);
-      const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
-      const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
-      const gates = parseGates(f.featureGates, sourceOf(cmd, 'featureGates', '--feature-gates'));
-      const dynamicMig = f.dynamicMig === true || gates.DynamicMIG === true;
-      checkGates(gates, dynamicMig, sourceOf(cmd, 'featureGates', '--feature-gates'));
-      const ignored = checkIgnoredXids(
-        f.additionalXidsToIgnore,
-        sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
-      );
-      if (f.healthService && !gates.NVMLDeviceHealthCheck)
-        throw new FakegpuError(
-          sourceOf(cmd, 'healthService', '--health-service'),
-          'needs the feature gate NVMLDeviceHealthCheck=true: health is what its monitor finds',
-        );
-      const profile = resolveProfile(f.profile);
-      const computeDomains = f.computeDomains
-        ? {
-            namespace: checkNamespace(
-              f.driverNamespace,
-              sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
-            ),
-            gpuCliqueLabel: f.gpuCliqueLabel === true,
-          }
-        : undefined;
-      const nicDriverName = f.nics
-        ? checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))
-        : f.nicDriverName;
-      const nics = f.nics
-        ? {
-            driverName: nicDriverName,
-            standardNumaNode: f.nicNumaAttribute === 'standard',
-            stateDir: f.stateDir ? join(f.stateDir, nicDriverName) : join(f.kubeletPluginsDir, nicDriverName),
-          }
-        : undefined;
-      // As render checks them, under this command's own flag.
-      checkSliceNames(nodeName, { driverName, indexedNames: RELEASES[release].indexedSliceNames }, nodeField);
-      if (nics) checkSliceNames(nodeName, { driverName: nics.driverName, indexedNames: true }, nodeField);
-      // The whole render, as validate runs it: a machine that cannot be built (a MIG layout that does not
-      // fit, a driver version) or whose slices the API server would refuse stops here.
-      renderSlices(profile, {
-        nodeName,
-        dynamicMig,
-        driverVersion: f.driverVersion,
-        driverName,
-        kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
-        release,
-        nics,
-      });
-      if (f.httpEndpoint)
-        await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-      if (f.dcgmEndpoint)
-        await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
-      const dcgmStyle = styleOf(
-        f.dcgmExporterVersion,
-        sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
-      );
-      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-      const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
-      // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
-      const { runPlugin } = await import('../node/plugin/run.js');
-      const plugin = await runPlugin({
-        nodeName,
-        profile,
-        profileLabel: f.profileLabel === '' ? undefined : f.profileLabel,
-        dynamicMig,
-        driverName,
-        driverVersion: f.driverVersion,
-        release,
-        kubeletPluginsDir: f.kubeletPluginsDir,
-        kubeletRegistrarDir: f.kubeletRegistrarDir,
-        cdiRoot: f.cdiRoot,
-        stateDir: f.stateDir ?? join(f.kubeletPluginsDir, driverName),
-        slicesFile: f.slicesFile,
-        kubeconfig: f.kubeconfig,
-        httpEndpoint: f.httpEndpoint,
-        dcgmEndpoint: f.dcgmEndpoint || undefined,
-        dcgmStyle,
-        gates,
-        ignoredXids: ignoredXids(ignored),
-        healthService: f.healthService === true,
-        resetCheckpoint: f.resetCheckpoint === true,
-        nics,
-        computeDomains,
-        log,
-      });
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string): void => {
-          log.info({ signal }, 'stopping');
-          void plugin.stop().then(resolve);
-        };
-        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
-          process.once(s, () => {
-            stop(s);
-          });
-      });
-    });
+    );
+}
+
+export function pluginCommand(): Command {
+  return serviceFlags(
+    machineFlags(
+      new Command('plugin').description(
+        "run as the node's DRA kubelet plugin: publish slices, prepare claims with CDI, fake nvidia-smi",
+      ),
+    ),
+  ).action(pluginAction);
+}
+
+async function pluginAction(f: Flags, cmd: Command): Promise<void> {
+  // Every input is checked before anything starts (sockets, API calls), each refused in one line.
+  const nodeField = sourceOf(cmd, 'nodeName', '--node-name');
+  const nodeName = checkNodeName(f.nodeName, nodeField);
+  const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
+  const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
+  const gates = parseGates(f.featureGates, sourceOf(cmd, 'featureGates', '--feature-gates'));
+  const dynamicMig = f.dynamicMig === true || gates.DynamicMIG === true;
+  checkGates(gates, dynamicMig, sourceOf(cmd, 'featureGates', '--feature-gates'));
+  const ignored = checkIgnoredXids(
+    f.additionalXidsToIgnore,
+    sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
+  );
+  if (f.healthService && !gates.NVMLDeviceHealthCheck)
+    throw new FakegpuError(
+      sourceOf(cmd, 'healthService', '--health-service'),
+      'needs the feature gate NVMLDeviceHealthCheck=true: health is what its monitor finds',
+    );
+  const profile = resolveProfile(f.profile);
+  const computeDomains = f.computeDomains
+    ? {
+        namespace: checkNamespace(f.driverNamespace, sourceOf(cmd, 'driverNamespace', '--driver-namespace')),
+        gpuCliqueLabel: f.gpuCliqueLabel === true,
+      }
+    : undefined;
+  const nicDriverName = f.nics
+    ? checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name'))
+    : f.nicDriverName;
+  const nics = f.nics
+    ? {
+        driverName: nicDriverName,
+        standardNumaNode: f.nicNumaAttribute === 'standard',
+        stateDir: f.stateDir ? join(f.stateDir, nicDriverName) : join(f.kubeletPluginsDir, nicDriverName),
+      }
+    : undefined;
+  // As render checks them, under this command's own flag.
+  checkSliceNames(nodeName, { driverName, indexedNames: RELEASES[release].indexedSliceNames }, nodeField);
+  if (nics) checkSliceNames(nodeName, { driverName: nics.driverName, indexedNames: true }, nodeField);
+  // The whole render, as validate runs it: a machine that cannot be built (a MIG layout that does not
+  // fit, a driver version) or whose slices the API server would refuse stops here.
+  renderSlices(profile, {
+    nodeName,
+    dynamicMig,
+    driverVersion: f.driverVersion,
+    driverName,
+    kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+    release,
+    nics,
+  });
+  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+  if (f.dcgmEndpoint) await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
+  const dcgmStyle = styleOf(
+    f.dcgmExporterVersion,
+    sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
+  );
+  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
+  // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
+  const { runPlugin } = await import('../node/plugin/run.js');
+  const options: PluginOptions = {
+    nodeName,
+    profile,
+    profileLabel: f.profileLabel === '' ? undefined : f.profileLabel,
+    dynamicMig,
+    driverName,
+    driverVersion: f.driverVersion,
+    release,
+    kubeletPluginsDir: f.kubeletPluginsDir,
+    kubeletRegistrarDir: f.kubeletRegistrarDir,
+    cdiRoot: f.cdiRoot,
+    stateDir: f.stateDir ?? join(f.kubeletPluginsDir, driverName),
+    slicesFile: f.slicesFile,
+    kubeconfig: f.kubeconfig,
+    httpEndpoint: f.httpEndpoint,
+    dcgmEndpoint: f.dcgmEndpoint || undefined,
+    dcgmStyle,
+    gates,
+    ignoredXids: ignoredXids(ignored),
+    healthService: f.healthService === true,
+    resetCheckpoint: f.resetCheckpoint === true,
+    nics,
+    computeDomains,
+    log,
+  };
+  await runUntilStopped(() => runPlugin(options), { log });
 }

@@ -1,6 +1,6 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { splitEndpoint } from './endpoint.js';
+import { closeServer, listenOn } from './probe-server.js';
 
 /** The content type of Prometheus' text format, as dcgm-exporter answers a scrape. */
 export const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
@@ -33,8 +33,8 @@ export async function serveDcgm(
   endpoint: string,
   scrape: () => Iterable<string>,
   log: Logger,
+  flag = '--dcgm-endpoint',
 ): Promise<DcgmServer> {
-  const [host, port] = splitEndpoint(endpoint);
   const failed = (e: unknown): void => {
     log.error({ err: e instanceof Error ? e.message : String(e) }, 'dcgm scrape failed');
   };
@@ -56,19 +56,6 @@ export async function serveDcgm(
     } else if (path === '/health') res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
     else res.writeHead(404).end();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-        server.closeAllConnections();
-      }),
-  };
+  const port = await listenOn(server, endpoint, flag);
+  return { port, close: () => closeServer(server) };
 }

@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { KubeApi } from '../../kube/api.js';
-import { fullJitter, PUBLISH_BACKOFF } from '../../kube/backoff.js';
-import { clientOf, serverVersion } from '../../kube/client.js';
-import { splitEndpoint } from '../../process/endpoint.js';
+import { clientOf } from '../../kube/client.js';
+import { serveProbes, type ProbeServer } from '../../process/probe-server.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../../model/opaque-config/nvidia.js';
 import type { DriverRelease } from '../../model/device/release.js';
@@ -17,7 +14,7 @@ import { gpuSkeleton } from '../../model/health/gpus.js';
 import { ignoredXids } from '../../model/health/taints.js';
 import type { Machine } from '../../model/hardware/machine.js';
 import type { ResourceSlice } from '../../kube/types/resource.js';
-import { formatSemver, type Semver } from '../../kube/types/version.js';
+import type { Semver } from '../../kube/types/version.js';
 import { refuseServed, socketPaths, startServers, type RunningServers } from '../kubelet/grpc.js';
 import type { HealthSource } from '../kubelet/health.js';
 import { NicState } from '../nic/prepare.js';
@@ -25,9 +22,9 @@ import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
-import { gateMessage, probeGates, withoutFields, type GatedField } from '../../kube/publish/gates.js';
-import { Publisher } from '../../kube/publish/publisher.js';
-import { modelNode, renderNicSlices, type NicRenderOptions } from '../../model/render.js';
+import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
+import type { Publisher } from '../../kube/publish/publisher.js';
+import { modelNode, renderNicSlices, type NicRenderOptions, type NodeModel } from '../../model/render.js';
 import { withoutPartitions } from '../../model/device/allocatable.js';
 import { buildSlices } from '../../model/slice/build.js';
 import { draHandlers } from './handlers.js';
@@ -40,6 +37,7 @@ import { pluginMetrics } from './metrics.js';
 import { startNodeDcgm } from './dcgm.js';
 import type { Style } from '../../model/dcgm/exposition.js';
 import { refuseRealDriver } from './preflight.js';
+import { publishSlices } from './publish.js';
 
 export interface PluginOptions {
   nodeName: string;
@@ -80,9 +78,6 @@ export interface RunningPlugin {
   stop(): Promise<void>;
 }
 
-/** A driver's slices before the API server is probed: every gated field in. */
-const NOTHING_DROPPED: ReadonlySet<GatedField> = new Set();
-
 /** One driver on this node: its claims, its kubelet sockets, and later its slices. */
 export interface Driver {
   name: string;
@@ -99,11 +94,13 @@ export interface Driver {
   published?: (slices: readonly ResourceSlice[]) => void;
 }
 
-export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
-  const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
-  refuseRealDriver(o.devRoot);
-  // Before the checkpoint is touched: a second plugin on the node would otherwise roll back and sweep
-  // what the live one is in the middle of.
+type Metrics = ReturnType<typeof pluginMetrics>;
+
+/**
+ * Before the checkpoint is touched: a second plugin on the node would otherwise roll back and sweep what
+ * the live one is in the middle of.
+ */
+async function refuseSecondPlugin(o: PluginOptions): Promise<void> {
   for (const driverName of [
     o.driverName,
     ...(o.nics ? [o.nics.driverName] : []),
@@ -117,13 +114,10 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     await refuseServed(paths.draSocket);
     await refuseServed(paths.registrationSocket);
   }
-  const kc = new KubeConfig();
-  if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
-  else kc.loadFromDefault();
-  const claims = clientOf(kc);
+}
 
-  const profile = await chooseProfile(o, kc, log);
-  const model = modelNode(profile, {
+function nodeModel(o: PluginOptions, profile: ResolvedProfile): NodeModel {
+  return modelNode(profile, {
     nodeName: o.nodeName,
     dynamicMig: o.dynamicMig,
     driverVersion: o.driverVersion,
@@ -133,16 +127,16 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
     migState: (machine) => new FileMigStateStore(join(o.stateDir, `nvml-state-${machineKey(machine)}.json`)),
   });
+}
 
-  const health = new NodeHealth(model.nvml, model.devices, {
-    enabled: o.gates.NVMLDeviceHealthCheck === true,
-    release: o.release,
-    ignoredXids: o.ignoredXids ?? ignoredXids(''),
-    log,
-  });
-  const reg = new Registry();
-  const m = pluginMetrics(reg);
-  const drivers: Driver[] = [];
+/** NVIDIA's GPU driver: its claims, slices, health and (unless the slices come from a file) faults. */
+function gpuDriver(
+  o: PluginOptions,
+  model: NodeModel,
+  health: NodeHealth,
+  kc: KubeConfig,
+  log: Logger,
+): { driver: Driver; checkpoint: CheckpointStore; faults: NodeFaults | null } {
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
   const gpuState = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
     driverName: o.driverName,
@@ -165,22 +159,23 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         release: o.release,
         log,
       });
-  drivers.push({
+  const slices = (version: Semver, off: ReadonlySet<GatedField>): ResourceSlice[] => {
+    if (o.slicesFile) return slicesFromFile(o.slicesFile, o.nodeName, o.driverName);
+    const noCounters = off.has('sharedCounters') || off.has('consumesCounters');
+    const built = buildSlices(noCounters ? withoutPartitions(health.devices()) : health.devices(), {
+      nodeName: o.nodeName,
+      driverName: o.driverName,
+      dynamicMig: o.dynamicMig && !noCounters,
+      kubernetesVersion: version,
+      release: o.release,
+    });
+    return withoutFields(built, off);
+  };
+  const driver: Driver = {
     name: o.driverName,
     checkpoint,
     state: gpuState,
-    slices: (version, off) => {
-      if (o.slicesFile) return slicesFromFile(o.slicesFile, o.nodeName, o.driverName);
-      const noCounters = off.has('sharedCounters') || off.has('consumesCounters');
-      const slices = buildSlices(noCounters ? withoutPartitions(health.devices()) : health.devices(), {
-        nodeName: o.nodeName,
-        driverName: o.driverName,
-        dynamicMig: o.dynamicMig && !noCounters,
-        kubernetesVersion: version,
-        release: o.release,
-      });
-      return withoutFields(slices, off);
-    },
+    slices,
     changes: (listener) => health.subscribe(listener),
     health: o.healthService
       ? {
@@ -188,40 +183,34 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
           subscribe: (listener) => health.subscribe(listener),
         }
       : undefined,
-    published: (slices) => faults?.published(slices),
-  });
-  // DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
-  // sockets, slices, checkpoint and state dir.
+    published: (published) => faults?.published(published),
+  };
+  return { driver, checkpoint, faults };
+}
+
+/**
+ * DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
+ * sockets, slices, checkpoint and state dir.
+ */
+function nicDriver(o: PluginOptions, model: NodeModel): Driver | null {
   const nicSlices = o.nics ? renderNicSlices(model.machine, o.nics) : [];
-  if (o.nics && nicSlices.length > 0) {
-    const nicCheckpoint = new CheckpointStore(join(o.nics.stateDir, 'checkpoint.json'), o.resetCheckpoint);
-    drivers.push({
-      name: o.nics.driverName,
-      checkpoint: nicCheckpoint,
-      state: new NicState(model.machine.nics, nicCheckpoint, {
-        driverName: o.nics.driverName,
-        nodeName: o.nodeName,
-        cdiRoot: o.cdiRoot,
-        stateDir: o.nics.stateDir,
-      }),
-      slices: () => nicSlices,
-    });
-  }
-  // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
-  const domains =
-    o.computeDomains && model.machine.fabric
-      ? computeDomainNode(model.nvml, {
-          ...o.computeDomains,
-          nodeName: o.nodeName,
-          kc,
-          cdiRoot: o.cdiRoot,
-          kubeletPluginsDir: o.kubeletPluginsDir,
-          resetCheckpoint: o.resetCheckpoint,
-          log,
-        })
-      : null;
-  if (domains) drivers.push(domains.driver);
-  // Before serving: finish or undo what a crash left, and sweep what no claim holds.
+  if (!o.nics || nicSlices.length === 0) return null;
+  const nicCheckpoint = new CheckpointStore(join(o.nics.stateDir, 'checkpoint.json'), o.resetCheckpoint);
+  return {
+    name: o.nics.driverName,
+    checkpoint: nicCheckpoint,
+    state: new NicState(model.machine.nics, nicCheckpoint, {
+      driverName: o.nics.driverName,
+      nodeName: o.nodeName,
+      cdiRoot: o.cdiRoot,
+      stateDir: o.nics.stateDir,
+    }),
+    slices: () => nicSlices,
+  };
+}
+
+/** Before serving: finish or undo what a crash left, and sweep what no claim holds. */
+function restoreDrivers(drivers: readonly Driver[], m: Metrics, log: Logger): void {
   for (const d of drivers) {
     if (d.checkpoint.resetFrom !== null)
       log.warn(
@@ -243,11 +232,22 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     m.swept.inc({ driver: d.name, kind: 'view' }, r.swept.views);
     m.swept.inc({ driver: d.name, kind: 'mig_instance' }, r.swept.instances);
   }
-  const preparedCount = () => drivers.reduce((n, d) => n + d.state.held().length, 0);
-  m.prepared.set(preparedCount());
+}
 
-  // Ready once the kubelet accepted every registration: before that, prepare calls cannot reach us.
-  const registered = new Map<string, boolean>();
+/**
+ * Each driver's kubelet sockets. `registered` follows the kubelet's answer per driver: before it accepted
+ * a registration, prepare calls cannot reach us.
+ */
+async function serveKubelet(
+  o: PluginOptions,
+  drivers: readonly Driver[],
+  registered: Map<string, boolean>,
+  deps: { kc: KubeConfig; m: Metrics; log: Logger },
+): Promise<RunningServers[]> {
+  const { m, log } = deps;
+  const claims = clientOf(deps.kc);
+  const preparedCount = (): number => drivers.reduce((n, d) => n + d.state.held().length, 0);
+  m.prepared.set(preparedCount());
   const servers: RunningServers[] = [];
   for (const d of drivers) {
     registered.set(d.name, false);
@@ -268,93 +268,95 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
     servers.push(s);
     log.info({ driver: d.name, dra: s.draSocket, registration: s.registrationSocket }, 'serving the kubelet');
   }
-  const ready = () => [...registered.values()].every(Boolean);
-  if (faults) void faults.startWithHealth();
+  return servers;
+}
+
+function loadKubeconfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
+  const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
+  refuseRealDriver(o.devRoot);
+  await refuseSecondPlugin(o);
+  const kc = loadKubeconfig(o.kubeconfig);
+  const reg = new Registry();
+  const m = pluginMetrics(reg);
+  // Ready once the kubelet accepted every registration.
+  const registered = new Map<string, boolean>();
+  const probes = o.httpEndpoint
+    ? await serveProbes({
+        endpoint: o.httpEndpoint,
+        ready: () => [...registered.values()].every(Boolean),
+        notReady: 'not registered with the kubelet',
+        metrics: reg,
+      })
+    : null;
+  try {
+    return await startPlugin(o, { kc, m, log, registered, probes });
+  } catch (e) {
+    await probes?.close();
+    throw e;
+  }
+}
+
+async function startPlugin(
+  o: PluginOptions,
+  c: {
+    kc: KubeConfig;
+    m: Metrics;
+    log: Logger;
+    registered: Map<string, boolean>;
+    probes: ProbeServer | null;
+  },
+): Promise<RunningPlugin> {
+  const { kc, m, log } = c;
+  const model = nodeModel(o, await chooseProfile(o, kc, log));
+  const health = new NodeHealth(model.nvml, model.devices, {
+    enabled: o.gates.NVMLDeviceHealthCheck === true,
+    release: o.release,
+    ignoredXids: o.ignoredXids ?? ignoredXids(''),
+    log,
+  });
+  const gpu = gpuDriver(o, model, health, kc, log);
+  const nics = nicDriver(o, model);
+  // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
+  const domains =
+    o.computeDomains && model.machine.fabric
+      ? computeDomainNode(model.nvml, {
+          ...o.computeDomains,
+          nodeName: o.nodeName,
+          kc,
+          cdiRoot: o.cdiRoot,
+          kubeletPluginsDir: o.kubeletPluginsDir,
+          resetCheckpoint: o.resetCheckpoint,
+          log,
+        })
+      : null;
+  const drivers = [gpu.driver, ...(nics ? [nics] : []), ...(domains ? [domains.driver] : [])];
+  restoreDrivers(drivers, m, log);
+  const servers = await serveKubelet(o, drivers, c.registered, { kc, m, log });
+  if (gpu.faults) void gpu.faults.startWithHealth();
   else health.start();
 
-  // Slices wait for the API server; the kubelet's calls do not.
   const publishers: Publisher[] = [];
-  let stopped = false;
   const stopping = new AbortController();
-  const publish = async (): Promise<void> => {
-    let version: Semver | null = null;
-    for (let attempt = 0; version === null; attempt++) {
-      if (stopped) return;
-      try {
-        version = await serverVersion(kc);
-      } catch (e) {
-        const ms = fullJitter(attempt + 1, PUBLISH_BACKOFF);
-        log.warn(
-          { err: e instanceof Error ? e.message : String(e), retryInMs: Math.round(ms) },
-          'the API server is not answering; slices wait',
-        );
-        await sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
-      }
-    }
-    // The probe is of the server, not of a driver: one dry run per gated field, whichever driver has it.
-    const full = drivers.map((d) => d.slices(version, NOTHING_DROPPED));
-    const off = await probeGates(new KubeApi(kc), full.flat());
-    if (off.size > 0) log.warn({ dropped: [...off] }, gateMessage([...off], formatSemver(version)));
-    for (const [i, d] of drivers.entries()) {
-      if (stopped) return;
-      const publisher = new Publisher(kc, {
-        nodeName: o.nodeName,
-        driverName: d.name,
-        log,
-        onSync: (_writes, devices, slices) => {
-          m.published.set({ driver: d.name }, devices);
-          d.published?.(slices);
-        },
-      });
-      publisher.start(off.size === 0 ? (full[i] ?? []) : d.slices(version, off));
-      d.changes?.(() => {
-        publisher.update(d.slices(version, off));
-      });
-      publishers.push(publisher);
-    }
-    // A node relabelled from a GB200 to a machine without NVLink fabric: its old channel and daemon go.
-    if (o.computeDomains && !domains && !stopped) {
-      // Once the pool is empty, nothing is left to watch for.
-      const retired: Publisher = new Publisher(kc, {
-        nodeName: o.nodeName,
-        driverName: COMPUTE_DOMAIN_DRIVER,
-        log,
-        onSync: () => {
-          retired.stop();
-        },
-      });
-      retired.start([]);
-      publishers.push(retired);
-    }
-    await domains?.start();
-  };
-  const publishing = publish();
-
-  let http: Server | null = null;
-  if (o.httpEndpoint) {
-    const [host, port] = splitEndpoint(o.httpEndpoint);
-    http = createServer((req, res) => {
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-      } else if (req.url === '/readyz') {
-        res
-          .writeHead(ready() ? 200 : 503, { 'content-type': 'text/plain' })
-          .end(ready() ? 'ok\n' : 'not registered with the kubelet\n');
-      } else if (req.url === '/metrics') {
-        reg.metrics().then(
-          (text) => {
-            res.writeHead(200, { 'content-type': reg.contentType }).end(text);
-          },
-          () => {
-            res.writeHead(500).end();
-          },
-        );
-      } else {
-        res.writeHead(404).end();
-      }
-    });
-    await new Promise<void>((resolve) => http?.listen(port, host, resolve));
-  }
+  const publishing = publishSlices({
+    kc,
+    nodeName: o.nodeName,
+    drivers,
+    metrics: m,
+    log,
+    retireComputeDomains: o.computeDomains !== undefined && !domains,
+    publishers,
+    signal: stopping.signal,
+  }).then(async (done) => {
+    if (done) await domains?.start();
+  });
+  c.probes?.started();
   const dcgm = o.dcgmEndpoint
     ? await startNodeDcgm({
         endpoint: o.dcgmEndpoint,
@@ -363,7 +365,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         driverName: o.driverName,
         machine: model.machine,
         nvml: model.nvml,
-        checkpoint,
+        checkpoint: gpu.checkpoint,
         kc,
         log,
       })
@@ -371,22 +373,15 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
 
   return {
     async stop() {
-      stopped = true;
       stopping.abort();
       await publishing;
-      await faults?.stop();
+      await gpu.faults?.stop();
       await domains?.stop();
       await health.stop();
       await dcgm?.stop();
       for (const p of publishers) p.stop();
       for (const s of servers) await s.stop();
-      await new Promise<void>((r) => {
-        if (http)
-          http.close(() => {
-            r();
-          });
-        else r();
-      });
+      await c.probes?.close();
     },
   };
 }

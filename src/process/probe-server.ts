@@ -1,0 +1,107 @@
+import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
+import { clip, FakegpuError } from '../errors.js';
+import { splitEndpoint } from './endpoint.js';
+
+/**
+ * The HTTP endpoint every long-running process serves (plugin, fleet, ComputeDomain controller), so that
+ * all of them answer probes and scrapes the same way:
+ *
+ * - `/healthz` (liveness): 200 `ok` once the process has started, 503 `starting` before;
+ * - `/readyz` (readiness): 200 `ok` when `ready()` holds, else 503 with `notReady`;
+ * - `/metrics`: the registry's Prometheus exposition (404 without one);
+ * - anything else: 404.
+ */
+export interface ProbeServerOptions {
+  /** `host:port`; port 0 lets the system choose. */
+  endpoint: string;
+  /** The flag the endpoint came from, which a listen error names. */
+  flag?: string;
+  /** Readiness, asked on every /readyz once started; default: ready. */
+  ready?: () => boolean;
+  /** /readyz's body while not ready, e.g. "not registered with the kubelet". */
+  notReady?: string;
+  metrics?: Registry;
+}
+
+export interface ProbeServer {
+  /** The port it listens on (the endpoint's, or the one the system chose for port 0). */
+  port: number;
+  /** The process has started: from now on /healthz answers 200 and /readyz asks `ready`. */
+  started(): void;
+  close(): Promise<void>;
+}
+
+const TEXT = { 'content-type': 'text/plain' };
+
+/** Why a socket could not listen, in words; the code's own message otherwise. */
+function listenReason(e: unknown): string {
+  const code = e instanceof Error && 'code' in e ? e.code : undefined;
+  if (code === 'EADDRINUSE') return 'the address is already in use (another process listens there)';
+  if (code === 'EACCES') return 'permission denied (a port below 1024 needs privileges)';
+  if (code === 'EADDRNOTAVAIL') return 'no interface of this machine has that address';
+  return clip(e instanceof Error ? e.message : String(e));
+}
+
+/** Listens on `endpoint`; a failure is one line naming the flag and the endpoint, not a stack trace. */
+export async function listenOn(server: Server, endpoint: string, flag: string): Promise<number> {
+  const [host, port] = splitEndpoint(endpoint);
+  await new Promise<void>((resolve, reject) => {
+    const failed = (e: unknown): void => {
+      reject(new FakegpuError(flag, `cannot listen on ${JSON.stringify(endpoint)}: ${listenReason(e)}`));
+    };
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : port;
+}
+
+/** Closes the server, cutting keep-alive connections (a scraper's) rather than waiting on them. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+    server.closeAllConnections();
+  });
+}
+
+export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
+  let started = false;
+  const ready = o.ready ?? (() => true);
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/healthz') {
+      res.writeHead(started ? 200 : 503, TEXT).end(started ? 'ok\n' : 'starting\n');
+    } else if (path === '/readyz') {
+      const ok = started && ready();
+      res
+        .writeHead(ok ? 200 : 503, TEXT)
+        .end(ok ? 'ok\n' : `${started ? (o.notReady ?? 'not ready') : 'starting'}\n`);
+    } else if (path === '/metrics' && o.metrics) {
+      const reg = o.metrics;
+      reg.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': reg.contentType }).end(text);
+        },
+        () => {
+          res.writeHead(500).end();
+        },
+      );
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  const port = await listenOn(server, o.endpoint, o.flag ?? '--http-endpoint');
+  return {
+    port,
+    started() {
+      started = true;
+    },
+    close: () => closeServer(server),
+  };
+}

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { Counter, Registry } from 'prom-client';
+import { FakegpuError } from '../../src/errors.js';
+import { serveProbes } from '../../src/process/probe-server.js';
+import {
+  boundedStop,
+  nextStopSignal,
+  runUntilStopped,
+  type ShutdownHost,
+  type StopSignal,
+} from '../../src/process/shutdown.js';
+
+const silent = pino({ level: 'silent' });
+
+async function get(
+  port: number,
+  path: string,
+): Promise<{ status: number; text: string; type: string | null }> {
+  const r = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: r.status, text: await r.text(), type: r.headers.get('content-type') };
+}
+
+describe('probe server', () => {
+  it('answers /healthz, /readyz and /metrics once started, 503 "starting" before, 404 otherwise', async () => {
+    const reg = new Registry();
+    new Counter({ name: 'fakegpu_test_total', help: 'a test counter', registers: [reg] }).inc(3);
+    let ready = false;
+    const s = await serveProbes({
+      endpoint: '127.0.0.1:0',
+      ready: () => ready,
+      notReady: 'publishing',
+      metrics: reg,
+    });
+    try {
+      assert.deepEqual(await get(s.port, '/healthz'), {
+        status: 503,
+        text: 'starting\n',
+        type: 'text/plain',
+      });
+      assert.deepEqual(await get(s.port, '/readyz'), { status: 503, text: 'starting\n', type: 'text/plain' });
+      s.started();
+      assert.deepEqual(await get(s.port, '/healthz'), { status: 200, text: 'ok\n', type: 'text/plain' });
+      assert.deepEqual(await get(s.port, '/readyz'), {
+        status: 503,
+        text: 'publishing\n',
+        type: 'text/plain',
+      });
+      ready = true;
+      assert.deepEqual(await get(s.port, '/readyz'), { status: 200, text: 'ok\n', type: 'text/plain' });
+      ready = false;
+      assert.equal((await get(s.port, '/readyz')).status, 503);
+      const m = await get(s.port, '/metrics');
+      assert.equal(m.status, 200);
+      assert.equal(m.type, reg.contentType);
+      assert.match(m.text, /^fakegpu_test_total 3$/m);
+      assert.equal((await get(s.port, '/')).status, 404);
+      assert.equal((await get(s.port, '/health')).status, 404);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('is ready by default, and has no /metrics without a registry', async () => {
+    const s = await serveProbes({ endpoint: '127.0.0.1:0' });
+    try {
+      s.started();
+      assert.deepEqual(await get(s.port, '/readyz'), { status: 200, text: 'ok\n', type: 'text/plain' });
+      assert.equal((await get(s.port, '/metrics')).status, 404);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a port already in use is one line naming the flag and the endpoint', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const address = taken.address();
+    assert.ok(address && typeof address === 'object');
+    const endpoint = `127.0.0.1:${address.port}`;
+    try {
+      await assert.rejects(serveProbes({ endpoint }), (e: unknown) => {
+        assert.ok(e instanceof FakegpuError);
+        assert.equal(
+          e.message,
+          `--http-endpoint: cannot listen on "${endpoint}": the address is already in use (another process listens there)`,
+        );
+        assert.doesNotMatch(e.message, /\n/);
+        return true;
+      });
+      await assert.rejects(
+        serveProbes({ endpoint, flag: '--dcgm-endpoint' }),
+        /^FakegpuError: --dcgm-endpoint: /,
+      );
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+});
+
+/** Signals sent by hand, and exits recorded instead of taken. */
+class FakeHost extends EventEmitter implements ShutdownHost {
+  exits: (number | undefined)[] = [];
+  override once(signal: StopSignal, listener: () => void): this {
+    return super.once(signal, listener);
+  }
+  override off(signal: StopSignal, listener: () => void): this {
+    return super.off(signal, listener);
+  }
+  exit(code?: number): void {
+    this.exits.push(code);
+  }
+}
+
+describe('shutdown', () => {
+  it('stops on the first of SIGTERM, SIGINT and SIGHUP, and then listens no more', async () => {
+    for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+      const host = new FakeHost();
+      const next = nextStopSignal(host);
+      assert.equal(host.listenerCount(s), 1);
+      host.emit(s);
+      assert.equal(await next, s);
+      for (const other of ['SIGTERM', 'SIGINT', 'SIGHUP']) assert.equal(host.listenerCount(other), 0);
+    }
+  });
+
+  it('runs the stop on a signal, logs "stopping" with it, and exits with the status the CLI sets', async () => {
+    const host = new FakeHost();
+    const lines: unknown[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    let stopped = 0;
+    const done = runUntilStopped(
+      () =>
+        Promise.resolve({
+          stop: () => {
+            stopped++;
+            return Promise.resolve();
+          },
+        }),
+      { log, host },
+    );
+    await new Promise((r) => setImmediate(r));
+    host.emit('SIGTERM');
+    await done;
+    assert.equal(stopped, 1);
+    assert.ok(
+      lines.some(
+        (l) =>
+          typeof l === 'object' &&
+          l !== null &&
+          'msg' in l &&
+          l.msg === 'stopping' &&
+          'signal' in l &&
+          l.signal === 'SIGTERM',
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(host.exits, [undefined]);
+  });
+
+  it('a stop past its bound exits 1; a start that throws is rethrown', async () => {
+    const host = new FakeHost();
+    const done = runUntilStopped(() => Promise.resolve({ stop: () => new Promise<void>(() => undefined) }), {
+      log: silent,
+      host,
+      boundMs: 20,
+    });
+    await new Promise((r) => setImmediate(r));
+    host.emit('SIGINT');
+    await done;
+    assert.deepEqual(host.exits, [1]);
+    await assert.rejects(
+      runUntilStopped(() => Promise.reject(new FakegpuError('--x', 'bad')), {
+        log: silent,
+        host: new FakeHost(),
+      }),
+      /--x: bad/,
+    );
+    assert.equal(await boundedStop(() => Promise.reject(new Error('boom')), silent, 1000), true);
+  });
+});
