@@ -5,11 +5,19 @@ import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { FaultApi } from '../kube/gpufault/api.js';
 import { ignoredXids } from '../model/health/taints.js';
-import { KubeApi, METADATA, NODES_PATH, SLICES_PATH, type ClusterApi, type Meta } from '../kube/api.js';
-import { fullJitter, WATCH_BACKOFF } from '../kube/backoff.js';
+import {
+  KubeApi,
+  METADATA,
+  NODES_PATH,
+  SLICES_PATH,
+  type ClusterApi,
+  type ListQuery,
+  type Meta,
+  type StoredSlice,
+} from '../kube/api.js';
+import { ListWatch } from '../kube/list-watch.js';
 import { ApiError, clientOf, type PooledKubeConfig } from '../kube/client.js';
 import { formatSemver, type Semver } from '../kube/types/version.js';
-import { ResumableWatch } from '../kube/watch.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { gateMessage, probeGates, type GatedField } from '../kube/publish/gates.js';
 import { INSTANCE_TYPE_LABEL } from '../model/preset/index.js';
@@ -34,8 +42,6 @@ import { KubeObjects, type ObjectApi } from '../kube/objects.js';
  * whose slices already match costs no write at all (so a restart causes no churn). This file wires
  * them to the lists and watches of nodes and slices.
  */
-
-const PAGE = 500;
 
 export interface FleetOptions {
   /** The collection run after bursts of work; default V8's memory-reducing one, where exposed. */
@@ -106,15 +112,14 @@ export class Fleet {
   private readonly machines: Machines;
   private readonly faults: FleetFaults | null;
   private readonly domains: FleetComputeDomains | null;
-  /** The node watch, then one slice watch per driver. */
-  private watches: ResumableWatch[] = [];
-  /** resourceVersions of the last lists: nodes, then each driver's slices; watches start there. */
-  private listRvs: string[] = [];
+  /** Nodes, then each driver's slices: listed and relisted together, since one is judged against the other. */
+  private readonly lw: ListWatch;
+  /** The nodes the list under way has seen; the others are gone once it is whole. */
+  private seen = new Set<string>();
   private readonly drivers: string[];
   private stopped = false;
   private listed = false;
-  private relisting: Promise<void> | null = null;
-  private relistFailures = 0;
+  private everListed = false;
   private startedAt = 0;
   /** Milliseconds from `start()` to the first moment every node was published; null until then. */
   firstConvergedMs: number | null = null;
@@ -199,6 +204,7 @@ export class Fleet {
       },
       random: o.random,
     });
+    this.lw = this.listWatch();
   }
 
   /**
@@ -221,7 +227,7 @@ export class Fleet {
   async start(): Promise<void> {
     this.startedAt = performance.now();
     this.stats.requests++;
-    await this.firstList();
+    await this.lw.start();
     if (this.stopped) return;
     this.settler.start();
     this.faults?.start();
@@ -234,31 +240,6 @@ export class Fleet {
       },
       'listed nodes and slices',
     );
-    const rvs = (i: number): string => this.listRvs[i] ?? '';
-    this.watches = [
-      this.watchOf(
-        NODES_PATH,
-        this.o.nodeSelector ? { labelSelector: this.o.nodeSelector } : {},
-        rvs(0),
-        (t, o) => {
-          this.onNode(t, o);
-        },
-        // Labels and annotations are all the fleet reads of a node, as its list does; KWOK's heartbeats
-        // would otherwise bring every node's whole status.
-        METADATA,
-      ),
-      ...this.drivers.map((d, i) =>
-        this.watchOf(
-          SLICES_PATH,
-          { fieldSelector: `spec.driver=${d}` },
-          rvs(i + 1),
-          (t, o) => {
-            this.onSlice(d, t, o);
-          },
-          METADATA,
-        ),
-      ),
-    ];
   }
 
   stop(): void {
@@ -267,7 +248,7 @@ export class Fleet {
     this.faults?.stop();
     void this.domains?.stop();
     this.queue.stop();
-    for (const w of this.watches) w.stop();
+    this.lw.stop();
   }
 
   /** True once every selected node's slices match and nothing is queued or in flight. */
@@ -289,54 +270,80 @@ export class Fleet {
   }
 
   /**
-   * The first lists, retried until the API server answers: the fleet's pod can start before the
-   * cluster's network reaches it (a Service not yet proxied), and a supervisor's restarts would only
-   * add a crash loop's backoff to that wait.
+   * Nodes as metadata (labels and annotations are all the fleet reads of a node; KWOK's heartbeats would
+   * otherwise bring every node's whole status), then each driver's slices. The first lists are retried
+   * until the API server answers: the fleet's pod can start before the cluster's network reaches it (a
+   * Service not yet proxied), and a supervisor's restarts would only add a crash loop's backoff to that.
    */
-  private async firstList(): Promise<void> {
-    for (let attempt = 0; !this.stopped; attempt++) {
-      this.version = this.api.version();
-      // Awaited after the lists; until then a failure must not count as unhandled and end the process.
-      this.version.catch(() => undefined);
-      try {
-        await this.relist();
-        return;
-      } catch (e) {
-        const delay = fullJitter(attempt, WATCH_BACKOFF, this.o.random);
-        this.o.log.warn(
-          { err: e instanceof Error ? e.message : String(e), retryInMs: delay },
-          'listing nodes and slices failed; retrying',
-        );
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
-  }
-
-  /** One relist at a time: several watches can expire together (etcd compacted past them all). */
-  private relist(): Promise<void> {
-    this.relisting ??= this.relistNow().finally(() => {
-      this.relisting = null;
+  private listWatch(): ListWatch {
+    const counted = <T>(list: Promise<T>): Promise<T> => {
+      this.stats.requests++;
+      return list;
+    };
+    return new ListWatch({
+      source: this.api,
+      what: 'nodes and slices',
+      log: this.o.log,
+      random: this.o.random,
+      opened: () => {
+        this.stats.requests++;
+      },
+      collections: [
+        {
+          path: NODES_PATH,
+          labelSelector: this.o.nodeSelector,
+          accept: METADATA,
+          list: (q) => counted(this.api.listNodes(q)),
+          page: (items) => {
+            for (const n of items as Meta[]) this.listedNode(n);
+          },
+          event: (t, o) => {
+            this.onNode(t, o);
+          },
+        },
+        ...this.drivers.map((d) => ({
+          path: SLICES_PATH,
+          fieldSelector: `spec.driver=${d}`,
+          accept: METADATA,
+          list: (q: ListQuery) => counted(this.api.listSlices(q)),
+          page: (items: unknown[]) => {
+            for (const sl of items as StoredSlice[]) this.index.recordStored(sl);
+          },
+          event: (t: string, o: unknown) => {
+            this.onSlice(d, t, o);
+          },
+        })),
+      ],
+      listing: () => {
+        // No reconcile may start before both lists are in: a node judged against an empty slice cache
+        // would get its slices created twice.
+        this.listed = false;
+        this.index.clear();
+        this.seen = new Set();
+        if (this.everListed) return;
+        // Asked alongside the first lists; until awaited, a failure must not end the process as unhandled.
+        this.version = this.api.version();
+        this.version.catch(() => undefined);
+      },
+      listed: () => this.takeLists(),
     });
-    return this.relisting;
   }
 
-  private async relistNow(): Promise<void> {
-    // No reconcile may start before both lists are in: a node judged against an empty slice cache
-    // would get its slices created twice.
-    this.listed = false;
-    this.index.clear();
-    // Both lists at once; each is taken in by page, so dynamic MIG slices (~30 kB each) are never all held.
-    const [nodes, ...sliceRvs] = await Promise.all([
-      this.listNodes(),
-      ...this.drivers.map((d) => this.listSlices(d)),
-    ]);
-    for (const name of [...this.nodes.keys()]) if (!nodes.seen.has(name)) this.removeNode(name);
-    this.listRvs = [nodes.rv, ...sliceRvs];
+  private listedNode(n: Meta): void {
+    if (!n.metadata?.name || !this.selected(n)) return;
+    this.seen.add(n.metadata.name);
+    this.upsertNode(n);
+  }
+
+  /** Both lists are in: nodes gone meanwhile leave, and every node is judged against the slices listed. */
+  private async takeLists(): Promise<void> {
+    for (const name of [...this.nodes.keys()]) if (!this.seen.has(name)) this.removeNode(name);
     this.machines.kubernetesVersion = await this.version;
     if (!this.gatesProbed) {
       this.gatesProbed = true;
       this.machines.gatesOff = await this.probeGates(this.machines.kubernetesVersion);
     }
+    this.everListed = true;
     this.listed = true;
     for (const name of [...this.nodes.keys(), ...this.leaving]) this.queue.add(name);
     this.queue.pump();
@@ -365,47 +372,6 @@ export class Fleet {
     }
     if (off.size > 0) this.o.log.warn({ dropped: [...off] }, gateMessage([...off], formatSemver(version)));
     return off;
-  }
-
-  private async listNodes(): Promise<{ seen: Set<string>; rv: string }> {
-    const seen = new Set<string>();
-    let rv: string;
-    let cont: string | undefined;
-    do {
-      this.stats.requests++;
-      const page = await this.api.listNodes({
-        labelSelector: this.o.nodeSelector,
-        limit: PAGE,
-        continue: cont,
-      });
-      rv = page.resourceVersion;
-      for (const n of page.items) {
-        if (n.metadata?.name && this.selected(n)) {
-          seen.add(n.metadata.name);
-          this.upsertNode(n);
-        }
-      }
-      cont = page.continue;
-    } while (cont);
-    return { seen, rv };
-  }
-
-  /** Records the driver's slices; answers the list's resourceVersion. */
-  private async listSlices(driver: string): Promise<string> {
-    let rv: string;
-    let cont: string | undefined;
-    do {
-      this.stats.requests++;
-      const page = await this.api.listSlices({
-        fieldSelector: `spec.driver=${driver}`,
-        limit: PAGE,
-        continue: cont,
-      });
-      rv = page.resourceVersion;
-      for (const s of page.items) this.index.recordStored(s);
-      cont = page.continue;
-    } while (cont);
-    return rv;
   }
 
   private upsertNode(n: Meta): void {
@@ -487,59 +453,6 @@ export class Fleet {
     // Also while the node is being reconciled: the event may be of our own write, whose answer has not
     // come yet (the pass after finds everything in place), or of a change that pass did not see.
     if (this.nodes.has(node) || this.leaving.has(node)) this.queue.add(node);
-  }
-
-  private watchOf(
-    path: string,
-    query: Record<string, string>,
-    rv: string,
-    event: (type: string, obj: unknown) => void,
-    accept?: string,
-  ): ResumableWatch {
-    return new ResumableWatch(
-      this.api,
-      path,
-      query,
-      rv,
-      {
-        event,
-        opened: () => {
-          this.stats.requests++;
-        },
-        failed: (err) => {
-          this.o.log.warn(
-            { path, err: err instanceof Error ? err.message : String(err) },
-            'watch failed; resuming',
-          );
-        },
-        expired: () => {
-          this.o.log.info({ path }, 'watch expired; relisting');
-          this.relistAndResume();
-        },
-      },
-      accept,
-      this.o.random,
-    );
-  }
-
-  /** After a watch expired: list again, then every watch resumes from the new lists. */
-  private relistAndResume(): void {
-    if (this.stopped) return;
-    this.relist()
-      .then(() => {
-        this.relistFailures = 0;
-        for (const [i, w] of this.watches.entries()) w.restart(this.listRvs[i] ?? '');
-      })
-      .catch((e: unknown) => {
-        const delay = fullJitter(++this.relistFailures, WATCH_BACKOFF, this.o.random);
-        this.o.log.warn(
-          { err: e instanceof Error ? e.message : String(e), retryInMs: delay },
-          'relist failed; retrying',
-        );
-        setTimeout(() => {
-          this.relistAndResume();
-        }, delay);
-      });
   }
 
   private noteConverged(): void {

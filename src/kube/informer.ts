@@ -1,103 +1,78 @@
 import type { Logger } from 'pino';
-import { fullJitter, WATCH_BACKOFF } from './backoff.js';
 import { ApiClient } from './client.js';
 import { listPage } from './api.js';
-import { ResumableWatch } from './watch.js';
+import { ListWatch } from './list-watch.js';
 
 /**
- * One collection kept in memory by a list and a resumable watch (relisting when the watch expires),
- * each object reduced on arrival to what the caller needs (`project`; null: not kept). For the small
- * controllers that would otherwise list a whole collection every second: a fleet's claims, its daemon
- * pods. `snapshot()` is undefined until the first list is in.
+ * One collection kept in memory by a `ListWatch`, each object reduced on arrival to what the caller
+ * needs (`project`; null: not kept). For the small controllers that would otherwise list a whole
+ * collection every second: a fleet's claims, its daemon pods. `snapshot()` is undefined until the first
+ * list is in.
  */
 export class Informer<T> {
   private items = new Map<string, T>();
-  private watch: ResumableWatch | null = null;
+  /** What the list under way has given so far; it replaces `items` once the list is whole. */
+  private next = new Map<string, T>();
   private synced = false;
-  private stopped = false;
-  private failures = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly lw: ListWatch;
 
   constructor(
-    private readonly http: ApiClient,
-    private readonly path: string,
-    private readonly query: Record<string, string>,
+    http: ApiClient,
+    path: string,
+    query: { labelSelector?: string; fieldSelector?: string },
     private readonly project: (obj: unknown) => T | null,
-    private readonly log: Logger,
-  ) {}
+    log: Logger,
+  ) {
+    this.lw = new ListWatch({
+      source: http,
+      what: path,
+      log,
+      collections: [
+        {
+          path,
+          labelSelector: query.labelSelector,
+          fieldSelector: query.fieldSelector,
+          list: (q) => listPage<unknown>(http, path, q, 'application/json'),
+          page: (objs) => {
+            for (const o of objs) this.put(this.next, o);
+          },
+          event: (type, obj) => {
+            if (type === 'DELETED') this.items.delete(keyOf(obj));
+            else this.put(this.items, obj);
+          },
+        },
+      ],
+      listing: () => {
+        this.next = new Map();
+      },
+      listed: () => {
+        this.items = this.next;
+        this.next = new Map();
+        this.synced = true;
+      },
+    });
+  }
 
   start(): void {
-    void this.relist();
+    void this.lw.start();
   }
 
   stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.watch?.stop();
+    this.lw.stop();
   }
 
   snapshot(): T[] | undefined {
     return this.synced ? [...this.items.values()] : undefined;
   }
 
-  private key(obj: unknown): string {
-    const m = (obj as { metadata?: { namespace?: string; name?: string } } | null)?.metadata;
-    return `${m?.namespace ?? ''}/${m?.name ?? ''}`;
-  }
-
-  private put(obj: unknown): void {
+  private put(into: Map<string, T>, obj: unknown): void {
     const v = this.project(obj);
-    if (v === null) this.items.delete(this.key(obj));
-    else this.items.set(this.key(obj), v);
+    if (v === null) into.delete(keyOf(obj));
+    else into.set(keyOf(obj), v);
   }
+}
 
-  private async relist(): Promise<void> {
-    try {
-      const items = new Map<string, T>();
-      let cont: string | undefined;
-      let rv = '';
-      do {
-        const page = await listPage<unknown>(
-          this.http,
-          this.path,
-          {
-            labelSelector: this.query['labelSelector'],
-            fieldSelector: this.query['fieldSelector'],
-            limit: 500,
-            continue: cont,
-          },
-          'application/json',
-        );
-        for (const o of page.items) {
-          const v = this.project(o);
-          if (v !== null) items.set(this.key(o), v);
-        }
-        cont = page.continue;
-        rv = page.resourceVersion;
-      } while (cont);
-      if (this.stopped) return;
-      this.items = items;
-      this.synced = true;
-      this.failures = 0;
-      if (this.watch) this.watch.restart(rv);
-      else
-        this.watch = new ResumableWatch(this.http, this.path, this.query, rv, {
-          event: (type, obj) => {
-            if (type === 'DELETED') this.items.delete(this.key(obj));
-            else this.put(obj);
-          },
-          expired: () => {
-            void this.relist();
-          },
-        });
-    } catch (e) {
-      this.failures++;
-      const ms = fullJitter(this.failures, WATCH_BACKOFF);
-      this.log.warn(
-        { path: this.path, err: e instanceof Error ? e.message : String(e), retryInMs: ms },
-        'list failed',
-      );
-      this.timer = setTimeout(() => void this.relist(), ms);
-    }
-  }
+function keyOf(obj: unknown): string {
+  const m = (obj as { metadata?: { namespace?: string; name?: string } } | null)?.metadata;
+  return `${m?.namespace ?? ''}/${m?.name ?? ''}`;
 }

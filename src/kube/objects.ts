@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { listPage, METADATA_LIST, type ListQuery } from './api.js';
+import { listEvery, listPage, METADATA_LIST, type ListQuery } from './api.js';
 import { FakegpuError, show } from '../errors.js';
 import { ApiClient, ApiError, clientOf } from './client.js';
 import { isDnsLabel } from './types/names.js';
@@ -25,7 +25,6 @@ export interface ObjectApi {
 }
 
 const MERGE = 'application/merge-patch+json';
-const PAGE = 500;
 
 export class KubeObjects implements ObjectApi {
   private readonly http: ApiClient;
@@ -34,20 +33,9 @@ export class KubeObjects implements ObjectApi {
     this.http = kc instanceof ApiClient ? kc : clientOf(kc);
   }
 
-  async list<T>(collection: string, q: ListQuery = {}, metadataOnly = false): Promise<T[]> {
-    const out: T[] = [];
-    let cont: string | undefined;
-    do {
-      const page = await listPage<T>(
-        this.http,
-        collection,
-        { ...q, limit: PAGE, continue: cont },
-        metadataOnly ? METADATA_LIST : 'application/json',
-      );
-      out.push(...page.items);
-      cont = page.continue;
-    } while (cont);
-    return out;
+  list<T>(collection: string, q: ListQuery = {}, metadataOnly = false): Promise<T[]> {
+    const accept = metadataOnly ? METADATA_LIST : 'application/json';
+    return listEvery<T>((page) => listPage<T>(this.http, collection, page, accept), q);
   }
 
   async get<T>(path: string): Promise<T | null> {

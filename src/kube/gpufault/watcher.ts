@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import { fullJitter, WATCH_BACKOFF } from '../backoff.js';
 import { ApiError } from '../client.js';
-import { ResumableWatch } from '../watch.js';
+import { ListWatch } from '../list-watch.js';
 import type { FaultApi } from './api.js';
 import {
   checkGpuFault,
@@ -28,12 +27,11 @@ export interface FaultWatcherOptions {
   random?: () => number;
 }
 
-const PAGE = 500;
 /** Node's timers hold at most 2^31-1 ms; a fault repaired in a year is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The GpuFaults of the cluster, kept by a list and a resumable watch (relisting on 410), for the plugin
+ * The GpuFaults of the cluster, kept by a `ListWatch` (relisting on 410), for the plugin
  * and the fleet. A fault that does not parse is reported and otherwise ignored; a cluster without the
  * CRD is logged once and looked at again slowly; nothing here throws into the caller.
  */
@@ -41,13 +39,10 @@ export class FaultWatcher {
   private faults = new Map<string, GpuFault>();
   /** What each fault was last reported invalid for, so that a status write does not report it again. */
   private readonly invalid = new Map<string, string>();
-  private watch: ResumableWatch | null = null;
+  private readonly lw: ListWatch;
   private stopped = false;
-  private started = false;
-  private listed = false;
+  private wasListed = false;
   private absentLogged = false;
-  private failures = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
   private emitTimer: NodeJS.Timeout | undefined;
   private phaseTimer: NodeJS.Timeout | undefined;
   private readonly now: () => Date;
@@ -56,22 +51,19 @@ export class FaultWatcher {
   constructor(private readonly o: FaultWatcherOptions) {
     this.now = o.now ?? (() => new Date());
     this.random = o.random ?? Math.random;
+    this.lw = this.listWatch();
   }
 
   /** Lists, then watches; returns at once. */
   start(): void {
-    if (this.started) return;
-    this.started = true;
-    void this.relist();
+    void this.lw.start();
   }
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
     clearTimeout(this.emitTimer);
     clearTimeout(this.phaseTimer);
-    this.watch?.stop();
-    this.watch = null;
+    this.lw.stop();
   }
 
   /** The valid faults now, by name. */
@@ -79,26 +71,42 @@ export class FaultWatcher {
     return [...this.faults.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
   }
 
-  private async relist(): Promise<void> {
+  private listWatch(): ListWatch {
     let items: unknown[] = [];
-    let rv: string;
-    try {
-      let cont: string | undefined;
-      do {
-        const page = await this.o.api.listFaults({ limit: PAGE, continue: cont });
-        items = items.concat(page.items);
-        rv = page.resourceVersion;
-        cont = page.continue;
-      } while (cont !== undefined);
-    } catch (e) {
-      if (this.stopped) return;
-      this.listFailed(e);
-      return;
-    }
-    if (this.stopped) return;
+    return new ListWatch({
+      source: this.o.api,
+      what: 'GpuFaults',
+      log: this.o.log,
+      random: this.random,
+      collections: [
+        {
+          path: GPUFAULTS_PATH,
+          list: (q) => this.o.api.listFaults(q),
+          page: (objs) => {
+            items = items.concat(objs);
+          },
+          event: (type, obj) => {
+            this.event(type, obj);
+          },
+        },
+      ],
+      listing: () => {
+        items = [];
+      },
+      listed: () => {
+        this.takeList(items);
+        items = [];
+      },
+      listFailed: (e) => this.listFailed(e),
+      // The CRD went away under the watch: back to listing, which waits for it.
+      watchFailed: (e) => (e instanceof ApiError && e.code === 404 ? 'relist' : undefined),
+    });
+  }
+
+  /** A whole list: the faults it holds replace the ones known, and what changed is reported. */
+  private takeList(items: unknown[]): void {
     if (this.absentLogged) this.o.log.info({ crd: GPUFAULT_CRD }, 'GpuFault CRD found; reading faults');
     this.absentLogged = false;
-    this.failures = 0;
     const before = this.faults;
     this.faults = new Map();
     const names = new Set<string>();
@@ -109,71 +117,28 @@ export class FaultWatcher {
       this.read(name, obj);
     }
     for (const n of this.invalid.keys()) if (!names.has(n)) this.invalid.delete(n);
-    let changed = !this.listed || before.size !== this.faults.size;
+    let changed = !this.wasListed || before.size !== this.faults.size;
     for (const [name, f] of this.faults) {
       const prev = before.get(name);
       if (!prev || identity(prev) !== identity(f)) changed = true;
       else if (prev.metadata.resourceVersion !== f.metadata.resourceVersion) this.o.onStatus?.(f);
     }
-    this.listed = true;
+    this.wasListed = true;
     if (changed) this.schedule();
-    if (this.watch) this.watch.restart(rv);
-    else this.watch = this.openWatch(rv);
   }
 
-  private listFailed(e: unknown): void {
-    let delay: number;
-    if (e instanceof ApiError && e.code === 404) {
-      // No CRD (or not yet): not an error of this process; the cluster may install it later.
-      delay = this.o.absentRetryMs ?? 30_000;
-      if (!this.absentLogged)
-        this.o.log.warn(
-          { crd: GPUFAULT_CRD, retryInMs: delay },
-          'GpuFault CRD not installed; no faults until it is',
-        );
-      this.absentLogged = true;
-      this.forgetAll();
-    } else {
-      delay = fullJitter(++this.failures, WATCH_BACKOFF, this.random);
+  /** No CRD (or not yet) is not an error of this process: the cluster may install it later. */
+  private listFailed(e: unknown): number | undefined {
+    if (!(e instanceof ApiError && e.code === 404)) return undefined;
+    const delay = this.o.absentRetryMs ?? 30_000;
+    if (!this.absentLogged)
       this.o.log.warn(
-        { err: e instanceof Error ? e.message : String(e), retryInMs: delay },
-        'listing GpuFaults failed; retrying',
+        { crd: GPUFAULT_CRD, retryInMs: delay },
+        'GpuFault CRD not installed; no faults until it is',
       );
-    }
-    this.retryTimer = setTimeout(() => void this.relist(), delay);
-  }
-
-  private openWatch(rv: string): ResumableWatch {
-    return new ResumableWatch(
-      this.o.api,
-      GPUFAULTS_PATH,
-      {},
-      rv,
-      {
-        event: (type, obj) => {
-          this.event(type, obj);
-        },
-        expired: () => {
-          this.o.log.info({ path: GPUFAULTS_PATH }, 'watch expired; relisting');
-          void this.relist();
-        },
-        failed: (err) => {
-          if (err instanceof ApiError && err.code === 404) {
-            // The CRD went away under the watch: back to listing, which waits for it.
-            this.watch?.stop();
-            this.watch = null;
-            void this.relist();
-            return;
-          }
-          this.o.log.warn(
-            { path: GPUFAULTS_PATH, err: err instanceof Error ? err.message : String(err) },
-            'watch failed; resuming',
-          );
-        },
-      },
-      'application/json',
-      this.random,
-    );
+    this.absentLogged = true;
+    this.forgetAll();
+    return delay;
   }
 
   private event(type: string, obj: unknown): void {
@@ -224,8 +189,8 @@ export class FaultWatcher {
   private forgetAll(): void {
     this.invalid.clear();
     // No CRD is a known answer (no faults): the first time, it is reported like a first list.
-    const first = !this.listed;
-    this.listed = true;
+    const first = !this.wasListed;
+    this.wasListed = true;
     if (this.faults.size === 0 && !first) return;
     this.faults = new Map();
     this.schedule();
