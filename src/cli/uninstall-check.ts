@@ -2,17 +2,12 @@ import { Command, Option } from 'commander';
 import { COMPUTE_DOMAIN_DRIVER } from '../model/compute-domain/slice.js';
 import { FakegpuError } from '../errors.js';
 import { askingApi } from '../kube/gpufault/api.js';
-import { CLAIMS_PATH, NODES_PATH, type Meta } from '../kube/api.js';
+import { NODES_PATH, type Meta } from '../kube/api.js';
+import { CLAIMS_PATH, type ListedClaim } from '../kube/types/claim.js';
 import { KubeObjects } from '../kube/objects.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { fleetDrivers } from '../fleet/scope.js';
-import {
-  allClear,
-  heldClaims,
-  pluginNodes,
-  refusal,
-  type ClaimObject,
-} from '../node/plugin/uninstall-check.js';
+import { allClear, heldClaims, pluginNodes, refusal } from '../node/plugin/uninstall-check.js';
 import { checkDriverName } from './commands.js';
 import {
   driverNameOption,
@@ -67,7 +62,7 @@ export function uninstallCheckCommand(write: (s: string) => void): Command {
         await askingApi(FIELD, 'listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)),
       );
       const claims = await askingApi(FIELD, 'listing ResourceClaims', () =>
-        api.list<ClaimObject>(CLAIMS_PATH),
+        api.list<ListedClaim>(CLAIMS_PATH),
       );
       const held = heldClaims(claims, nodes, drivers);
       if (held.length > 0) throw new FakegpuError(FIELD, refusal(held, drivers));

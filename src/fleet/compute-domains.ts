@@ -12,7 +12,7 @@ import { ApiError, type ApiClient } from '../kube/client.js';
 import { Informer } from '../kube/informer.js';
 import type { ObjectApi } from '../kube/objects.js';
 import { Periodic } from '../kube/periodic.js';
-import type { ResourceClaim } from '../kube/types/claim.js';
+import { CLAIMS_PATH, type ResourceClaim } from '../kube/types/claim.js';
 
 /**
  * What the node-side of NVIDIA's ComputeDomains does that KWOK nodes cannot: no kubelet prepares their
@@ -24,7 +24,6 @@ import type { ResourceClaim } from '../kube/types/claim.js';
  */
 
 export const CHANNEL_PERIOD_MS = 1000;
-const CLAIMS_PATH = '/apis/resource.k8s.io/v1/resourceclaims';
 
 export interface FleetNodeView {
   /** The node's clique; null: no NVLink fabric; undefined: not a node of this fleet. */
@@ -43,14 +42,13 @@ export interface FleetComputeDomainsOptions {
   http?: ApiClient | undefined;
 }
 
-type Claim = ResourceClaim & { status?: { reservedFor?: unknown[] } };
 export interface Channel {
   node: string;
   domainID: string;
 }
 
 /** A channel claim of this driver allocated and reserved for a pod: its node and domain; else null. */
-export function channelOf(c: Claim): Channel | null {
+export function channelOf(c: ResourceClaim): Channel | null {
   if ((c.status?.reservedFor ?? []).length === 0) return null;
   const devices = c.status?.allocation?.devices;
   const r = (devices?.results ?? []).find(
@@ -88,7 +86,7 @@ export class FleetComputeDomains {
       ? new Informer(o.http, podsPath(o.namespace), { labelSelector: DOMAIN_LABEL }, leanPod, o.log)
       : null;
     this.channels = o.http
-      ? new Informer(o.http, CLAIMS_PATH, {}, (c) => channelOf(c as Claim), o.log)
+      ? new Informer(o.http, CLAIMS_PATH, {}, (c) => channelOf(c as ResourceClaim), o.log)
       : null;
     for (const i of [pods, this.channels]) if (i) this.informers.push(i);
     this.daemon = new DaemonStandIn({
@@ -121,7 +119,7 @@ export class FleetComputeDomains {
     const { api, view } = this.o;
     const channels = this.channels
       ? this.channels.snapshot()
-      : (await api.list<Claim>(CLAIMS_PATH)).map(channelOf);
+      : (await api.list<ResourceClaim>(CLAIMS_PATH)).map(channelOf);
     if (channels === undefined) return;
     const domains = await api.list<{ metadata: { uid: string } }>(COMPUTE_DOMAINS_PATH);
     const want = channelLabels(channels, (n) => view.cliqueOf(n) !== undefined && view.cliqueOf(n) !== null);

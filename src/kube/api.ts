@@ -21,8 +21,6 @@ import type { Semver } from './types/version.js';
 
 export const NODES_PATH = '/api/v1/nodes';
 export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
-/** ResourceClaims of every namespace. */
-export const CLAIMS_PATH = '/apis/resource.k8s.io/v1/resourceclaims';
 /** Objects as metadata only: what the fleet reads of nodes, and of slices it watches. */
 export const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 /** What a slice write asks back: its metadata, or the whole object from a server that cannot. */

@@ -3,11 +3,11 @@ import type { FakegpuError } from '../errors.js';
 import type { ClusterApi } from './api.js';
 import type { ApiClient } from './client.js';
 import { Informer } from './informer.js';
+import { CLAIMS_PATH } from './types/claim.js';
 import { warningEvent } from './event.js';
 import { claimView, podView, type ClaimView, type PodView } from '../model/dcgm/attribution.js';
 
 export const PODS_PATH = '/api/v1/pods';
-export const CLAIMS_PATH = '/apis/resource.k8s.io/v1/resourceclaims';
 
 /** Pods that use claims, reduced on arrival (`podView`); on one node when `nodeName` is given. */
 export function podInformer(http: ApiClient, log: Logger, nodeName?: string): Informer<PodView> {

@@ -10,14 +10,9 @@ import { promisify } from 'node:util';
 import { COMPUTE_DOMAIN_DRIVER } from '../../src/model/compute-domain/slice.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
-import {
-  allClear,
-  heldClaims,
-  pluginNodes,
-  refusal,
-  type ClaimObject,
-} from '../../src/node/plugin/uninstall-check.js';
+import { allClear, heldClaims, pluginNodes, refusal } from '../../src/node/plugin/uninstall-check.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
+import type { ListedClaim } from '../../src/kube/types/claim.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
 /** `fakegpu uninstall-check`: which claims would outlive the plugin, and the binary over HTTP. */
@@ -32,7 +27,7 @@ function claim(
   name: string,
   node: string,
   o: { driver?: string; pods?: string[]; namespace?: string } = {},
-): ClaimObject {
+): ListedClaim {
   return {
     metadata: { namespace: o.namespace ?? 'default', name },
     status: {
@@ -44,7 +39,7 @@ function claim(
   };
 }
 
-const held = (claims: ClaimObject[]) => heldClaims(claims, pluginNodes(NODES), DRIVERS);
+const held = (claims: ListedClaim[]) => heldClaims(claims, pluginNodes(NODES), DRIVERS);
 
 describe('uninstall-check: claims held on plugin nodes', () => {
   it('refuses a reserved GPU claim on a real node, naming its pod', () => {
@@ -165,7 +160,7 @@ describe('fakegpu uninstall-check (the binary)', () => {
   }
 
   /** Nodes in one page, claims in two (the second after a continue token). */
-  function cluster(claims: ClaimObject[]): RequestListener {
+  function cluster(claims: ListedClaim[]): RequestListener {
     const list = (items: object[], cont?: string): string =>
       JSON.stringify({ metadata: { resourceVersion: '1', ...(cont ? { continue: cont } : {}) }, items });
     return (req, res) => {

@@ -1,4 +1,4 @@
-/** The parts of a `resource.k8s.io/v1` ResourceClaim that preparing reads. */
+/** One allocated device of a claim. */
 export interface AllocationResult {
   request: string;
   driver: string;
@@ -14,13 +14,39 @@ export interface AllocationConfig {
   opaque?: { driver: string; parameters: unknown };
 }
 
+/** Who a claim is reserved for: a pod, almost always. */
+export interface ConsumerReference {
+  apiGroup?: string;
+  resource: string;
+  name: string;
+  uid: string;
+}
+
+/** The one shape of a `resource.k8s.io/v1` ResourceClaim: the parts that fakegpu reads. */
 export interface ResourceClaim {
   metadata: { name: string; namespace: string; uid: string };
   status?: {
     allocation?: {
       devices?: { results?: AllocationResult[]; config?: AllocationConfig[] };
     };
+    reservedFor?: ConsumerReference[];
   };
+}
+
+type DeepPartial<T> = T extends (infer E)[]
+  ? DeepPartial<E>[]
+  : T extends object
+    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+/** A ResourceClaim from a list or a watch, read without trusting that any field is there. */
+export type ListedClaim = DeepPartial<ResourceClaim>;
+
+/** ResourceClaims of every namespace. */
+export const CLAIMS_PATH = '/apis/resource.k8s.io/v1/resourceclaims';
+
+export function claimPath(namespace: string, name: string): string {
+  return `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims/${encodeURIComponent(name)}`;
 }
 
 /** `request/subrequest` (prioritized list) → `request`, the name containers refer to. */

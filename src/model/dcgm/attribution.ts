@@ -1,4 +1,5 @@
 import { FakegpuError } from '../../errors.js';
+import type { ListedClaim } from '../../kube/types/claim.js';
 import { loadOf, type Load } from './load.js';
 
 /**
@@ -97,16 +98,9 @@ export function attribute(
   return out;
 }
 
-interface ClaimObject {
-  metadata?: { namespace?: string; name?: string };
-  status?: {
-    allocation?: { devices?: { results?: { driver?: string; pool?: string; device?: string }[] } };
-  };
-}
-
 /** A ResourceClaim as the API server gives it, reduced to what attribution reads; null: not allocated. */
 export function claimView(obj: unknown): ClaimView | null {
-  const c = obj as ClaimObject;
+  const c = obj as ListedClaim;
   const results = c.status?.allocation?.devices?.results ?? [];
   if (results.length === 0) return null;
   return {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { ApiClient } from '../../kube/client.js';
 import type { ClaimRef, DraHandlers, PrepareResponse, UnprepareResponse } from '../kubelet/grpc.js';
-import { checkClaimUid, type ResourceClaim } from '../../kube/types/claim.js';
+import { checkClaimUid, claimPath, type ResourceClaim } from '../../kube/types/claim.js';
 import { PrepareError } from '../prepare/node.js';
 import type { PluginMetrics } from './metrics.js';
 
@@ -28,8 +28,7 @@ export interface HandlerContext {
 }
 
 async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> {
-  const path = `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(ref.namespace)}/resourceclaims/${encodeURIComponent(ref.name)}`;
-  const c = JSON.parse(await api.send('GET', path)) as ResourceClaim;
+  const c = JSON.parse(await api.send('GET', claimPath(ref.namespace, ref.name))) as ResourceClaim;
   if (c.metadata.uid !== ref.uid) {
     throw new PrepareError(
       `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,

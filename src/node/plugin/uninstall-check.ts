@@ -1,5 +1,6 @@
 import type { Meta } from '../../kube/api.js';
 import { KWOK_ANNOTATION } from '../../kube/kwok.js';
+import type { ListedClaim } from '../../kube/types/claim.js';
 
 /**
  * Whether the node plugin may be uninstalled (`fakegpu uninstall-check`, the chart's pre-delete Job).
@@ -8,15 +9,6 @@ import { KWOK_ANNOTATION } from '../../kube/kwok.js';
  * prepared could never finish terminating once the plugin is gone. KWOK nodes have no kubelet: their
  * pods stop without a plugin (the fleet, not a plugin, publishes their devices).
  */
-
-/** A ResourceClaim as the API server gives it, reduced to what the check reads. */
-export interface ClaimObject {
-  metadata?: { namespace?: string; name?: string };
-  status?: {
-    allocation?: { devices?: { results?: { driver?: string; pool?: string }[] } };
-    reservedFor?: { apiGroup?: string; resource?: string; name?: string }[];
-  };
-}
 
 /** A claim allocated on plugin nodes under one of the checked drivers, and still reserved. */
 export interface HeldClaim {
@@ -48,7 +40,7 @@ export function pluginNodes(nodes: readonly Meta[]): Set<string> {
  * every driver of the plugin names its pools) and are reserved for a consumer.
  */
 export function heldClaims(
-  claims: readonly ClaimObject[],
+  claims: readonly ListedClaim[],
   plugin: ReadonlySet<string>,
   drivers: readonly string[],
 ): HeldClaim[] {
