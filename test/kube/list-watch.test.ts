@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import type { ListQuery, Page } from '../../src/kube/api.js';
 import { ApiError, type WatchStreamHandlers } from '../../src/kube/client.js';
-import { ListWatch, type Collection } from '../../src/kube/list-watch.js';
+import { ListWatch, type Collection, type ListWatchOptions } from '../../src/kube/list-watch.js';
 import { until } from '../support/http.js';
 
 const log = pino({ level: 'silent' });
@@ -65,6 +65,19 @@ function collection(src: Source, path: string, got: string[], extra: Partial<Col
     event: (type, o) => got.push(`${type} ${path}:${(o as { metadata: { name: string } }).metadata.name}`),
     ...extra,
   };
+}
+
+/** A list-watch of `/a` alone over `src`, with no wait between retries, and the test's own hooks. */
+function oneCollection(src: Source, o: Partial<ListWatchOptions> = {}): ListWatch {
+  return new ListWatch({
+    source: src,
+    what: 'things',
+    log,
+    random: () => 0,
+    collections: [collection(src, '/a', [])],
+    listed: () => undefined,
+    ...o,
+  });
 }
 
 describe('the list-watch', () => {
@@ -143,13 +156,7 @@ describe('the list-watch', () => {
     const src = new Source();
     src.failLists = 2;
     const failures: number[] = [];
-    const lw = new ListWatch({
-      source: src,
-      what: 'things',
-      log,
-      random: () => 0,
-      collections: [collection(src, '/a', [])],
-      listed: () => undefined,
+    const lw = oneCollection(src, {
       listFailed: (_e, n) => {
         failures.push(n);
         return n === 1 ? 1 : undefined;
@@ -165,12 +172,7 @@ describe('the list-watch', () => {
   it('a failed `listed` counts as a failed list: no watch opens on what it refused', async () => {
     const src = new Source();
     let calls = 0;
-    const lw = new ListWatch({
-      source: src,
-      what: 'things',
-      log,
-      random: () => 0,
-      collections: [collection(src, '/a', [])],
+    const lw = oneCollection(src, {
       listed: () => {
         if (++calls === 1) throw new Error('version unknown');
       },
@@ -183,13 +185,7 @@ describe('the list-watch', () => {
 
   it('lists afresh when the caller says a watch failure means the resource went away', async () => {
     const src = new Source();
-    const lw = new ListWatch({
-      source: src,
-      what: 'things',
-      log,
-      random: () => 0,
-      collections: [collection(src, '/a', [])],
-      listed: () => undefined,
+    const lw = oneCollection(src, {
       watchFailed: (e) => (e instanceof ApiError && e.code === 404 ? 'relist' : undefined),
     });
     await lw.start();
