@@ -1,4 +1,4 @@
-import type { FeatureGates } from '../model/opaque-config/nvidia.js';
+import { FEATURE_GATES, type FeatureGates } from '../model/opaque-config/nvidia.js';
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -180,13 +180,8 @@ export function sourceOf(cmd: Command, key: string, flag: string): string {
   return cmd.getOptionValueSource(key) === 'env' && option?.envVar ? option.envVar : flag;
 }
 
-/** NVIDIA's gates fakegpu knows; the chart's values schema lists the same (a test holds them together). */
-export const GATES: (keyof FeatureGates)[] = [
-  'TimeSlicingSettings',
-  'MPSSupport',
-  'NVMLDeviceHealthCheck',
-  'DynamicMIG',
-];
+/** NVIDIA's gates fakegpu knows; the chart's values schema is generated with the same. */
+export const GATES: (keyof FeatureGates)[] = [...FEATURE_GATES];
 
 /** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
 export function parseGates(text: string, field = '--feature-gates'): FeatureGates {

@@ -14,5 +14,5 @@ export const LABEL_KEY =
 export const isDnsLabel = (s: string): boolean => s.length <= 63 && DNS_LABEL.test(s);
 export const isDnsSubdomain = (s: string): boolean => s.length <= 253 && DNS_SUBDOMAIN.test(s);
 /** A DRA driver name: a subdomain of at least two labels, at most 63 characters (resource.k8s.io's rule). */
-export const isDriverName = (s: string): boolean =>
-  s.length <= 63 && s.includes('.') && DNS_SUBDOMAIN.test(s);
+export const DRIVER_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
+export const isDriverName = (s: string): boolean => s.length <= 63 && DRIVER_NAME_PATTERN.test(s);

@@ -1,8 +1,8 @@
 /**
  * NVIDIA's ComputeDomain API as the controller, the kubelet plugin and the IMEX daemon share it: the
  * group, the labels and finalizer that tie a domain's objects together, and the shapes fakegpu reads of
- * ComputeDomains and ComputeDomainCliques (the CRDs in deploy/crds/ are the schema; the API server
- * validates). Facts: compute-domains.md §1–2.
+ * ComputeDomains and ComputeDomainCliques (their schemas, which the CRDs in deploy/crds/ are generated
+ * from, are schema.ts; the API server validates). Facts: compute-domains.md §1–2.
  */
 
 export const CD_GROUP_VERSION = 'resource.nvidia.com/v1beta1';

@@ -22,7 +22,7 @@ export const FAULT_TYPES = ['Xid', 'EccSingleBit', 'EccDoubleBit', 'GpuLost', 'U
 export type FaultType = (typeof FAULT_TYPES)[number];
 export const TAINT_EFFECTS = ['None', 'NoSchedule', 'NoExecute'] as const;
 
-/** The CRD's limits; test/fault-crd.test.ts holds the two together. */
+/** The CRD's limits: it is generated from the schemas below (src/tools/schemas). */
 export const FAULT_LIMITS = {
   xid: { min: 1, max: 999 },
   instanceId: { max: 255 },
@@ -34,6 +34,8 @@ export const FAULT_LIMITS = {
   /** Hit devices listed in one node's status entry. */
   statusDevices: 1024,
   message: 1024,
+  /** Nodes with an entry in a fault's status: the largest fleet a fault is meant to reach. */
+  statusNodes: 20_000,
 } as const;
 
 /** How many ECC errors when `count` is not given. */
@@ -78,6 +80,20 @@ const Time = z
 const Index = z.number().int().min(0).max(FAULT_LIMITS.gpuIndex.max);
 const InstanceId = z.number().int().min(0).max(FAULT_LIMITS.instanceId.max);
 
+/**
+ * The messages of the CRD's CEL rules, which the parser gives for the same faults: the generated CRD
+ * (src/tools/schemas) pairs each with its rule.
+ */
+export const FAULT_RULES = {
+  xid: 'xid is required with type Xid and allowed only with it',
+  instancePair: 'give both gpuInstanceId and computeInstanceId, or neither',
+  instanceOnlyXid: 'gpuInstanceId and computeInstanceId are allowed only with type Xid',
+  eccCount: 'count is allowed only with types EccSingleBit and EccDoubleBit',
+  oneNodeChoice: 'give exactly one of nodeName and nodeSelector',
+  oneGpuChoice: 'give at most one of devices, indexes, count and fraction',
+  repairAfterStart: 'repair must be after start',
+} as const;
+
 function unique(list: readonly unknown[]): boolean {
   return new Set(list).size === list.length;
 }
@@ -85,34 +101,42 @@ function unique(list: readonly unknown[]): boolean {
 export const FaultSpec = strict({
   type: z.enum(FAULT_TYPES),
   xid: z.number().int().min(FAULT_LIMITS.xid.min).max(FAULT_LIMITS.xid.max).optional(),
-  gpuInstanceId: InstanceId.optional(),
+  gpuInstanceId: InstanceId.optional().describe(
+    'With computeInstanceId, the static MIG device of each GPU the XID is on.',
+  ),
   computeInstanceId: InstanceId.optional(),
-  count: z.number().int().min(1).max(FAULT_LIMITS.eccCount.max).optional(),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(FAULT_LIMITS.eccCount.max)
+    .optional()
+    .describe('How many ECC errors (default 1).'),
 }).superRefine((f, ctx) => {
-  // The CRD's CEL rules, with its messages.
+  // The CRD's CEL rules.
   if ((f.type === 'Xid') !== (f.xid !== undefined))
     ctx.addIssue({
       code: 'custom',
       path: ['xid'],
-      message: 'xid is required with type Xid and allowed only with it',
+      message: FAULT_RULES.xid,
     });
   if ((f.gpuInstanceId === undefined) !== (f.computeInstanceId === undefined))
     ctx.addIssue({
       code: 'custom',
       path: [f.gpuInstanceId === undefined ? 'gpuInstanceId' : 'computeInstanceId'],
-      message: 'give both gpuInstanceId and computeInstanceId, or neither',
+      message: FAULT_RULES.instancePair,
     });
   if (f.gpuInstanceId !== undefined && f.type !== 'Xid')
     ctx.addIssue({
       code: 'custom',
       path: ['gpuInstanceId'],
-      message: 'gpuInstanceId and computeInstanceId are allowed only with type Xid',
+      message: FAULT_RULES.instanceOnlyXid,
     });
   if (f.count !== undefined && f.type !== 'EccSingleBit' && f.type !== 'EccDoubleBit')
     ctx.addIssue({
       code: 'custom',
       path: ['count'],
-      message: 'count is allowed only with types EccSingleBit and EccDoubleBit',
+      message: FAULT_RULES.eccCount,
     });
 });
 export type FaultSpec = z.infer<typeof FaultSpec>;
@@ -122,8 +146,11 @@ export const GpuFaultSpec = strict({
     .string()
     .max(253)
     .regex(DNS_SUBDOMAIN, 'must be a node name: lower-case letters, digits, "-" and "."')
-    .optional(),
-  nodeSelector: LabelSelector.optional(),
+    .optional()
+    .describe('The one node of the fault.'),
+  nodeSelector: LabelSelector.optional().describe(
+    'The nodes of the fault, by their labels (a metav1.LabelSelector).',
+  ),
   devices: z
     .array(
       z.string().max(63).regex(DNS_LABEL, 'must be a device name such as "gpu-3" or "gpu-0-mig-1g10gb-19-6"'),
@@ -131,29 +158,51 @@ export const GpuFaultSpec = strict({
     .min(1)
     .max(FAULT_LIMITS.gpus)
     .refine(unique, 'names a device twice')
-    .optional(),
-  indexes: z.array(Index).min(1).max(FAULT_LIMITS.gpus).refine(unique, 'names an index twice').optional(),
-  count: z.number().int().min(1).max(FAULT_LIMITS.gpus).optional(),
-  fraction: z.string().max(16).regex(FRACTION, 'must be a decimal in (0, 1], e.g. "0.01"').optional(),
+    .optional()
+    .describe(
+      'Published device names on each node (gpu-3, or a static MIG device such as gpu-0-mig-1g10gb-19-6).',
+    ),
+  indexes: z
+    .array(Index)
+    .min(1)
+    .max(FAULT_LIMITS.gpus)
+    .refine(unique, 'names an index twice')
+    .optional()
+    .describe('GPU indexes on each node.'),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(FAULT_LIMITS.gpus)
+    .optional()
+    .describe('This many GPUs of each node, those of the lowest hash of (seed, node, GPU UUID).'),
+  fraction: z
+    .string()
+    .max(16)
+    .regex(FRACTION, 'must be a decimal in (0, 1], e.g. "0.01"')
+    .optional()
+    .describe(
+      'Each GPU is hit on its own when the hash of (seed, node, GPU UUID) is below this decimal in (0, 1], e.g. "0.01".',
+    ),
   seed: z.number().int().min(0).max(FAULT_LIMITS.seed.max).default(0),
   fault: FaultSpec,
-  start: Time.optional(),
-  repair: Time.optional(),
+  start: Time.optional().describe('When the fault begins; absent, at once.'),
+  repair: Time.optional().describe('When the hardware is repaired; absent, never.'),
 }).superRefine((s, ctx) => {
   if ((s.nodeName === undefined) === (s.nodeSelector === undefined))
-    ctx.addIssue({ code: 'custom', path: [], message: 'give exactly one of nodeName and nodeSelector' });
+    ctx.addIssue({ code: 'custom', path: [], message: FAULT_RULES.oneNodeChoice });
   const choices = [s.devices, s.indexes, s.count, s.fraction].filter((c) => c !== undefined);
   if (choices.length > 1)
     ctx.addIssue({
       code: 'custom',
       path: [],
-      message: 'give at most one of devices, indexes, count and fraction',
+      message: FAULT_RULES.oneGpuChoice,
     });
   if (s.start !== undefined && s.repair !== undefined) {
     const start = parseTime(s.start);
     const repair = parseTime(s.repair);
     if (start !== null && repair !== null && repair <= start)
-      ctx.addIssue({ code: 'custom', path: ['repair'], message: 'repair must be after start' });
+      ctx.addIssue({ code: 'custom', path: ['repair'], message: FAULT_RULES.repairAfterStart });
   }
 });
 /** A spec as read: `seed` defaulted. */
@@ -161,46 +210,66 @@ export type GpuFaultSpec = z.infer<typeof GpuFaultSpec>;
 /** A spec as written: `seed` may be left out. */
 export type GpuFaultSpecInput = z.input<typeof GpuFaultSpec>;
 
+// The status is written only by fakegpu's own processes, within these limits; they are the CRD's, so
+// that the API server can bound the cost of its rules.
 export const Taint = z.object({
-  key: z.string(),
-  value: z.string().optional(),
+  key: z.string().max(317),
+  value: z.string().max(63).optional(),
   effect: z.enum(TAINT_EFFECTS),
 });
 export type Taint = z.infer<typeof Taint>;
 
 export const DeviceFaultStatus = z.object({
-  name: z.string(),
+  name: z.string().max(63),
   taint: Taint.optional(),
-  /** NVIDIA's 25.12 driver leaves an unhealthy device out of the slice instead of tainting it. */
-  removed: z.boolean().optional(),
-  publishedAt: z.string(),
+  removed: z
+    .boolean()
+    .optional()
+    .describe("The device left the slice instead of being tainted (NVIDIA's 25.12 driver)."),
+  publishedAt: z.string().max(64),
 });
 export type DeviceFaultStatus = z.infer<typeof DeviceFaultStatus>;
 
 export const NodeFaultStatus = z.object({
-  devices: z.array(DeviceFaultStatus),
-  /** Devices hit but not listed, to keep the object within the API server's size limit. */
-  unlisted: z.number().int().min(0).optional(),
+  devices: z.array(DeviceFaultStatus).max(FAULT_LIMITS.statusDevices),
+  unlisted: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Devices hit but left out of the list, to keep the object within the API server's size limit."),
   /** E.g. the devices the fault names that this node does not have. */
-  message: z.string().optional(),
+  message: z.string().max(FAULT_LIMITS.message).optional(),
   observedGeneration: z.number().int().min(0),
 });
 export type NodeFaultStatus = z.infer<typeof NodeFaultStatus>;
 
+/** A metav1.Condition's type: a qualified name, `[prefix/]name`. */
+const CONDITION_TYPE =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
+
+/** A metav1.Condition, with the rules of its Go type. */
 export const Condition = z.object({
-  type: z.string(),
+  type: z.string().max(316).regex(CONDITION_TYPE),
   status: z.enum(['True', 'False', 'Unknown']),
   observedGeneration: z.number().int().min(0).optional(),
-  lastTransitionTime: z.string(),
-  reason: z.string(),
-  message: z.string(),
+  lastTransitionTime: z.string().max(64),
+  reason: z
+    .string()
+    .min(1)
+    .max(1024)
+    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+  message: z.string().max(32768),
 });
 export type Condition = z.infer<typeof Condition>;
 
 export const GpuFaultStatus = z.object({
-  nodes: z.record(z.string(), NodeFaultStatus).optional(),
-  hits: z.number().int().min(0).optional(),
-  conditions: z.array(Condition).optional(),
+  nodes: z
+    .record(z.string(), NodeFaultStatus)
+    .optional()
+    .describe("What each node's writer did, by node name; each writer patches only its own nodes."),
+  hits: z.number().int().min(0).optional().describe('Devices hit on all nodes together.'),
+  conditions: z.array(Condition).max(8).optional(),
 });
 export type GpuFaultStatus = z.infer<typeof GpuFaultStatus>;
 

@@ -28,6 +28,9 @@ const VALUE_RULE =
 const LabelKey = z.string().refine(isLabelKey, KEY_RULE);
 const LabelValue = z.string().max(63).regex(LABEL_VALUE, VALUE_RULE);
 
+/** The message of the CRD's CEL rule on an expression's values, which the parser gives too. */
+export const VALUES_RULE = 'values must be given for In and NotIn, and only for them';
+
 const Expression = strict({
   key: LabelKey,
   operator: z.enum(SELECTOR_OPERATORS),
@@ -38,7 +41,7 @@ const Expression = strict({
     ctx.addIssue({
       code: 'custom',
       path: ['values'],
-      message: 'values must be given for In and NotIn, and only for them',
+      message: VALUES_RULE,
     });
 });
 

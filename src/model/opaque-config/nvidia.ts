@@ -41,6 +41,14 @@ export interface FeatureGates {
   DynamicMIG?: boolean;
 }
 
+/** The gates fakegpu knows, as `--feature-gates` and the chart's `featureGates` take them. */
+export const FEATURE_GATES = [
+  'TimeSlicingSettings',
+  'MPSSupport',
+  'NVMLDeviceHealthCheck',
+  'DynamicMIG',
+] as const satisfies readonly (keyof FeatureGates)[];
+
 const UNITS: Record<string, bigint> = {
   '': 1n,
   Ki: 1024n,
