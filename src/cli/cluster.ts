@@ -10,6 +10,8 @@ import {
   DEFAULT_NODE,
   defaultClusterDir,
   exportLines,
+  type ClusterOptions,
+  type ComponentStatus,
 } from '../local-cluster/cluster.js';
 import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../local-cluster/releases.js';
 import { INTEGRATIONS, type Integration } from '../local-cluster/state.js';
@@ -53,137 +55,18 @@ export function clusterCommand(write: (s: string) => void): Command {
   const cluster = new Command('cluster').description(
     'a local Kubernetes built from upstream sources: etcd, API server, scheduler, controller manager, containerd, kubelet',
   );
-  cluster
-    .command('up')
-    .description('start the cluster (or reuse the running one) and print export lines for your shell')
-    .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
-    .option('--node <name>', 'name of the node', DEFAULT_NODE)
-    .option(
-      '--kubernetes-version <release>',
-      `the Kubernetes release to build and run: ${buildableReleases()}`,
-      DEFAULT_KUBERNETES_RELEASE,
-    )
-    .option(
-      '-p, --profile <preset|file.yaml>',
-      'also run the fakegpu node plugin for this machine on the node',
-    )
-    .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
-    .addOption(nicNumaOption())
-    .option(
-      '--feature-gates <gates>',
-      'with --profile: NVIDIA driver gates for the node plugin, e.g. NVMLDeviceHealthCheck=true (health events become device taints)',
-    )
-    .option(
-      '--health-service',
-      "with --profile and NVMLDeviceHealthCheck: the plugin serves the kubelet's DRAResourceHealth, so pod status shows device health",
-    )
-    .option(
-      '--kwok-nodes <n>',
-      'also create this many simulated GPU nodes (KWOK), published by fakegpu fleet',
-      '0',
-    )
-    .option(
-      '--kwok-profile <preset|file.yaml>',
-      'the machine of the KWOK nodes (default: --profile, else dgx-h100)',
-    )
-    .option(
-      '--kwok-pools <pools.yaml>',
-      'instead of --kwok-nodes: the KWOK nodes a FleetPools file lists (e.g. from fakegpu capture cluster), served by the fleet with those pools',
-    )
-    .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
-    .option(
-      '--helm',
-      "install fakegpu with its Helm chart (deploy/helm/fakegpu) from its image, built here and imported into the node's containerd, instead of running it as host processes; starts kube-proxy for the pods' API access",
-    )
-    .option(
-      '--with <projects>',
-      `upstream projects to build from their Go modules and run beside the cluster, comma-separated: ${INTEGRATIONS.join(', ')}`,
-    )
-    .action(
-      async (opts: {
-        dir: string;
-        node: string;
-        kubernetesVersion: string;
-        profile?: string;
-        dynamicMig?: boolean;
-        nicNumaAttribute: 'dranet' | 'standard';
-        featureGates?: string;
-        healthService?: boolean;
-        kwokNodes: string;
-        kwokProfile?: string;
-        kwokPools?: string;
-        fleet: boolean;
-        helm?: boolean;
-        with?: string;
-      }) => {
-        const integrations = parseIntegrations(opts.with);
-        if (integrations.length > 0 && !opts.fleet)
-          throw new FakegpuError(
-            '--no-fleet',
-            "leave it out with --with: the fleet gives an autoscaler's nodes their GPUs",
-          );
-        const release = releaseOf(opts.kubernetesVersion, '--kubernetes-version');
-        let kwokNodes = intFlag(opts.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
-        if (opts.kwokPools !== undefined) {
-          if (kwokNodes > 0 || opts.kwokProfile !== undefined)
-            throw new FakegpuError(
-              '--kwok-pools',
-              `the pools list their nodes and machines; leave out ${kwokNodes > 0 ? '--kwok-nodes' : '--kwok-profile'}`,
-            );
-          kwokNodes = poolNodeCount(loadPools(opts.kwokPools, '--kwok-pools'), '--kwok-pools');
-        }
-        if (opts.kwokProfile !== undefined) {
-          if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
-          resolveProfile(opts.kwokProfile);
-        }
-        if (!opts.fleet && kwokNodes === 0) throw new FakegpuError('--no-fleet', 'needs --kwok-nodes');
-        if (opts.dynamicMig && opts.profile === undefined) {
-          throw new FakegpuError(
-            '--dynamic-mig',
-            'needs --profile: it is a setting of the node plugin that --profile starts',
-          );
-        }
-        // Check the profile before starting anything, so a typo costs nothing.
-        if (opts.profile !== undefined) resolveProfile(opts.profile);
-        if ((opts.featureGates !== undefined || opts.healthService) && opts.profile === undefined)
-          throw new FakegpuError(
-            opts.featureGates !== undefined ? '--feature-gates' : '--health-service',
-            'needs --profile: it is a setting of the node plugin that --profile starts',
-          );
-        const gates = parseGates(opts.featureGates ?? '', '--feature-gates');
-        checkGates(gates, opts.dynamicMig === true, '--feature-gates');
-        if (opts.healthService && !gates.NVMLDeviceHealthCheck)
-          throw new FakegpuError(
-            '--health-service',
-            'needs --feature-gates NVMLDeviceHealthCheck=true: health is what its monitor finds',
-          );
-        const e = await clusterUp({
-          dir: opts.dir,
-          nodeName: checkNodeName(opts.node, '--node'),
-          release,
-          // The plugin runs in its own process: a profile file must not depend on this shell's directory.
-          profile:
-            opts.profile !== undefined && isProfileFile(opts.profile)
-              ? resolvePath(opts.profile)
-              : opts.profile,
-          dynamicMig: opts.dynamicMig === true,
-          nicNumaAttribute: opts.nicNumaAttribute,
-          pluginGates: opts.featureGates,
-          healthService: opts.healthService === true,
-          kwokNodes,
-          kwokProfile:
-            opts.kwokProfile !== undefined && isProfileFile(opts.kwokProfile)
-              ? resolvePath(opts.kwokProfile)
-              : opts.kwokProfile,
-          kwokFleet: opts.fleet,
-          kwokPools: opts.kwokPools === undefined ? undefined : resolvePath(opts.kwokPools),
-          with: integrations,
-          helm: opts.helm === true,
-          log: progress,
-        });
-        write(`${exportLines(e)}\n`);
-      },
-    );
+  fakegpuFlags(
+    kwokFlags(
+      nodeFlags(
+        cluster
+          .command('up')
+          .description('start the cluster (or reuse the running one) and print export lines for your shell'),
+      ),
+    ),
+  ).action(async (f: UpFlags) => {
+    const e = await clusterUp(upOptions(f));
+    write(`${exportLines(e)}\n`);
+  });
   cluster
     .command('down')
     .description('stop every process of the cluster, unmount and remove its network bridge')
@@ -205,20 +88,171 @@ export function clusterCommand(write: (s: string) => void): Command {
     .description('which components run, and where their logs are')
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
     .action((opts: { dir: string }) => {
-      const s = clusterStatus(opts.dir);
-      write(
-        table(
-          ['COMPONENT', 'STATE', 'PID', 'LOG'],
-          s.map((c) => [
-            c.name,
-            c.running ? 'running' : 'stopped',
-            c.pid === null ? '-' : String(c.pid),
-            c.log,
-          ]),
-        ),
-      );
+      write(statusTable(clusterStatus(opts.dir)));
     });
   return cluster;
+}
+
+interface UpFlags {
+  dir: string;
+  node: string;
+  kubernetesVersion: string;
+  profile?: string;
+  dynamicMig?: boolean;
+  nicNumaAttribute: 'dranet' | 'standard';
+  featureGates?: string;
+  healthService?: boolean;
+  kwokNodes: string;
+  kwokProfile?: string;
+  kwokPools?: string;
+  fleet: boolean;
+  helm?: boolean;
+  with?: string;
+}
+
+/** The cluster's directory, its node and release, and the node plugin `--profile` runs on it. */
+function nodeFlags(c: Command): Command {
+  return c
+    .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
+    .option('--node <name>', 'name of the node', DEFAULT_NODE)
+    .option(
+      '--kubernetes-version <release>',
+      `the Kubernetes release to build and run: ${buildableReleases()}`,
+      DEFAULT_KUBERNETES_RELEASE,
+    )
+    .option(
+      '-p, --profile <preset|file.yaml>',
+      'also run the fakegpu node plugin for this machine on the node',
+    )
+    .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
+    .addOption(nicNumaOption())
+    .option(
+      '--feature-gates <gates>',
+      'with --profile: NVIDIA driver gates for the node plugin, e.g. NVMLDeviceHealthCheck=true (health events become device taints)',
+    )
+    .option(
+      '--health-service',
+      "with --profile and NVMLDeviceHealthCheck: the plugin serves the kubelet's DRAResourceHealth, so pod status shows device health",
+    );
+}
+
+/** Simulated GPU nodes beside the real one. */
+function kwokFlags(c: Command): Command {
+  return c
+    .option(
+      '--kwok-nodes <n>',
+      'also create this many simulated GPU nodes (KWOK), published by fakegpu fleet',
+      '0',
+    )
+    .option(
+      '--kwok-profile <preset|file.yaml>',
+      'the machine of the KWOK nodes (default: --profile, else dgx-h100)',
+    )
+    .option(
+      '--kwok-pools <pools.yaml>',
+      'instead of --kwok-nodes: the KWOK nodes a FleetPools file lists (e.g. from fakegpu capture cluster), served by the fleet with those pools',
+    )
+    .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself');
+}
+
+/** How fakegpu runs, and the projects beside it. */
+function fakegpuFlags(c: Command): Command {
+  return c
+    .option(
+      '--helm',
+      "install fakegpu with its Helm chart (deploy/helm/fakegpu) from its image, built here and imported into the node's containerd, instead of running it as host processes; starts kube-proxy for the pods' API access",
+    )
+    .option(
+      '--with <projects>',
+      `upstream projects to build from their Go modules and run beside the cluster, comma-separated: ${INTEGRATIONS.join(', ')}`,
+    );
+}
+
+/** Every flag of `up` checked, before anything starts. */
+function upOptions(f: UpFlags): ClusterOptions {
+  const integrations = parseIntegrations(f.with);
+  if (integrations.length > 0 && !f.fleet)
+    throw new FakegpuError(
+      '--no-fleet',
+      "leave it out with --with: the fleet gives an autoscaler's nodes their GPUs",
+    );
+  const release = releaseOf(f.kubernetesVersion, '--kubernetes-version');
+  const kwokNodes = kwokNodeCount(f);
+  checkPluginFlags(f);
+  return {
+    dir: f.dir,
+    nodeName: checkNodeName(f.node, '--node'),
+    release,
+    // The plugin runs in its own process: a profile file must not depend on this shell's directory.
+    profile: f.profile !== undefined && isProfileFile(f.profile) ? resolvePath(f.profile) : f.profile,
+    dynamicMig: f.dynamicMig === true,
+    nicNumaAttribute: f.nicNumaAttribute,
+    pluginGates: f.featureGates,
+    healthService: f.healthService === true,
+    kwokNodes,
+    kwokProfile:
+      f.kwokProfile !== undefined && isProfileFile(f.kwokProfile)
+        ? resolvePath(f.kwokProfile)
+        : f.kwokProfile,
+    kwokFleet: f.fleet,
+    kwokPools: f.kwokPools === undefined ? undefined : resolvePath(f.kwokPools),
+    with: integrations,
+    helm: f.helm === true,
+    log: progress,
+  };
+}
+
+/** `--kwok-nodes`, or as many as `--kwok-pools` lists. */
+function kwokNodeCount(f: UpFlags): number {
+  let kwokNodes = intFlag(f.kwokNodes, '--kwok-nodes', 0, MAX_KWOK_NODES);
+  if (f.kwokPools !== undefined) {
+    if (kwokNodes > 0 || f.kwokProfile !== undefined)
+      throw new FakegpuError(
+        '--kwok-pools',
+        `the pools list their nodes and machines; leave out ${kwokNodes > 0 ? '--kwok-nodes' : '--kwok-profile'}`,
+      );
+    kwokNodes = poolNodeCount(loadPools(f.kwokPools, '--kwok-pools'), '--kwok-pools');
+  }
+  if (f.kwokProfile !== undefined) {
+    if (kwokNodes === 0) throw new FakegpuError('--kwok-profile', 'needs --kwok-nodes');
+    resolveProfile(f.kwokProfile);
+  }
+  if (!f.fleet && kwokNodes === 0) throw new FakegpuError('--no-fleet', 'needs --kwok-nodes');
+  return kwokNodes;
+}
+
+/**
+ * The node plugin's settings need the plugin, and the health service needs the gate whose events it
+ * serves.
+ */
+function checkPluginFlags(f: UpFlags): void {
+  if (f.dynamicMig && f.profile === undefined) {
+    throw new FakegpuError(
+      '--dynamic-mig',
+      'needs --profile: it is a setting of the node plugin that --profile starts',
+    );
+  }
+  // Check the profile before starting anything, so a typo costs nothing.
+  if (f.profile !== undefined) resolveProfile(f.profile);
+  if ((f.featureGates !== undefined || f.healthService) && f.profile === undefined)
+    throw new FakegpuError(
+      f.featureGates !== undefined ? '--feature-gates' : '--health-service',
+      'needs --profile: it is a setting of the node plugin that --profile starts',
+    );
+  const gates = parseGates(f.featureGates ?? '', '--feature-gates');
+  checkGates(gates, f.dynamicMig === true, '--feature-gates');
+  if (f.healthService && !gates.NVMLDeviceHealthCheck)
+    throw new FakegpuError(
+      '--health-service',
+      'needs --feature-gates NVMLDeviceHealthCheck=true: health is what its monitor finds',
+    );
+}
+
+function statusTable(s: ComponentStatus[]): string {
+  return table(
+    ['COMPONENT', 'STATE', 'PID', 'LOG'],
+    s.map((c) => [c.name, c.running ? 'running' : 'stopped', c.pid === null ? '-' : String(c.pid), c.log]),
+  );
 }
 
 /** `--with karpenter,…`: each a project `cluster up` knows how to run, once. */

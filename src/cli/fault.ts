@@ -1,12 +1,12 @@
 import { Command, Option } from 'commander';
 import { FakegpuError, schemaError, show } from '../errors.js';
-import { apiFailure, KubeFaultApi } from '../kube/gpufault/api.js';
+import { KubeFaultApi } from '../kube/gpufault/api.js';
+import { clearFaults, injectFault, listFaults, type FaultsToClear } from '../kube/gpufault/requests.js';
 import {
   checkGpuFault,
   FAULT_LIMITS,
   FRACTION,
   GPUFAULT_API_VERSION,
-  GPUFAULT_CRD,
   GPUFAULT_KIND,
   GpuFaultSpec,
   nameOf,
@@ -18,8 +18,7 @@ import {
 } from '../model/fault/resource.js';
 import { formatSelector, parseSelector } from '../model/fault/selector.js';
 import { hitsOf } from '../model/fault/status.js';
-import { KubeApi, listEvery } from '../kube/api.js';
-import { ApiError, clientOf } from '../kube/client.js';
+import { clientOf } from '../kube/client.js';
 import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
@@ -226,25 +225,6 @@ function checkName(name: string): string {
   return name;
 }
 
-/** An API request's failure as the command's one line. */
-async function asking<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    if (e instanceof FakegpuError) throw e;
-    if (e instanceof ApiError && e.code === 404 && what.includes('GpuFaults'))
-      throw new FakegpuError(
-        what,
-        `the GpuFault CRD (${GPUFAULT_CRD}) is not installed: kubectl apply -f deploy/crds/gpufault.yaml`,
-      );
-    throw new FakegpuError(what, apiFailure(e));
-  }
-}
-
-function listAll(api: KubeFaultApi): Promise<unknown[]> {
-  return listEvery<unknown>((q) => api.listFaults(q));
-}
-
 function describeFault(f: FaultSpec): string {
   if (f.type === 'Xid')
     return `Xid ${f.xid ?? '?'}${f.gpuInstanceId !== undefined ? ` gi=${f.gpuInstanceId} ci=${f.computeInstanceId ?? '?'}` : ''}`;
@@ -272,9 +252,35 @@ export function faultCommand(write: (s: string) => void): Command {
   const cmd = new Command('fault').description(
     'inject GPU failures as NVIDIA’s driver would report them (GpuFault objects), list and clear them',
   );
+  objectFlags(
+    faultFlags(targetFlags(cmd.command('inject').description('create a GpuFault; prints its name'))),
+  )
+    .addOption(kubeconfigOption())
+    .action((f: InjectFlags, c: Command) => injectAction(f, c, write));
   cmd
-    .command('inject')
-    .description('create a GpuFault; prints its name')
+    .command('clear')
+    .description('delete GpuFaults: by name, all of them, or those naming a node')
+    .argument('[name...]', 'GpuFaults to delete')
+    .option('--all', 'every GpuFault')
+    .option('--node <name>', 'the GpuFaults whose nodeName is this node')
+    .addOption(kubeconfigOption())
+    .action((names: string[], f: ClearFlags, c: Command) => clearAction(names, f, c, write));
+  cmd
+    .command('list')
+    .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS')
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['table', 'json', 'yaml'])
+        .default('table'),
+    )
+    .addOption(kubeconfigOption())
+    .action((f: ListFlags, c: Command) => listAction(f, c, write));
+  return cmd;
+}
+
+/** Which nodes and which of their GPUs. */
+function targetFlags(c: Command): Command {
+  return c
     .option('--node <name>', 'the node of the fault')
     .option('--selector <labels>', 'the nodes of the fault, by label selector ("k=v,k2 in (a,b)")')
     .option(
@@ -286,115 +292,95 @@ export function faultCommand(write: (s: string) => void): Command {
     .option('--index <n>', 'a GPU index (repeatable)', collect, [])
     .option('--count <n>', 'this many GPUs per node, chosen by --seed')
     .option('--fraction <p>', 'each GPU hit with this probability, e.g. 0.01, chosen by --seed')
-    .option('--seed <n>', 'seed of --count and --fraction (default 0)')
+    .option('--seed <n>', 'seed of --count and --fraction (default 0)');
+}
+
+/** What the driver reports. */
+function faultFlags(c: Command): Command {
+  return c
     .option('--xid <n>', 'an XID error (1-999), e.g. 79 (GPU has fallen off the bus)')
     .option('--gpu-instance <id>', 'with --xid and --compute-instance: on that static MIG device')
     .option('--compute-instance <id>', 'with --xid and --gpu-instance')
     .option('--ecc-sbe [n]', 'n single-bit ECC errors (default 1)')
     .option('--ecc-dbe [n]', 'n double-bit ECC errors (default 1)')
     .option('--gpu-lost', 'the GPU is lost (NVML_ERROR_GPU_IS_LOST)')
-    .option('--unmonitored', 'the driver cannot monitor the GPU')
+    .option('--unmonitored', 'the driver cannot monitor the GPU');
+}
+
+/** The GpuFault's name and when it begins and ends. */
+function objectFlags(c: Command): Command {
+  return c
     .option('--name <name>', 'name of the GpuFault (default: generated, e.g. xid-79-<node>-<5 random>)')
     .option('--start <time>', 'when the fault begins: RFC 3339 or +30s, +5m, +1h (default: now)')
-    .option('--repair <time>', 'when the GPU is repaired: RFC 3339 or +30s, +5m, +1h (default: never)')
-    .addOption(kubeconfigOption())
-    .action(async (f: InjectFlags, c: Command) => {
-      const fault = faultFromFlags(f, Date.now());
-      const kc = await loadKubeconfig(f.kubeconfig, c);
-      const http = clientOf(kc);
-      if (f.node !== undefined) {
-        const node = f.node;
-        await asking('--node', async () => {
-          try {
-            await new KubeApi(http).readNode(node);
-          } catch (e) {
-            if (e instanceof ApiError && e.code === 404)
-              throw new FakegpuError('--node', `there is no node ${show(node)} in the cluster`);
-            throw e;
-          }
-        });
-      }
-      const created = await asking('fault inject', () => new KubeFaultApi(http).createFault(fault));
-      write(`${created.name}\n`);
-    });
-  cmd
-    .command('clear')
-    .description('delete GpuFaults: by name, all of them, or those naming a node')
-    .argument('[name...]', 'GpuFaults to delete')
-    .option('--all', 'every GpuFault')
-    .option('--node <name>', 'the GpuFaults whose nodeName is this node')
-    .addOption(kubeconfigOption())
-    .action(async (names: string[], f: { all?: true; node?: string; kubeconfig?: string }, c: Command) => {
-      const forms = [names.length > 0 && 'NAME', f.all && '--all', f.node !== undefined && '--node'].filter(
-        (x): x is string => typeof x === 'string',
-      );
-      if (forms.length !== 1)
-        throw new FakegpuError(
-          'fault clear',
-          forms.length === 0
-            ? 'give names, --all or --node'
-            : `${forms.join(' and ')} together; give names, --all or --node`,
-        );
-      if (f.node !== undefined) checkNodeName(f.node, '--node');
-      const kc = await loadKubeconfig(f.kubeconfig, c);
-      const api = new KubeFaultApi(clientOf(kc));
-      const all = await asking('fault clear: listing GpuFaults', () => listAll(api));
-      const present = new Map(all.map((o) => [nameOf(o), o]));
-      let doomed: string[];
-      if (names.length > 0) {
-        // All or nothing: a typo in one name deletes none.
-        const missing = names.filter((n) => !present.has(n));
-        if (missing.length)
-          throw new FakegpuError('fault clear', `no GpuFault ${missing.map((n) => show(n)).join(', ')}`);
-        doomed = [...new Set(names)];
-      } else if (f.all) doomed = [...present.keys()];
-      else
-        doomed = [...present]
-          .filter(([, o]) => (o as { spec?: { nodeName?: unknown } }).spec?.nodeName === f.node)
-          .map(([n]) => n);
-      for (const n of doomed)
-        await asking(`fault clear ${n}`, async () => {
-          try {
-            await api.deleteFault(n);
-          } catch (e) {
-            // Gone meanwhile: what was asked for holds.
-            if (!(e instanceof ApiError && e.code === 404)) throw e;
-          }
-        });
-      write(doomed.map((n) => `${n}\n`).join(''));
-    });
-  cmd
-    .command('list')
-    .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS')
-    .addOption(
-      new Option('-o, --output <format>', 'output format')
-        .choices(['table', 'json', 'yaml'])
-        .default('table'),
-    )
-    .addOption(kubeconfigOption())
-    .action(async (f: { output: 'table' | 'json' | 'yaml'; kubeconfig?: string }, c: Command) => {
-      const kc = await loadKubeconfig(f.kubeconfig, c);
-      const all = await asking('fault list: listing GpuFaults', () =>
-        listAll(new KubeFaultApi(clientOf(kc))),
-      );
-      if (f.output !== 'table') {
-        write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));
-        return;
-      }
-      const rows = all.map((o) => {
-        const r = checkGpuFault(o);
-        if (!('fault' in r)) return [nameOf(o), 'invalid', `${r.field}: ${r.detail}`, '-', '-', '-'];
-        const x = r.fault;
-        return [
-          x.metadata.name,
-          describeFault(x.spec.fault),
-          describeTarget(x),
-          x.spec.start ?? '-',
-          x.spec.repair ?? '-',
-          String(hitsOf(x)),
-        ];
-      });
-      write(table(['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS'], rows));
-    });
-  return cmd;
+    .option('--repair <time>', 'when the GPU is repaired: RFC 3339 or +30s, +5m, +1h (default: never)');
+}
+
+async function injectAction(f: InjectFlags, c: Command, write: (s: string) => void): Promise<void> {
+  const fault = faultFromFlags(f, Date.now());
+  const kc = await loadKubeconfig(f.kubeconfig, c);
+  write(`${await injectFault(clientOf(kc), fault, f.node)}\n`);
+}
+
+interface ClearFlags {
+  all?: true;
+  node?: string;
+  kubeconfig?: string;
+}
+
+/** Exactly one of names, --all and --node: a mix would be read two ways. */
+function faultsToClear(names: string[], f: ClearFlags): FaultsToClear {
+  const forms = [names.length > 0 && 'NAME', f.all && '--all', f.node !== undefined && '--node'].filter(
+    (x): x is string => typeof x === 'string',
+  );
+  if (forms.length !== 1)
+    throw new FakegpuError(
+      'fault clear',
+      forms.length === 0
+        ? 'give names, --all or --node'
+        : `${forms.join(' and ')} together; give names, --all or --node`,
+    );
+  if (names.length > 0) return { names };
+  if (f.node !== undefined) return { nodeName: checkNodeName(f.node, '--node') };
+  return { all: true };
+}
+
+async function clearAction(
+  names: string[],
+  f: ClearFlags,
+  c: Command,
+  write: (s: string) => void,
+): Promise<void> {
+  const which = faultsToClear(names, f);
+  const kc = await loadKubeconfig(f.kubeconfig, c);
+  const doomed = await clearFaults(new KubeFaultApi(clientOf(kc)), which);
+  write(doomed.map((n) => `${n}\n`).join(''));
+}
+
+interface ListFlags {
+  output: 'table' | 'json' | 'yaml';
+  kubeconfig?: string;
+}
+
+async function listAction(f: ListFlags, c: Command, write: (s: string) => void): Promise<void> {
+  const kc = await loadKubeconfig(f.kubeconfig, c);
+  const all = await listFaults(new KubeFaultApi(clientOf(kc)), 'fault list');
+  if (f.output !== 'table') {
+    write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));
+    return;
+  }
+  write(table(['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS'], all.map(faultRow)));
+}
+
+function faultRow(o: unknown): string[] {
+  const r = checkGpuFault(o);
+  if (!('fault' in r)) return [nameOf(o), 'invalid', `${r.field}: ${r.detail}`, '-', '-', '-'];
+  const x = r.fault;
+  return [
+    x.metadata.name,
+    describeFault(x.spec.fault),
+    describeTarget(x),
+    x.spec.start ?? '-',
+    x.spec.repair ?? '-',
+    String(hitsOf(x)),
+  ];
 }

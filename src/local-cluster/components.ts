@@ -13,6 +13,7 @@ import {
   type Layout,
 } from './config.js';
 import { PAUSE_IMAGE } from './image.js';
+import type { KubernetesRelease } from './releases.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from '../process/repo.js';
 import { kwokRuns, releaseOfState, type ComponentName, type State } from './state.js';
@@ -21,102 +22,20 @@ import { kwokRuns, releaseOfState, type ComponentName, type State } from './stat
 
 function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = false): string[] {
   const release = releaseOfState(s);
-  const nodeName = s.nodeName;
-  const p = (f: string): string => join(l.pki, f);
   const gates = `--feature-gates=${featureGatesFlag(release)}`;
   switch (name) {
     case 'etcd':
-      return [
-        '--name=fakegpu',
-        `--data-dir=${l.etcdData}`,
-        `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
-        `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
-        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
-        `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
-        // A throwaway test cluster: durability is not worth an fsync per write.
-        '--unsafe-no-fsync',
-        // 10,000 dynamic-MIG nodes are ~2.4 GB of slices, and a benchmark writes them twice before
-        // the API server's 5-minute compaction: etcd's default 2 GiB quota would stop every write
-        // (mvcc: database space exceeded). 8 GiB is the most etcd's docs advise.
-        `--quota-backend-bytes=${8 * 1024 ** 3}`,
-        '--listen-metrics-urls=',
-      ];
+      return etcdArgs(l);
     case 'kube-apiserver':
-      return [
-        `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
-        // With the chart, pods reach the API server through the `kubernetes` Service, whose endpoint
-        // must be an address they can route to (never loopback): the node's.
-        ...(s.helm
-          ? ['--bind-address=0.0.0.0', `--advertise-address=${NODE_IP}`]
-          : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1']),
-        `--secure-port=${PORTS.apiserver}`,
-        `--tls-cert-file=${p('apiserver.crt')}`,
-        `--tls-private-key-file=${p('apiserver.key')}`,
-        `--client-ca-file=${p('ca.crt')}`,
-        `--kubelet-client-certificate=${p('apiserver-kubelet-client.crt')}`,
-        `--kubelet-client-key=${p('apiserver-kubelet-client.key')}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${p('sa.pub')}`,
-        `--service-account-signing-key-file=${p('sa.key')}`,
-        `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        '--authorization-mode=Node,RBAC',
-        '--enable-admission-plugins=NodeRestriction',
-        '--allow-privileged=true',
-        `--endpoint-reconciler-type=${s.helm ? 'lease' : 'none'}`,
-        '--kubelet-preferred-address-types=InternalIP',
-        ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
-        gates,
-      ];
-    case 'kube-controller-manager': {
-      const kc = join(l.configDir, 'controller-manager.kubeconfig');
-      return [
-        `--kubeconfig=${kc}`,
-        `--authentication-kubeconfig=${kc}`,
-        `--authorization-kubeconfig=${kc}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${PORTS.controllerManager}`,
-        `--service-account-private-key-file=${p('sa.key')}`,
-        `--root-ca-file=${p('ca.crt')}`,
-        '--use-service-account-credentials=true',
-        `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        '--leader-elect=false',
-        // KWOK's nodes refresh their conditions every 30 minutes instead of holding leases, which
-        // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
-        ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
-        // The resource claim controller makes two writes per templated pod (the claim, the pod's
-        // status): the default client limit of 20/s would cap claim pods at ~10/s, below the scheduler.
-        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
-        gates,
-      ];
-    }
-    case 'kube-scheduler': {
-      const kc = join(l.configDir, 'scheduler.kubeconfig');
-      return [
-        `--kubeconfig=${kc}`,
-        `--authentication-kubeconfig=${kc}`,
-        `--authorization-kubeconfig=${kc}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${PORTS.scheduler}`,
-        '--leader-elect=false',
-        // Each DRA pod costs two writes (the claim's allocation, the binding): kube-scheduler's default
-        // client limit of 50/s would cap a cluster of thousands of simulated nodes at ~25 pods/s.
-        ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
-        gates,
-      ];
-    }
+      return apiserverArgs(l, s, release, gates);
+    case 'kube-controller-manager':
+      return controllerManagerArgs(l, kwok, gates);
+    case 'kube-scheduler':
+      return schedulerArgs(l, kwok, gates);
     case 'containerd':
       return ['--config', writeContainerdConfig(l, t.bin, t.cniBin, PAUSE_IMAGE)];
     case 'kwok':
-      // Stages from deploy/kwok through --config: no CRDs to install.
-      return [
-        `--kubeconfig=${l.adminKubeconfig}`,
-        `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
-        '--manage-all-nodes=false',
-        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
-        '--cidr=10.246.0.0/16',
-        `--node-ip=${NODE_IP}`,
-      ];
+      return kwokArgs(l);
     case 'fakegpu-plugin':
     case 'fakegpu-fleet':
     case 'fakegpu-compute-domain-controller':
@@ -124,16 +43,121 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
     case 'kueue':
       throw new Error(`${name} is started by its own function`);
     case 'kube-proxy':
-      return [`--config=${writeKubeProxyConfig(l, nodeName, join(l.configDir, 'kube-proxy.kubeconfig'))}`];
+      return [`--config=${writeKubeProxyConfig(l, s.nodeName, join(l.configDir, 'kube-proxy.kubeconfig'))}`];
     case 'kubelet':
-      return [
-        `--config=${writeKubeletConfig(l, release)}`,
-        `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
-        `--root-dir=${l.kubeletRoot}`,
-        `--hostname-override=${nodeName}`,
-        `--node-ip=${NODE_IP}`,
-      ];
+      return kubeletArgs(l, s.nodeName, release);
   }
+}
+
+function etcdArgs(l: Layout): string[] {
+  return [
+    '--name=fakegpu',
+    `--data-dir=${l.etcdData}`,
+    `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+    `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
+    `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+    `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
+    // A throwaway test cluster: durability is not worth an fsync per write.
+    '--unsafe-no-fsync',
+    // 10,000 dynamic-MIG nodes are ~2.4 GB of slices, and a benchmark writes them twice before
+    // the API server's 5-minute compaction: etcd's default 2 GiB quota would stop every write
+    // (mvcc: database space exceeded). 8 GiB is the most etcd's docs advise.
+    `--quota-backend-bytes=${8 * 1024 ** 3}`,
+    '--listen-metrics-urls=',
+  ];
+}
+
+function apiserverArgs(l: Layout, s: State, release: KubernetesRelease, gates: string): string[] {
+  const p = (f: string): string => join(l.pki, f);
+  return [
+    `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
+    // With the chart, pods reach the API server through the `kubernetes` Service, whose endpoint
+    // must be an address they can route to (never loopback): the node's.
+    ...(s.helm
+      ? ['--bind-address=0.0.0.0', `--advertise-address=${NODE_IP}`]
+      : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1']),
+    `--secure-port=${PORTS.apiserver}`,
+    `--tls-cert-file=${p('apiserver.crt')}`,
+    `--tls-private-key-file=${p('apiserver.key')}`,
+    `--client-ca-file=${p('ca.crt')}`,
+    `--kubelet-client-certificate=${p('apiserver-kubelet-client.crt')}`,
+    `--kubelet-client-key=${p('apiserver-kubelet-client.key')}`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${p('sa.pub')}`,
+    `--service-account-signing-key-file=${p('sa.key')}`,
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
+    '--allow-privileged=true',
+    `--endpoint-reconciler-type=${s.helm ? 'lease' : 'none'}`,
+    '--kubelet-preferred-address-types=InternalIP',
+    ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
+    gates,
+  ];
+}
+
+/** The controller manager and the scheduler reach the API server, and serve /healthz, alike. */
+function controllerArgs(l: Layout, kubeconfig: string, port: number): string[] {
+  const kc = join(l.configDir, kubeconfig);
+  return [
+    `--kubeconfig=${kc}`,
+    `--authentication-kubeconfig=${kc}`,
+    `--authorization-kubeconfig=${kc}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${port}`,
+  ];
+}
+
+function controllerManagerArgs(l: Layout, kwok: boolean, gates: string): string[] {
+  return [
+    ...controllerArgs(l, 'controller-manager.kubeconfig', PORTS.controllerManager),
+    `--service-account-private-key-file=${join(l.pki, 'sa.key')}`,
+    `--root-ca-file=${join(l.pki, 'ca.crt')}`,
+    '--use-service-account-credentials=true',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    '--leader-elect=false',
+    // KWOK's nodes refresh their conditions every 30 minutes instead of holding leases, which
+    // keeps thousands of them nearly free; the node lifecycle controller must wait that long.
+    ...(kwok ? ['--node-monitor-grace-period=1h'] : []),
+    // The resource claim controller makes two writes per templated pod (the claim, the pod's
+    // status): the default client limit of 20/s would cap claim pods at ~10/s, below the scheduler.
+    ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
+    gates,
+  ];
+}
+
+function schedulerArgs(l: Layout, kwok: boolean, gates: string): string[] {
+  return [
+    ...controllerArgs(l, 'scheduler.kubeconfig', PORTS.scheduler),
+    '--leader-elect=false',
+    // Each DRA pod costs two writes (the claim's allocation, the binding): kube-scheduler's default
+    // client limit of 50/s would cap a cluster of thousands of simulated nodes at ~25 pods/s.
+    ...(kwok ? ['--kube-api-qps=500', '--kube-api-burst=1000'] : []),
+    gates,
+  ];
+}
+
+/** Stages from deploy/kwok through --config: no CRDs to install. */
+function kwokArgs(l: Layout): string[] {
+  return [
+    `--kubeconfig=${l.adminKubeconfig}`,
+    `--config=${join(REPO_ROOT, 'deploy', 'kwok', 'stages.yaml')}`,
+    '--manage-all-nodes=false',
+    `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+    '--cidr=10.246.0.0/16',
+    `--node-ip=${NODE_IP}`,
+  ];
+}
+
+function kubeletArgs(l: Layout, nodeName: string, release: KubernetesRelease): string[] {
+  return [
+    `--config=${writeKubeletConfig(l, release)}`,
+    `--kubeconfig=${join(l.configDir, 'kubelet.kubeconfig')}`,
+    `--root-dir=${l.kubeletRoot}`,
+    `--hostname-override=${nodeName}`,
+    `--node-ip=${NODE_IP}`,
+  ];
 }
 
 /** One of the cluster's own binaries, with its arguments for this cluster. */

@@ -177,130 +177,16 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
       kwokPools: o.kwokPools,
     });
   const l = layout(o.dir);
-  const state = readState(l);
-  const live = running(l);
-  const profile = o.profile ?? null;
-  const dynamicMig = o.dynamicMig === true;
-  const nicNumaAttribute = o.nicNumaAttribute ?? 'dranet';
-  if (state && componentsOf(state).every((n) => live[n] !== null)) {
-    refuseChanges(l.dir, state, o);
-    o.log(`reusing the running cluster in ${l.dir}`);
-    installCrds(l, state.bin);
-    return exportsOf(l, state);
-  }
+  const reused = reuseRunning(l, o);
+  if (reused !== null) return reused;
   if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
     o.log('found a partly running or crashed cluster; cleaning it up first');
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
   }
   await checkPorts(o.helm === true);
-  const release = o.release ?? defaultRelease();
-  const t = ensureBinaries(REPO_ROOT, o.log, release);
-  const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
-  for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
-  ensurePki(l, o.nodeName);
-  writeCniConfig(l);
-  ensureNodeLink();
-  const s: State = {
-    nodeName: o.nodeName,
-    kubernetes: release.version,
-    bin: t.bin,
-    cniBin: t.cniBin,
-    profile,
-    dynamicMig,
-    nicNumaAttribute,
-    ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
-    ...(o.healthService ? { healthService: true } : {}),
-    kwokNodes: o.kwokNodes ?? 0,
-    kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
-    kwokFleet: o.kwokFleet !== false,
-    ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
-    ...(o.with?.length ? { with: [...o.with].sort() } : {}),
-    ...(o.helm ? { helm: true } : {}),
-  };
-  if (s.helm) {
-    ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
-    ensureKubeProxy(REPO_ROOT, o.log);
-  }
-  if (needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]))
-    s.computeDomains = true;
-  if (
-    s.kwokPools &&
-    [...loadPools(s.kwokPools, '--kwok-pools').byName.values()].some((m) => hasNvlinkFabric(m.profile))
-  )
-    s.computeDomains = true;
-  writeState(l, s);
-
-  const start = (name: ComponentName): Started => startComponent(l, t, s, name, o.log);
+  const { t, images, s } = prepare(l, o);
   try {
-    await waitFor(
-      'etcd /health',
-      start('etcd'),
-      () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
-      60_000,
-    );
-    await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
-    installCrds(l, t.bin);
-    await waitFor(
-      '/healthz',
-      start('kube-controller-manager'),
-      () => httpOk(`https://127.0.0.1:${PORTS.controllerManager}/healthz`, 'insecure'),
-      60_000,
-    );
-    await waitFor(
-      '/healthz',
-      start('kube-scheduler'),
-      () => httpOk(`https://127.0.0.1:${PORTS.scheduler}/healthz`, 'insecure'),
-      60_000,
-    );
-    const containerd = start('containerd');
-    const ctr = (a: string[]): ReturnType<typeof spawnSync> =>
-      spawnSync(join(t.bin, 'ctr'), ['--address', l.containerdSock, '--namespace', 'k8s.io', ...a], {
-        encoding: 'utf8',
-      });
-    await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
-    // With --helm, fakegpu's own image too: the chart's pods run it (built from this checkout).
-    const fakegpu = s.helm ? [fakegpuImageArchive(o.log)] : [];
-    for (const archive of [images.pause, images.test, images.daemon, ...fakegpu]) {
-      const r = ctr(['images', 'import', '--local', archive]);
-      if (r.status !== 0)
-        throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
-    }
-    const kubelet = start('kubelet');
-    await waitFor(
-      `node ${o.nodeName} Ready`,
-      kubelet,
-      () => {
-        const r = kubectl(l, t.bin, [
-          'get',
-          'node',
-          o.nodeName,
-          '-o',
-          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-        ]);
-        return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
-      },
-      180_000,
-    );
-    await waitFor(
-      'the default service account',
-      kubelet,
-      () =>
-        Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
-      60_000,
-    );
-    if (s.helm) await startChart(l, t, s, start, o.log);
-    else {
-      if (s.computeDomains) await startComputeDomainController(l, t, s, o.log);
-      if (profile !== null) await startPlugin(l, t, s, o.log);
-      if (kwokRuns(s)) {
-        const kwok = start('kwok');
-        if (s.kwokFleet !== false) await startFleet(l, t, s, o.log);
-        else installDeviceClasses(l, t);
-        if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, o.log, kwok);
-      }
-    }
-    if (s.with?.includes('karpenter')) await startKarpenter(l, t, o.log);
-    if (s.with?.includes('kueue')) await startKueue(l, t, o.log);
+    await startComponents(l, t, s, images, o.log);
   } catch (e) {
     o.log('start failed; stopping what was started');
     // The start's error is the one to report; what down could not stop goes to the log.
@@ -313,17 +199,182 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   return exportsOf(l, s);
 }
 
+/** The cluster as a previous `up` started it, if all of it still runs. */
+function reuseRunning(l: Layout, o: ClusterOptions): Exports | null {
+  const state = readState(l);
+  const live = running(l);
+  if (!state || !componentsOf(state).every((n) => live[n] !== null)) return null;
+  refuseChanges(l.dir, state, o);
+  o.log(`reusing the running cluster in ${l.dir}`);
+  installCrds(l, state.bin);
+  return exportsOf(l, state);
+}
+
+type ImageArchives = ReturnType<typeof ensureImageArchives>;
+
+/** Binaries and images built, the host's directories, certificates and configs written, and state.json. */
+function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArchives; s: State } {
+  const release = o.release ?? defaultRelease();
+  const t = ensureBinaries(REPO_ROOT, o.log, release);
+  const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
+  for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
+  ensurePki(l, o.nodeName);
+  writeCniConfig(l);
+  ensureNodeLink();
+  const s = stateOf(o, release, t);
+  if (s.helm) {
+    ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
+    ensureKubeProxy(REPO_ROOT, o.log);
+  }
+  if (computeDomainsNeeded(s)) s.computeDomains = true;
+  writeState(l, s);
+  return { t, images, s };
+}
+
+/** state.json: how `down`, `restart`, `status` and a later `up` know what this `up` started. */
+function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): State {
+  const profile = o.profile ?? null;
+  return {
+    nodeName: o.nodeName,
+    kubernetes: release.version,
+    bin: t.bin,
+    cniBin: t.cniBin,
+    profile,
+    dynamicMig: o.dynamicMig === true,
+    nicNumaAttribute: o.nicNumaAttribute ?? 'dranet',
+    ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
+    ...(o.healthService ? { healthService: true } : {}),
+    kwokNodes: o.kwokNodes ?? 0,
+    kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
+    kwokFleet: o.kwokFleet !== false,
+    ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
+    ...(o.with?.length ? { with: [...o.with].sort() } : {}),
+    ...(o.helm ? { helm: true } : {}),
+  };
+}
+
+/**
+ * A machine with an NVLink fabric, on the node or among the KWOK nodes,
+ * needs the ComputeDomain controller.
+ */
+function computeDomainsNeeded(s: State): boolean {
+  const byProfile = needsComputeDomains([s.profile, s.kwokNodes && !s.kwokPools ? s.kwokProfile : null]);
+  // The pools are read even when a profile already decided, so a bad pools file is refused either way.
+  const byPools =
+    !!s.kwokPools &&
+    [...loadPools(s.kwokPools, '--kwok-pools').byName.values()].some((m) => hasNvlinkFabric(m.profile));
+  return byProfile || byPools;
+}
+
+/** What each phase of the start needs: the cluster's paths, binaries and state, and a component's start. */
+interface Starting {
+  l: Layout;
+  t: Toolchain;
+  s: State;
+  start: (name: ComponentName) => Started;
+  log: (line: string) => void;
+}
+
+/**
+ * Each component is waited for before the next: the API server needs etcd, the controllers the API
+ * server, pods a Ready node.
+ */
+async function startComponents(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  images: ImageArchives,
+  log: (line: string) => void,
+): Promise<void> {
+  const c: Starting = { l, t, s, start: (name) => startComponent(l, t, s, name, log), log };
+  await startControlPlane(c);
+  await startNode(c, images);
+  if (s.helm) await startChart(c);
+  else await startHostProcesses(c);
+  if (s.with?.includes('karpenter')) await startKarpenter(l, t, log);
+  if (s.with?.includes('kueue')) await startKueue(l, t, log);
+}
+
+async function startControlPlane({ l, t, start }: Starting): Promise<void> {
+  await waitFor(
+    'etcd /health',
+    start('etcd'),
+    () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
+    60_000,
+  );
+  await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
+  installCrds(l, t.bin);
+  await waitFor(
+    '/healthz',
+    start('kube-controller-manager'),
+    () => httpOk(`https://127.0.0.1:${PORTS.controllerManager}/healthz`, 'insecure'),
+    60_000,
+  );
+  await waitFor(
+    '/healthz',
+    start('kube-scheduler'),
+    () => httpOk(`https://127.0.0.1:${PORTS.scheduler}/healthz`, 'insecure'),
+    60_000,
+  );
+}
+
+/** The images are imported into containerd because the node has no registry to pull them from. */
+async function startNode({ l, t, s, start, log }: Starting, images: ImageArchives): Promise<void> {
+  const containerd = start('containerd');
+  const ctr = (a: string[]): ReturnType<typeof spawnSync> =>
+    spawnSync(join(t.bin, 'ctr'), ['--address', l.containerdSock, '--namespace', 'k8s.io', ...a], {
+      encoding: 'utf8',
+    });
+  await waitFor('its socket', containerd, () => Promise.resolve(ctr(['version']).status === 0), 60_000);
+  // With --helm, fakegpu's own image too: the chart's pods run it (built from this checkout).
+  const fakegpu = s.helm ? [fakegpuImageArchive(log)] : [];
+  for (const archive of [images.pause, images.test, images.daemon, ...fakegpu]) {
+    const r = ctr(['images', 'import', '--local', archive]);
+    if (r.status !== 0)
+      throw new FakegpuError('containerd', `importing ${archive} failed: ${String(r.stderr).trim()}`);
+  }
+  const kubelet = start('kubelet');
+  await waitFor(
+    `node ${s.nodeName} Ready`,
+    kubelet,
+    () => {
+      const r = kubectl(l, t.bin, [
+        'get',
+        'node',
+        s.nodeName,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]);
+      return Promise.resolve(r.code === 0 && r.out.trim() === 'True');
+    },
+    180_000,
+  );
+  await waitFor(
+    'the default service account',
+    kubelet,
+    () =>
+      Promise.resolve(kubectl(l, t.bin, ['get', 'serviceaccount', 'default', '-n', 'default']).code === 0),
+    60_000,
+  );
+}
+
+/** Without --helm: fakegpu's controller, node plugin and fleet as processes on this host, and KWOK. */
+async function startHostProcesses({ l, t, s, start, log }: Starting): Promise<void> {
+  if (s.computeDomains) await startComputeDomainController(l, t, s, log);
+  if (s.profile !== null) await startPlugin(l, t, s, log);
+  if (kwokRuns(s)) {
+    const kwok = start('kwok');
+    if (s.kwokFleet !== false) await startFleet(l, t, s, log);
+    else installDeviceClasses(l, t);
+    if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, log, kwok);
+  }
+}
+
 /**
  * With --helm: kube-proxy, so pods reach the API server through the `kubernetes` Service; KWOK; then the
  * chart (its image is already in containerd), and the KWOK nodes once its fleet runs.
  */
-async function startChart(
-  l: Layout,
-  t: Toolchain,
-  s: State,
-  start: (name: ComponentName) => Started,
-  log: (line: string) => void,
-): Promise<void> {
+async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
   const proxy = start('kube-proxy');
   await waitFor(
     `the kubernetes Service at ${KUBERNETES_SERVICE}`,

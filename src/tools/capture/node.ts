@@ -127,8 +127,24 @@ function customModel(g: SmiXmlGpu, where: string): { model: CustomModel; warning
   };
 }
 export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured {
-  const { smi } = inputs;
-  const src = inputs.names.smi;
+  const warnings = driverWarnings(inputs.smi, inputs.names.smi);
+  const gpus = readGpus(inputs, opts.anonymize, warnings);
+  const spec = specOf(inputs, gpus, warnings);
+  const provenance = provenanceOf(inputs, opts.anonymize, gpus);
+  return {
+    profile: {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: opts.name ?? defaultName(gpus.entries) },
+      spec,
+      provenance,
+    },
+    warnings,
+  };
+}
+
+/** A driver or XML newer than this reader may print what it does not know, so the profile wants a check. */
+function driverWarnings(smi: SmiXmlLog, src: string): string[] {
   const warnings: string[] = [];
   const branch = Number(/^(\d+)\./.exec(smi.driverVersion)?.[1]);
   if (!KNOWN_BRANCHES.includes(branch))
@@ -139,77 +155,125 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
     warnings.push(
       `${src}: nvsmi_device_v${smi.dtdVersion}.dtd is newer than fakegpu knows (v${KNOWN_DTDS.join(', v')})`,
     );
+  return warnings;
+}
 
-  const gpus = [...smi.gpus]
+/** The GPUs as profile entries, and which inputs confirmed which of their facts, for the provenance. */
+interface GpusRead {
+  entries: GpuEntry[];
+  /** Products the catalog lacks, by name, each described once. */
+  customs: Map<string, CustomModel>;
+  seenIn: { numa: boolean; roots: boolean; mig: boolean; tables: boolean };
+}
+
+interface Reading extends GpusRead {
+  inputs: NodeInputs;
+  anonymize: boolean;
+  warnings: string[];
+}
+
+/** In PCI bus order, so a GPU's position is its NVML index, by which the other inputs name it. */
+function readGpus(inputs: NodeInputs, anonymize: boolean, warnings: string[]): GpusRead {
+  const src = inputs.names.smi;
+  const gpus = [...inputs.smi.gpus]
     .map((g, i) => ({ g, i, busId: canonicalBusId(g.busId, `${src}: gpu[${i}]/pci/pci_bus_id`) }))
     .sort((a, b) => a.busId.localeCompare(b.busId));
-  const seenIn = { numa: false, roots: false, mig: false, tables: false };
-  const customs = new Map<string, CustomModel>();
-  const entries: GpuEntry[] = gpus.map(({ g, i, busId }, index) => {
-    const where = `${src}: gpu[${i}] (${busId})`;
-    let model: GpuModel;
-    try {
-      model = findModel(g.productName, `${src}: gpu[${i}]/product_name`);
-      checkCatalog(model, g, where, warnings);
-    } catch (e) {
-      if (!(e instanceof FakegpuError)) throw e;
-      const custom = customModel(g, `${src}: gpu[${i}]`);
-      if (!customs.has(custom.model.name)) {
-        customs.set(custom.model.name, custom.model);
-        warnings.push(custom.warning);
-      }
-      model = modelLookup({ models: [...customs.values()] })(custom.model.key, where);
-    }
-    const tables = inputs.migTables;
-    if (tables && tables.lgip.some((r) => r.gpu === index)) {
-      const differs = checkMigTables(model, index, tables.lgip, tables.lgipp, `${tables.from}: GPU ${index}`);
-      warnings.push(...differs);
-      if (differs.length === 0) seenIn.tables = true;
-    }
-    const entry: GpuEntry = { model: model.key, busId };
-    const place = inputs.pci?.places.get(busId);
-    if (place?.pcieRoot !== undefined) {
-      entry.pcieRoot = place.pcieRoot;
-      seenIn.roots = true;
-    }
-    const numa = place?.numaNode ?? inputs.topoNuma?.get(index);
-    if (numa !== undefined) {
-      entry.numaNode = numa;
-      seenIn.numa = true;
-    }
-    if (g.minor !== undefined) entry.minor = g.minor;
-    if (!opts.anonymize) entry.uuid = g.uuid;
-    if (g.migMode === 'Enabled' && !model.mig) {
-      if (g.migDevices.length > 0)
-        warnings.push(
-          `${where}: its ${g.migDevices.length} MIG device(s) are left out: a custom model has no MIG table`,
-        );
-    } else if (g.migMode === 'Enabled') {
-      seenIn.mig = true;
-      const layout = g.migDevices
-        .filter((d, n, all) => all.findIndex((x) => x.gpuInstanceId === d.gpuInstanceId) === n)
-        .map((d) => {
-          const found = identifyInstance(model, d);
-          if ('error' in found) throw new FakegpuError(`${where} mig_devices`, found.error);
-          return `${found.ok.profile.name}@${found.ok.start}`;
-        });
-      const split = g.migDevices.length - new Set(g.migDevices.map((d) => d.gpuInstanceId)).size;
-      if (split > 0)
-        warnings.push(
-          `${where}: ${split} GPU instance(s) are split into several compute instances; the profile has one full compute instance per GPU instance`,
-        );
-      entry.mig = layout.length > 0 ? { mode: 'enabled', layout } : { mode: 'enabled' };
-    } else if (g.migMode === 'Disabled' && model.mig) {
-      entry.mig = { mode: 'disabled' };
-    }
-    return entry;
-  });
+  const r: Reading = {
+    inputs,
+    anonymize,
+    warnings,
+    entries: [],
+    customs: new Map(),
+    seenIn: { numa: false, roots: false, mig: false, tables: false },
+  };
+  r.entries = gpus.map(({ g, i, busId }, index) => gpuEntry(g, i, busId, index, r));
+  return { entries: r.entries, customs: r.customs, seenIn: r.seenIn };
+}
 
+/** `i` is the GPU's place in the XML (for messages), `index` its NVML index. */
+function gpuEntry(g: SmiXmlGpu, i: number, busId: string, index: number, r: Reading): GpuEntry {
+  const where = `${r.inputs.names.smi}: gpu[${i}] (${busId})`;
+  const model = modelOf(g, i, where, r);
+  const tables = r.inputs.migTables;
+  if (tables && tables.lgip.some((row) => row.gpu === index)) {
+    const differs = checkMigTables(model, index, tables.lgip, tables.lgipp, `${tables.from}: GPU ${index}`);
+    r.warnings.push(...differs);
+    if (differs.length === 0) r.seenIn.tables = true;
+  }
+  const entry: GpuEntry = { model: model.key, busId };
+  const place = r.inputs.pci?.places.get(busId);
+  if (place?.pcieRoot !== undefined) {
+    entry.pcieRoot = place.pcieRoot;
+    r.seenIn.roots = true;
+  }
+  const numa = place?.numaNode ?? r.inputs.topoNuma?.get(index);
+  if (numa !== undefined) {
+    entry.numaNode = numa;
+    r.seenIn.numa = true;
+  }
+  if (g.minor !== undefined) entry.minor = g.minor;
+  if (!r.anonymize) entry.uuid = g.uuid;
+  const mig = migOf(g, model, where, r);
+  if (mig !== undefined) entry.mig = mig;
+  return entry;
+}
+
+/** The catalog's model, or for a product the catalog lacks, a custom one from the XML. */
+function modelOf(g: SmiXmlGpu, i: number, where: string, r: Reading): GpuModel {
+  const src = r.inputs.names.smi;
+  try {
+    const model = findModel(g.productName, `${src}: gpu[${i}]/product_name`);
+    checkCatalog(model, g, where, r.warnings);
+    return model;
+  } catch (e) {
+    if (!(e instanceof FakegpuError)) throw e;
+    const custom = customModel(g, `${src}: gpu[${i}]`);
+    if (!r.customs.has(custom.model.name)) {
+      r.customs.set(custom.model.name, custom.model);
+      r.warnings.push(custom.warning);
+    }
+    return modelLookup({ models: [...r.customs.values()] })(custom.model.key, where);
+  }
+}
+
+/** The MIG mode and the GPU instances nvidia-smi listed, as placements the catalog's MIG table knows. */
+function migOf(g: SmiXmlGpu, model: GpuModel, where: string, r: Reading): GpuEntry['mig'] {
+  if (g.migMode === 'Enabled' && !model.mig) {
+    if (g.migDevices.length > 0)
+      r.warnings.push(
+        `${where}: its ${g.migDevices.length} MIG device(s) are left out: a custom model has no MIG table`,
+      );
+    return undefined;
+  }
+  if (g.migMode === 'Enabled') {
+    r.seenIn.mig = true;
+    const layout = g.migDevices
+      .filter((d, n, all) => all.findIndex((x) => x.gpuInstanceId === d.gpuInstanceId) === n)
+      .map((d) => {
+        const found = identifyInstance(model, d);
+        if ('error' in found) throw new FakegpuError(`${where} mig_devices`, found.error);
+        return `${found.ok.profile.name}@${found.ok.start}`;
+      });
+    const split = g.migDevices.length - new Set(g.migDevices.map((d) => d.gpuInstanceId)).size;
+    if (split > 0)
+      r.warnings.push(
+        `${where}: ${split} GPU instance(s) are split into several compute instances; the profile has one full compute instance per GPU instance`,
+      );
+    return layout.length > 0 ? { mode: 'enabled', layout } : { mode: 'enabled' };
+  }
+  if (g.migMode === 'Disabled' && model.mig) return { mode: 'disabled' };
+  return undefined;
+}
+
+/** What all GPUs share (driver, addressing mode, NVLink fabric) is the machine's; the NICs come as read. */
+function specOf(inputs: NodeInputs, gpus: GpusRead, warnings: string[]): ProfileSpec {
+  const { smi } = inputs;
+  const src = inputs.names.smi;
   const spec: ProfileSpec = {
-    description: `captured from ${src}: ${summary(entries)}, driver ${smi.driverVersion}`,
+    description: `captured from ${src}: ${summary(gpus.entries)}, driver ${smi.driverVersion}`,
     driver: { version: smi.driverVersion, ...(smi.cudaVersion ? { cudaVersion: smi.cudaVersion } : {}) },
-    ...(customs.size > 0 ? { models: [...customs.values()] } : {}),
-    gpus: entries,
+    ...(gpus.customs.size > 0 ? { models: [...gpus.customs.values()] } : {}),
+    gpus: gpus.entries,
   };
   const modes = new Set(smi.gpus.map((g) => g.addressingMode).filter((m) => m !== undefined));
   const [mode] = modes;
@@ -224,11 +288,17 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
   else if (fabrics.size > 1)
     warnings.push(`${src}: GPUs report different NVLink fabrics; the profile leaves them derived`);
   if (inputs.nics) spec.nics = inputs.nics.entries;
+  return spec;
+}
 
+/** Each group of facts marked by the input that confirmed it, or by how the hardware model derives it. */
+function provenanceOf(inputs: NodeInputs, anonymize: boolean, gpus: GpusRead): Provenance {
+  const src = inputs.names.smi;
+  const { customs, seenIn } = gpus;
   const seen = (from: string) => ({ status: 'confirmed' as const, from });
   const derived = (from: string) => ({ status: 'derived' as const, from });
   const topoName = inputs.names.topo ?? 'nvidia-smi topo -m';
-  const provenance: Provenance = {
+  return {
     gpus:
       customs.size > 0
         ? {
@@ -238,7 +308,7 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
         : seen(src),
     busIds: seen(src),
     driver: seen(src),
-    uuids: opts.anonymize ? derived('node name and bus ID (--anonymize)') : seen(src),
+    uuids: anonymize ? derived('node name and bus ID (--anonymize)') : seen(src),
     pcieRoots: seenIn.roots
       ? seen(inputs.pci?.rootsFrom ?? 'sysfs')
       : derived('each GPU on a root of its own bus (no sysfs input)'),
@@ -253,17 +323,7 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
         ? seen(`${inputs.migTables?.from ?? ''} (the catalog's MIG profiles)`)
         : seen(src),
     nics: inputs.nics ? seen(inputs.nics.from) : derived('none (no network input)'),
-    fabric: fabric ? seen(src) : derived(`no fabric in ${src}`),
-  };
-  return {
-    profile: {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: opts.name ?? defaultName(entries) },
-      spec,
-      provenance,
-    },
-    warnings,
+    fabric: inputs.smi.gpus[0]?.fabric ? seen(src) : derived(`no fabric in ${src}`),
   };
 }
 
