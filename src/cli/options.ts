@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeconfigInto } from '../kube/client.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
@@ -168,10 +169,7 @@ export function kubeconfigOption(): Option {
 /** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
 export async function loadKubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
   await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return kc;
+  return loadKubeconfigInto(new KubeConfig(), path);
 }
 
 /** Where an option's value came from, for messages: the flag, or the environment variable that set it. */
