@@ -40,7 +40,6 @@ export function regionOf(path: string): string {
 const STILL_LONG: Record<string, number> = {
   'cli/cluster.ts:clusterCommand': 171,
   'cli/fault.ts:faultCommand': 130,
-  'cli/fleet.ts:fleetCommand': 282,
   'local-cluster/components.ts:args': 116,
   'local-cluster/up.ts:clusterUp': 145,
   'tools/capture/node.ts:captureNode': 140,
