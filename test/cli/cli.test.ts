@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -804,6 +805,29 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       assert.deepEqual(fakegpu(...args), { code: 1, stdout: '', stderr: `fakegpu: ${line}\n` });
     });
   }
+
+  it('fleet and compute-domain-controller: an --http-endpoint in use is one line, and the process exits', async () => {
+    const config = join(dir, 'kubeconfig');
+    writeFileSync(
+      config,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const address = taken.address();
+    assert.ok(address && typeof address === 'object');
+    const endpoint = `127.0.0.1:${address.port}`;
+    try {
+      for (const cmd of ['fleet', 'compute-domain-controller'])
+        assert.deepEqual(fakegpu(cmd, '--kubeconfig', config, '--http-endpoint', endpoint), {
+          code: 1,
+          stdout: '',
+          stderr: `fakegpu: --http-endpoint: cannot listen on "${endpoint}": the address is already in use (another process listens there)\n`,
+        });
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
 
   it('KUBECONFIG naming a missing file is named as KUBECONFIG', () => {
     const r = fakegpuIn({ env: { ...process.env, KUBECONFIG: '/nope' } }, ...plugin, '-p', 'dgx-h100');
