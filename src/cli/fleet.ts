@@ -1,4 +1,3 @@
-import { styleOf } from '../model/dcgm/version.js';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { FakegpuError } from '../errors.js';
@@ -16,8 +15,8 @@ import { runUntilStopped } from '../process/shutdown.js';
 import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
-  checkEndpoint,
   checkKubeconfig,
+  checkServingFlags,
   dcgmEndpointOption,
   dcgmVersionOption,
   driverNameOption,
@@ -269,13 +268,7 @@ async function fleetAction(f: Flags, cmd: Command): Promise<void> {
   }
   checkProfile(f, c);
   const pools = f.pools ? loadPools(f.pools) : undefined;
-  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-  if (f.dcgmEndpoint) await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
-  const dcgmStyle = styleOf(
-    f.dcgmExporterVersion,
-    sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
-  );
-  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const dcgmStyle = await checkServingFlags(f, cmd);
   const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
   const options: FleetRunOptions = {
     nodeSelector: f.nodeSelector || undefined,

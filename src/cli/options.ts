@@ -11,7 +11,8 @@ import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../process/endpoint.js';
-import { DCGM_EXPORTER_VERSION } from '../model/dcgm/version.js';
+import { DCGM_EXPORTER_VERSION, styleOf } from '../model/dcgm/version.js';
+import type { Style } from '../model/dcgm/exposition.js';
 import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { isDnsSubdomain } from '../kube/types/names.js';
@@ -230,4 +231,27 @@ export function dcgmVersionOption(): Option {
     'DCGM_EXPORTER_VERSION',
     DCGM_EXPORTER_VERSION,
   );
+}
+
+/**
+ * What a process serving GPU metrics reaches beyond itself, checked before it starts: its probe and
+ * metrics endpoints, the dcgm-exporter it imitates, its kubeconfig. Answers the exporter's style.
+ */
+export async function checkServingFlags(
+  f: {
+    httpEndpoint: string;
+    dcgmEndpoint: string;
+    dcgmExporterVersion: string;
+    kubeconfig?: string | undefined;
+  },
+  cmd: Command,
+): Promise<Style> {
+  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+  if (f.dcgmEndpoint) await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
+  const style = styleOf(
+    f.dcgmExporterVersion,
+    sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
+  );
+  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  return style;
 }
