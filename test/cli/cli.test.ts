@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
+import { takenEndpoint, unusedKubeconfig } from '../support/process.js';
 
 const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
 
@@ -807,16 +807,9 @@ describe('plugin and fleet: every input checked before anything starts', () => {
   }
 
   it('fleet and compute-domain-controller: an --http-endpoint in use is one line, and the process exits', async () => {
-    const config = join(dir, 'kubeconfig');
-    writeFileSync(
-      config,
-      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
-    );
-    const taken = createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    const address = taken.address();
-    assert.ok(address && typeof address === 'object');
-    const endpoint = `127.0.0.1:${address.port}`;
+    const config = unusedKubeconfig(dir);
+    const taken = await takenEndpoint();
+    const endpoint = taken.endpoint;
     try {
       for (const cmd of ['fleet', 'compute-domain-controller'])
         assert.deepEqual(fakegpu(cmd, '--kubeconfig', config, '--http-endpoint', endpoint), {
@@ -825,7 +818,7 @@ describe('plugin and fleet: every input checked before anything starts', () => {
           stderr: `fakegpu: --http-endpoint: cannot listen on "${endpoint}": the address is already in use (another process listens there)\n`,
         });
     } finally {
-      await new Promise((r) => taken.close(r));
+      await taken.close();
     }
   });
 

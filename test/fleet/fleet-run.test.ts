@@ -1,53 +1,27 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { runFleet, type FleetRunOptions, type RunningFleet } from '../../src/fleet/run.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
-import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
-import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { runUntilStopped } from '../../src/process/shutdown.js';
 import { FakeApi } from '../support/fake-api.js';
+import { SERVED } from '../support/fleet.js';
 import { until } from '../support/http.js';
-import { FakeHost, probe } from '../support/process.js';
+import { FakeHost, probe, takenEndpoint, unusedKubeconfig } from '../support/process.js';
 
 const log = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'fakegpu-fleet-run-'));
 
-/** A kubeconfig the fleet loads and never uses: the API server is the in-memory one. */
-function kubeconfig(extra = ''): string {
-  const p = join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-  writeFileSync(
-    p,
-    `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"${extra}}}]
-users: [{name: u, user: {}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`,
-  );
-  return p;
-}
-
 function options(api: FakeApi, o: Partial<FleetRunOptions> = {}): FleetRunOptions {
   return {
-    profileLabel: 'fakegpu.dev/profile',
-    defaultProfile: 'dgx-h100',
-    dynamicMig: false,
-    driverName: DRIVER_NAME,
-    release: DEFAULT_RELEASE,
-    concurrency: 2,
-    qps: 0,
-    burst: 1,
-    kubeconfig: kubeconfig(),
+    ...SERVED,
+    kubeconfig: unusedKubeconfig(dir),
     requestTimeoutMs: 30_000,
     faults: false,
     httpEndpoint: '127.0.0.1:0',
-    log,
     api,
     ...o,
   };
@@ -86,11 +60,8 @@ describe('fakegpu fleet, as its run module wires it', () => {
   });
 
   it('an endpoint in use is one line, before the API server is asked anything', async () => {
-    const taken = createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    const address = taken.address();
-    assert.ok(address && typeof address === 'object');
-    const endpoint = `127.0.0.1:${address.port}`;
+    const taken = await takenEndpoint();
+    const endpoint = taken.endpoint;
     const api = new FakeApi();
     try {
       await assert.rejects(runFleet(options(api, { httpEndpoint: endpoint })), {
@@ -98,13 +69,15 @@ describe('fakegpu fleet, as its run module wires it', () => {
       });
       assert.equal(api.calls.size, 0);
     } finally {
-      await new Promise((r) => taken.close(r));
+      await taken.close();
     }
   });
 
   it('a kubeconfig through a proxy is refused in one line', async () => {
     await assert.rejects(
-      runFleet(options(new FakeApi(), { kubeconfig: kubeconfig(', proxy-url: "http://127.0.0.1:3"') })),
+      runFleet(
+        options(new FakeApi(), { kubeconfig: unusedKubeconfig(dir, ', proxy-url: "http://127.0.0.1:3"') }),
+      ),
       { message: '--kubeconfig: a cluster reached through proxy-url is not supported by the fleet' },
     );
   });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { FakegpuError } from '../../src/errors.js';
 import { serveProbes } from '../../src/process/probe-server.js';
 import { boundedStop, nextStopSignal, runUntilStopped } from '../../src/process/shutdown.js';
-import { FakeHost, probe as get } from '../support/process.js';
+import { FakeHost, probe as get, takenEndpoint } from '../support/process.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -62,11 +61,8 @@ describe('probe server', () => {
   });
 
   it('a port already in use is one line naming the flag and the endpoint', async () => {
-    const taken = createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    const address = taken.address();
-    assert.ok(address && typeof address === 'object');
-    const endpoint = `127.0.0.1:${address.port}`;
+    const taken = await takenEndpoint();
+    const endpoint = taken.endpoint;
     try {
       await assert.rejects(serveProbes({ endpoint }), (e: unknown) => {
         assert.ok(e instanceof FakegpuError);
@@ -82,7 +78,7 @@ describe('probe server', () => {
         /^FakegpuError: --dcgm-endpoint: /,
       );
     } finally {
-      await new Promise((r) => taken.close(r));
+      await taken.close();
     }
   });
 });
