@@ -1,17 +1,16 @@
-import { createServer } from 'node:http';
 import { Command } from 'commander';
 import { pino } from 'pino';
-import { ComputeDomainController } from '../controllers/compute-domain/controller.js';
+import { runComputeDomainController, type ControllerRunOptions } from '../controllers/compute-domain/run.js';
 import { DAEMON_IMAGE } from '../local-cluster/image.js';
 import { FakegpuError, show } from '../errors.js';
-import { checkNamespace, KubeObjects } from '../kube/objects.js';
-import { splitEndpoint } from '../process/endpoint.js';
+import { checkNamespace } from '../kube/objects.js';
+import { runUntilStopped } from '../process/shutdown.js';
 import {
   checkEndpoint,
+  checkKubeconfig,
   driverNamespaceOption,
   envOption,
   kubeconfigOption,
-  loadKubeconfig,
   sourceOf,
 } from './options.js';
 
@@ -51,51 +50,30 @@ export function computeDomainControllerCommand(): Command {
     .addOption(
       envOption('--http-endpoint <host:port>', 'serve /healthz here ("" for none)', 'HTTP_ENDPOINT', ''),
     )
-    .action(async (f: Flags, cmd: Command) => {
-      const namespace = checkNamespace(
-        f.driverNamespace,
-        sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
-      );
-      const policy = PULL.find((p) => p === f.imagePullPolicy);
-      if (!policy)
-        throw new FakegpuError(
-          sourceOf(cmd, 'imagePullPolicy', '--image-pull-policy'),
-          `${show(f.imagePullPolicy)} is not a pull policy; expected one of ${PULL.join(', ')}`,
-        );
-      if (f.daemonImage.trim() === '')
-        throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
-      if (f.httpEndpoint)
-        await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-      const kc = await loadKubeconfig(f.kubeconfig, cmd);
-      const log = pino({ name: 'fakegpu-compute-domain-controller' }, pino.destination(2));
-      const controller = new ComputeDomainController({
-        api: new KubeObjects(kc),
-        namespace,
-        image: f.daemonImage,
-        imagePullPolicy: policy,
-        log,
-      });
-      controller.start();
-      log.info({ namespace, image: f.daemonImage }, 'reconciling ComputeDomains');
-      const http = f.httpEndpoint
-        ? createServer((req, res) => {
-            if (req.url === '/healthz' || req.url === '/readyz')
-              res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-            else res.writeHead(404).end();
-          })
-        : null;
-      if (http) {
-        const [host, port] = splitEndpoint(f.httpEndpoint);
-        await new Promise<void>((r) => http.listen(port, host, r));
-      }
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          log.info({ signal }, 'stopping');
-          http?.close();
-          void controller.stop().then(resolve);
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
-    });
+    .action(controllerAction);
+}
+
+async function controllerAction(f: Flags, cmd: Command): Promise<void> {
+  // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
+  const namespace = checkNamespace(f.driverNamespace, sourceOf(cmd, 'driverNamespace', '--driver-namespace'));
+  const policy = PULL.find((p) => p === f.imagePullPolicy);
+  if (!policy)
+    throw new FakegpuError(
+      sourceOf(cmd, 'imagePullPolicy', '--image-pull-policy'),
+      `${show(f.imagePullPolicy)} is not a pull policy; expected one of ${PULL.join(', ')}`,
+    );
+  if (f.daemonImage.trim() === '')
+    throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
+  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const log = pino({ name: 'fakegpu-compute-domain-controller' }, pino.destination(2));
+  const options: ControllerRunOptions = {
+    kubeconfig: f.kubeconfig,
+    namespace,
+    image: f.daemonImage,
+    imagePullPolicy: policy,
+    httpEndpoint: f.httpEndpoint,
+    log,
+  };
+  await runUntilStopped(() => runComputeDomainController(options), { log });
 }

@@ -1,28 +1,22 @@
-import { styleOf } from '../model/dcgm/version.js';
-import { serveDcgm } from '../process/dcgm-server.js';
-import { FleetDcgm } from '../fleet/dcgm.js';
-import { createServer } from 'node:http';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { FakegpuError } from '../errors.js';
 import { checkNamespace } from '../kube/objects.js';
-import { parseRelease } from '../model/device/release.js';
-import { KubeFaultApi } from '../kube/gpufault/api.js';
+import { parseRelease, type DriverRelease } from '../model/device/release.js';
 import { deleteFleetSlices } from '../fleet/cleanup.js';
-import { Fleet } from '../fleet/fleet.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
-import { clientOf, PooledKubeConfig } from '../kube/client.js';
+import { fleetKubeConfig, runFleet, type FleetRunOptions } from '../fleet/run.js';
 import { KubeApi } from '../kube/api.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { resolveProfile } from '../process/profile-file.js';
+import { runUntilStopped } from '../process/shutdown.js';
 import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
-  checkEndpoint,
   checkKubeconfig,
+  checkServingFlags,
   dcgmEndpointOption,
   dcgmVersionOption,
   driverNameOption,
@@ -35,7 +29,6 @@ import {
   noComputeDomainsOption,
   sourceOf,
 } from './options.js';
-import { splitEndpoint } from '../process/endpoint.js';
 
 interface Flags {
   nodeSelector?: string;
@@ -71,9 +64,9 @@ function noNicsOption(): Option {
   return new Option('--no-nics', 'publish GPUs only (the default)').env('FAKEGPU_NO_NICS');
 }
 
-export function fleetCommand(): Command {
-  return new Command('fleet')
-    .description("publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node")
+/** Which nodes are served, with which machines and drivers. */
+function servedFlags(c: Command): Command {
+  return c
     .addOption(
       envOption(
         '--node-selector <labels>',
@@ -114,7 +107,12 @@ export function fleetCommand(): Command {
         "play NVIDIA's compute-domain node side (slices, node labels, IMEX daemon entries)",
       ),
     )
-    .addOption(driverNamespaceOption())
+    .addOption(driverNamespaceOption());
+}
+
+/** How hard the API server is driven, and which one. */
+function clientFlags(c: Command): Command {
+  return c
     .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
       envOption(
@@ -133,7 +131,12 @@ export function fleetCommand(): Command {
         '30',
       ),
     )
-    .addOption(kubeconfigOption())
+    .addOption(kubeconfigOption());
+}
+
+/** The fleet's endpoints, its faults, and its clean-up mode. */
+function serviceFlags(c: Command): Command {
+  return c
     .addOption(
       envOption(
         '--http-endpoint <host:port>',
@@ -162,194 +165,132 @@ export function fleetCommand(): Command {
         '--delete-slices',
         "delete the slices a fleet of these flags publishes (its nodes', its drivers') and exit, as after uninstalling it; the running fleet leaves them in place",
       ).env('FAKEGPU_FLEET_DELETE_SLICES'),
-    )
-    .action(async (f: Flags, cmd: Command) => {
-      // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
-      const ignored = checkIgnoredXids(
-        f.additionalXidsToIgnore,
-        sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
-      );
-      const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
-      const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
-      const driverNamespace = checkNamespace(
-        f.driverNamespace,
-        sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
-      );
-      const nics = f.nics
-        ? {
-            driverName: checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name')),
-            standardNumaNode: false,
-          }
-        : undefined;
-      const concurrency = intFlag(f.concurrency, '--concurrency', 1);
-      const qps = intFlag(f.qps, '--qps', 0);
-      const burst = intFlag(f.burst, '--burst', 1);
-      // Node's timers hold at most 2^31-1 ms; past that a deadline would fire at once.
-      const timeoutMs = intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000;
-      if (f.deleteSlices) {
-        // Only what selects nodes and names drivers matters here: the chart's hook sets nothing else.
-        await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-        const kc = new PooledKubeConfig(concurrency, { timeoutMs });
-        if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
-        else kc.loadFromDefault();
-        const done = await deleteFleetSlices({
-          api: new KubeApi(kc),
-          nodeSelector: f.nodeSelector || undefined,
-          profileLabel: f.profileLabel,
-          driverName,
-          nics,
-          computeDomains: f.computeDomains,
-          concurrency,
-        });
-        pino({ name: 'fakegpu-fleet' }, pino.destination(2)).info(done, "deleted the fleet's slices");
-        return;
+    );
+}
+
+export function fleetCommand(): Command {
+  return serviceFlags(
+    clientFlags(
+      servedFlags(
+        new Command('fleet').description(
+          "publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node",
+        ),
+      ),
+    ),
+  ).action(fleetAction);
+}
+
+/** What both modes (serving, deleting slices) need, checked. */
+interface Common {
+  ignored: string;
+  release: DriverRelease;
+  driverName: string;
+  driverNamespace: string;
+  nics: { driverName: string; standardNumaNode: boolean } | undefined;
+  concurrency: number;
+  qps: number;
+  burst: number;
+  timeoutMs: number;
+}
+
+function checkCommon(f: Flags, cmd: Command): Common {
+  const ignored = checkIgnoredXids(
+    f.additionalXidsToIgnore,
+    sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
+  );
+  const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
+  const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
+  const driverNamespace = checkNamespace(
+    f.driverNamespace,
+    sourceOf(cmd, 'driverNamespace', '--driver-namespace'),
+  );
+  const nics = f.nics
+    ? {
+        driverName: checkDriverName(f.nicDriverName, sourceOf(cmd, 'nicDriverName', '--nic-driver-name')),
+        standardNumaNode: false,
       }
-      if (f.profile === '-')
-        throw new FakegpuError(
-          '--profile',
-          '"-" (standard input) cannot serve the fleet, which reads its profile again for every node it starts; give a preset or a file',
-        );
-      if (f.profile !== undefined) {
-        // Rendered whole, as validate does, for a node of a short name: a machine that cannot be built
-        // (a MIG layout that does not fit, a driver version) stops here rather than on every node.
-        renderSlices(resolveProfile(f.profile), {
-          nodeName: 'node',
-          dynamicMig: f.dynamicMig === true,
-          driverName,
-          kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
-          release,
-          nics,
-        });
-      }
-      const pools = f.pools ? loadPools(f.pools) : undefined;
-      if (f.httpEndpoint)
-        await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-      if (f.dcgmEndpoint)
-        await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
-      const dcgmStyle = styleOf(
-        f.dcgmExporterVersion,
-        sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
-      );
-      await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-      const endpoint = f.httpEndpoint ? splitEndpoint(f.httpEndpoint) : null;
-      const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
-      // One keep-alive connection per worker, instead of a TLS handshake per write.
-      const kc = new PooledKubeConfig(concurrency, { timeoutMs });
-      if (f.kubeconfig) kc.loadFromFile(f.kubeconfig);
-      else kc.loadFromDefault();
-      const reg = new Registry();
-      const applied = new Counter({
-        name: 'fakegpu_fleet_faults_applied_total',
-        help: 'devices GpuFaults hit on served nodes, counted when their slices change',
-        registers: [reg],
-      });
-      const publish = new Histogram({
-        name: 'fakegpu_fleet_fault_publish_seconds',
-        help: 'seconds from a GpuFault seen to the slices of every node it hits written',
-        buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-        registers: [reg],
-      });
-      const fleet = new Fleet(kc, {
-        nodeSelector: f.nodeSelector || undefined,
-        profileLabel: f.profileLabel,
-        defaultProfile: f.profile,
-        pools,
-        dynamicMig: f.dynamicMig === true,
-        driverName,
-        release,
-        nics,
-        concurrency,
-        qps,
-        burst,
-        log,
-        faults: f.faults ? new KubeFaultApi(kc) : undefined,
-        ignoredXids: ignoredXids(ignored),
-        computeDomains: f.computeDomains ? { namespace: driverNamespace } : undefined,
-        onFaultApplied: (n) => {
-          applied.inc(n);
-        },
-        onFaultPublished: (sec) => {
-          publish.observe(sec);
-        },
-      });
-      collectDefaultMetrics({ register: reg, prefix: 'fakegpu_fleet_' });
-      const gauge = (name: string, help: string, read: () => number): void => {
-        new Gauge({
-          name,
-          help,
-          registers: [reg],
-          collect() {
-            this.set(read());
-          },
-        });
-      };
-      gauge('fakegpu_fleet_nodes', 'nodes served', () => fleet.snapshot().nodes);
-      gauge(
-        'fakegpu_fleet_pending_nodes',
-        'nodes queued or being reconciled',
-        () => fleet.snapshot().pending,
-      );
-      gauge('fakegpu_fleet_slices', 'ResourceSlices of served nodes', () => fleet.snapshot().slices);
-      gauge('fakegpu_fleet_writes', 'slice creates, updates and deletes so far', () => fleet.stats.writes);
-      gauge(
-        'fakegpu_fleet_api_requests',
-        'API requests so far (lists, watches, writes, events)',
-        () => fleet.stats.requests,
-      );
-      gauge(
-        'fakegpu_fleet_watch_events',
-        'node and slice watch events received so far',
-        () => fleet.stats.events,
-      );
-      gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
-        fleet.converged() ? 1 : 0,
-      );
-      gauge(
-        'fakegpu_fleet_memory_collections',
-        "V8's memory-reducing collections run after bursts of work (needs --expose-gc)",
-        () => fleet.settler.collections,
-      );
-      gauge(
-        'fakegpu_fleet_first_published_seconds',
-        'seconds from start until every served node was first published (-1 until then)',
-        () => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
-      );
-      await fleet.start();
-      log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
-      const dcgm = f.dcgmEndpoint
-        ? new FleetDcgm(fleet, {
-            http: clientOf(kc),
-            api: new KubeApi(kc),
-            log,
-            driverName,
-            style: dcgmStyle,
-          })
-        : null;
-      dcgm?.start();
-      const dcgmServer =
-        dcgm && f.dcgmEndpoint ? await serveDcgm(f.dcgmEndpoint, () => dcgm.exposition(), log) : null;
-      const http = endpoint
-        ? createServer((req, res) => {
-            if (req.url === '/healthz') res.writeHead(200).end('ok\n');
-            else if (req.url === '/readyz')
-              res.writeHead(fleet.converged() ? 200 : 503).end(fleet.converged() ? 'ok\n' : 'publishing\n');
-            else if (req.url === '/metrics')
-              void reg.metrics().then((t) => res.writeHead(200, { 'content-type': reg.contentType }).end(t));
-            else res.writeHead(404).end();
-          }).listen(endpoint[1], endpoint[0])
-        : null;
-      await new Promise<void>((resolve) => {
-        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
-          process.once(s, () => {
-            log.info({ signal: s }, 'stopping');
-            fleet.stop();
-            dcgm?.stop();
-            void dcgmServer?.close();
-            http?.close();
-            resolve();
-            // Keep-alive sockets of aborted watches would hold the process; everything is stopped.
-            setTimeout(() => process.exit(0), 200).unref();
-          });
-      });
-    });
+    : undefined;
+  return {
+    ignored,
+    release,
+    driverName,
+    driverNamespace,
+    nics,
+    concurrency: intFlag(f.concurrency, '--concurrency', 1),
+    qps: intFlag(f.qps, '--qps', 0),
+    burst: intFlag(f.burst, '--burst', 1),
+    // Node's timers hold at most 2^31-1 ms; past that a deadline would fire at once.
+    timeoutMs: intFlag(f.requestTimeout, '--request-timeout', 1, 2_147_483) * 1000,
+  };
+}
+
+async function deleteSlices(f: Flags, cmd: Command, c: Common): Promise<void> {
+  // Only what selects nodes and names drivers matters here: the chart's hook sets nothing else.
+  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const done = await deleteFleetSlices({
+    api: new KubeApi(fleetKubeConfig(f.kubeconfig, c.concurrency, c.timeoutMs)),
+    nodeSelector: f.nodeSelector || undefined,
+    profileLabel: f.profileLabel,
+    driverName: c.driverName,
+    nics: c.nics,
+    computeDomains: f.computeDomains,
+    concurrency: c.concurrency,
+  });
+  pino({ name: 'fakegpu-fleet' }, pino.destination(2)).info(done, "deleted the fleet's slices");
+}
+
+/** The default profile, rendered whole as validate does, for a node of a short name. */
+function checkProfile(f: Flags, c: Common): void {
+  if (f.profile === '-')
+    throw new FakegpuError(
+      '--profile',
+      '"-" (standard input) cannot serve the fleet, which reads its profile again for every node it starts; give a preset or a file',
+    );
+  if (f.profile === undefined) return;
+  // A machine that cannot be built (a MIG layout that does not fit, a driver version) stops here rather
+  // than on every node.
+  renderSlices(resolveProfile(f.profile), {
+    nodeName: 'node',
+    dynamicMig: f.dynamicMig === true,
+    driverName: c.driverName,
+    kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
+    release: c.release,
+    nics: c.nics,
+  });
+}
+
+async function fleetAction(f: Flags, cmd: Command): Promise<void> {
+  // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
+  const c = checkCommon(f, cmd);
+  if (f.deleteSlices) {
+    await deleteSlices(f, cmd, c);
+    return;
+  }
+  checkProfile(f, c);
+  const pools = f.pools ? loadPools(f.pools) : undefined;
+  const dcgmStyle = await checkServingFlags(f, cmd);
+  const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
+  const options: FleetRunOptions = {
+    nodeSelector: f.nodeSelector || undefined,
+    profileLabel: f.profileLabel,
+    defaultProfile: f.profile,
+    pools,
+    dynamicMig: f.dynamicMig === true,
+    driverName: c.driverName,
+    release: c.release,
+    nics: c.nics,
+    concurrency: c.concurrency,
+    qps: c.qps,
+    burst: c.burst,
+    kubeconfig: f.kubeconfig,
+    requestTimeoutMs: c.timeoutMs,
+    faults: f.faults,
+    ignoredXids: ignoredXids(c.ignored),
+    computeDomains: f.computeDomains ? { namespace: c.driverNamespace } : undefined,
+    httpEndpoint: f.httpEndpoint,
+    dcgmEndpoint: f.dcgmEndpoint || undefined,
+    dcgmStyle,
+    log,
+  };
+  await runUntilStopped(() => runFleet(options), { log });
 }

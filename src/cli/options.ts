@@ -5,12 +5,14 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeconfigInto } from '../kube/client.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../process/endpoint.js';
-import { DCGM_EXPORTER_VERSION } from '../model/dcgm/version.js';
+import { DCGM_EXPORTER_VERSION, styleOf } from '../model/dcgm/version.js';
+import type { Style } from '../model/dcgm/exposition.js';
 import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { isDnsSubdomain } from '../kube/types/names.js';
@@ -168,10 +170,7 @@ export function kubeconfigOption(): Option {
 /** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
 export async function loadKubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
   await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return kc;
+  return loadKubeconfigInto(new KubeConfig(), path);
 }
 
 /** Where an option's value came from, for messages: the flag, or the environment variable that set it. */
@@ -227,4 +226,27 @@ export function dcgmVersionOption(): Option {
     'DCGM_EXPORTER_VERSION',
     DCGM_EXPORTER_VERSION,
   );
+}
+
+/**
+ * What a process serving GPU metrics reaches beyond itself, checked before it starts: its probe and
+ * metrics endpoints, the dcgm-exporter it imitates, its kubeconfig. Answers the exporter's style.
+ */
+export async function checkServingFlags(
+  f: {
+    httpEndpoint: string;
+    dcgmEndpoint: string;
+    dcgmExporterVersion: string;
+    kubeconfig?: string | undefined;
+  },
+  cmd: Command,
+): Promise<Style> {
+  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
+  if (f.dcgmEndpoint) await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
+  const style = styleOf(
+    f.dcgmExporterVersion,
+    sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
+  );
+  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  return style;
 }

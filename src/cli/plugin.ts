@@ -1,4 +1,3 @@
-import { styleOf } from '../model/dcgm/version.js';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkNamespace } from '../kube/objects.js';
@@ -15,9 +14,8 @@ import { checkSliceNames } from '../model/slice/build.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION, nicNumaOption } from './commands.js';
 import {
-  checkEndpoint,
   checkGates,
-  checkKubeconfig,
+  checkServingFlags,
   dcgmEndpointOption,
   dcgmVersionOption,
   driverNameOption,
@@ -239,13 +237,7 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     release,
     nics,
   });
-  if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
-  if (f.dcgmEndpoint) await checkEndpoint(f.dcgmEndpoint, sourceOf(cmd, 'dcgmEndpoint', '--dcgm-endpoint'));
-  const dcgmStyle = styleOf(
-    f.dcgmExporterVersion,
-    sourceOf(cmd, 'dcgmExporterVersion', '--dcgm-exporter-version'),
-  );
-  await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const dcgmStyle = await checkServingFlags(f, cmd);
   const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
   // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
   const { runPlugin } = await import('../node/plugin/run.js');

@@ -342,6 +342,13 @@ export class PooledKubeConfig extends KubeConfig {
   }
 }
 
+/** `kc` loaded from `path`, or from where kubectl looks without one ($KUBECONFIG, ~/.kube/config, in-cluster). */
+export function loadKubeconfigInto<T extends KubeConfig>(kc: T, path: string | undefined): T {
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}
+
 const clients = new WeakMap<KubeConfig, ApiClient>();
 
 /** The `ApiClient` of a kubeconfig: its own for a `PooledKubeConfig`, else one made once and kept. */

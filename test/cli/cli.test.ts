@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
+import { takenEndpoint, unusedKubeconfig } from '../support/process.js';
 
 const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
 
@@ -804,6 +805,22 @@ describe('plugin and fleet: every input checked before anything starts', () => {
       assert.deepEqual(fakegpu(...args), { code: 1, stdout: '', stderr: `fakegpu: ${line}\n` });
     });
   }
+
+  it('fleet and compute-domain-controller: an --http-endpoint in use is one line, and the process exits', async () => {
+    const config = unusedKubeconfig(dir);
+    const taken = await takenEndpoint();
+    const endpoint = taken.endpoint;
+    try {
+      for (const cmd of ['fleet', 'compute-domain-controller'])
+        assert.deepEqual(fakegpu(cmd, '--kubeconfig', config, '--http-endpoint', endpoint), {
+          code: 1,
+          stdout: '',
+          stderr: `fakegpu: --http-endpoint: cannot listen on "${endpoint}": the address is already in use (another process listens there)\n`,
+        });
+    } finally {
+      await taken.close();
+    }
+  });
 
   it('KUBECONFIG naming a missing file is named as KUBECONFIG', () => {
     const r = fakegpuIn({ env: { ...process.env, KUBECONFIG: '/nope' } }, ...plugin, '-p', 'dgx-h100');

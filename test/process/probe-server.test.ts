@@ -1,28 +1,13 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { FakegpuError } from '../../src/errors.js';
 import { serveProbes } from '../../src/process/probe-server.js';
-import {
-  boundedStop,
-  nextStopSignal,
-  runUntilStopped,
-  type ShutdownHost,
-  type StopSignal,
-} from '../../src/process/shutdown.js';
+import { boundedStop, nextStopSignal, runUntilStopped } from '../../src/process/shutdown.js';
+import { FakeHost, probe as get, takenEndpoint } from '../support/process.js';
 
 const silent = pino({ level: 'silent' });
-
-async function get(
-  port: number,
-  path: string,
-): Promise<{ status: number; text: string; type: string | null }> {
-  const r = await fetch(`http://127.0.0.1:${port}${path}`);
-  return { status: r.status, text: await r.text(), type: r.headers.get('content-type') };
-}
 
 describe('probe server', () => {
   it('answers /healthz, /readyz and /metrics once started, 503 "starting" before, 404 otherwise', async () => {
@@ -76,11 +61,8 @@ describe('probe server', () => {
   });
 
   it('a port already in use is one line naming the flag and the endpoint', async () => {
-    const taken = createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    const address = taken.address();
-    assert.ok(address && typeof address === 'object');
-    const endpoint = `127.0.0.1:${address.port}`;
+    const taken = await takenEndpoint();
+    const endpoint = taken.endpoint;
     try {
       await assert.rejects(serveProbes({ endpoint }), (e: unknown) => {
         assert.ok(e instanceof FakegpuError);
@@ -96,24 +78,10 @@ describe('probe server', () => {
         /^FakegpuError: --dcgm-endpoint: /,
       );
     } finally {
-      await new Promise((r) => taken.close(r));
+      await taken.close();
     }
   });
 });
-
-/** Signals sent by hand, and exits recorded instead of taken. */
-class FakeHost extends EventEmitter implements ShutdownHost {
-  exits: (number | undefined)[] = [];
-  override once(signal: StopSignal, listener: () => void): this {
-    return super.once(signal, listener);
-  }
-  override off(signal: StopSignal, listener: () => void): this {
-    return super.off(signal, listener);
-  }
-  exit(code?: number): void {
-    this.exits.push(code);
-  }
-}
 
 describe('shutdown', () => {
   it('stops on the first of SIGTERM, SIGINT and SIGHUP, and then listens no more', async () => {

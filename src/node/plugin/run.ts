@@ -4,7 +4,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { KubeApi } from '../../kube/api.js';
-import { clientOf } from '../../kube/client.js';
+import { clientOf, loadKubeconfigInto } from '../../kube/client.js';
 import { serveProbes, type ProbeServer } from '../../process/probe-server.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../../model/opaque-config/nvidia.js';
@@ -271,18 +271,11 @@ async function serveKubelet(
   return servers;
 }
 
-function loadKubeconfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const log = o.log ?? pino({ name: 'fakegpu-plugin', base: { node: o.nodeName, driver: o.driverName } });
   refuseRealDriver(o.devRoot);
   await refuseSecondPlugin(o);
-  const kc = loadKubeconfig(o.kubeconfig);
+  const kc = loadKubeconfigInto(new KubeConfig(), o.kubeconfig);
   const reg = new Registry();
   const m = pluginMetrics(reg);
   // Ready once the kubelet accepted every registration.

@@ -1,0 +1,73 @@
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { Fleet } from './fleet.js';
+
+/**
+ * What the fleet's faults report as they happen; registered before the fleet exists, since the fleet is
+ * built with these callbacks.
+ */
+export function faultMetrics(reg: Registry): {
+  onFaultApplied: (devices: number) => void;
+  onFaultPublished: (seconds: number) => void;
+} {
+  const applied = new Counter({
+    name: 'fakegpu_fleet_faults_applied_total',
+    help: 'devices GpuFaults hit on served nodes, counted when their slices change',
+    registers: [reg],
+  });
+  const publish = new Histogram({
+    name: 'fakegpu_fleet_fault_publish_seconds',
+    help: 'seconds from a GpuFault seen to the slices of every node it hits written',
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [reg],
+  });
+  return {
+    onFaultApplied: (n) => {
+      applied.inc(n);
+    },
+    onFaultPublished: (sec) => {
+      publish.observe(sec);
+    },
+  };
+}
+
+/** The process's own metrics and the fleet's sizes and counters, read at each scrape. */
+export function fleetGauges(reg: Registry, fleet: Fleet): void {
+  collectDefaultMetrics({ register: reg, prefix: 'fakegpu_fleet_' });
+  const gauge = (name: string, help: string, read: () => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [reg],
+      collect() {
+        this.set(read());
+      },
+    });
+  };
+  gauge('fakegpu_fleet_nodes', 'nodes served', () => fleet.snapshot().nodes);
+  gauge('fakegpu_fleet_pending_nodes', 'nodes queued or being reconciled', () => fleet.snapshot().pending);
+  gauge('fakegpu_fleet_slices', 'ResourceSlices of served nodes', () => fleet.snapshot().slices);
+  gauge('fakegpu_fleet_writes', 'slice creates, updates and deletes so far', () => fleet.stats.writes);
+  gauge(
+    'fakegpu_fleet_api_requests',
+    'API requests so far (lists, watches, writes, events)',
+    () => fleet.stats.requests,
+  );
+  gauge(
+    'fakegpu_fleet_watch_events',
+    'node and slice watch events received so far',
+    () => fleet.stats.events,
+  );
+  gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
+    fleet.converged() ? 1 : 0,
+  );
+  gauge(
+    'fakegpu_fleet_memory_collections',
+    "V8's memory-reducing collections run after bursts of work (needs --expose-gc)",
+    () => fleet.settler.collections,
+  );
+  gauge(
+    'fakegpu_fleet_first_published_seconds',
+    'seconds from start until every served node was first published (-1 until then)',
+    () => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
+  );
+}
