@@ -1,31 +1,13 @@
 import assert from 'node:assert/strict';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT } from '../src/process/repo.js';
+import { markdownFiles } from './support/docs.js';
 
 /** The README's length limit: what fakegpu is and how to start, the rest in docs/. */
 const README_MAX_LINES = 200;
-
-/** The Markdown files whose relative links must resolve, relative to the repository root. */
-function markdownFiles(root: string): string[] {
-  const docs = join(root, 'docs');
-  const inDocs = existsSync(docs)
-    ? readdirSync(docs)
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => join('docs', f))
-    : [];
-  return ['README.md', 'CONTRIBUTING.md', join('bench', 'README.md'), ...inDocs.sort()];
-}
 
 /** Markdown without fenced code blocks and code spans, whose brackets are not links. */
 function withoutCode(text: string): string {

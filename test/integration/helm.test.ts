@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,24 +8,7 @@ import { FLEET_MALLOC_ENV, FLEET_NODE_FLAGS, type Exports } from '../../src/loca
 import { CHANNEL_CLASS, DAEMON_CLASS } from '../../src/model/compute-domain/slice.js';
 import { parsePools } from '../../src/fleet/pools.js';
 import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster, type Result } from '../support/cluster.js';
-import { REPO_ROOT } from '../../src/process/repo.js';
-
-/** The Helm chart, linted and rendered by helm (built from source like the rest) and checked by the real API server. */
-const chart = join(REPO_ROOT, 'deploy', 'helm', 'fakegpu');
-
-function helm(e: Exports, args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync('helm', args, {
-    encoding: 'utf8',
-    env: {
-      ...process.env,
-      PATH: e.PATH,
-      HELM_CACHE_HOME: '/tmp/fakegpu-helm-cache',
-      HELM_CONFIG_HOME: '/tmp/fakegpu-helm-config',
-    },
-  });
-  if (r.error) throw r.error;
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
+import { CHART as chart, helm, template } from '../support/helm.js';
 
 interface Container {
   name: string;
@@ -75,15 +57,6 @@ function container(all: Doc[], kind: string, name?: string): Container {
 /** A container's plain environment variables, by name. */
 function envOf(c: Container): Map<string, string | undefined> {
   return new Map((c.env ?? []).map((v) => [v.name, v.value]));
-}
-
-/** `helm template` of the chart for the cluster's Kubernetes version, with more arguments. */
-function template(
-  e: Exports,
-  extra: string[] = [],
-  release = 'fakegpu',
-): { code: number | null; out: string; err: string } {
-  return helm(e, ['template', release, chart, '--kube-version', 'v1.37.2', ...extra]);
 }
 
 /**
