@@ -242,13 +242,14 @@ export class Fleet {
     );
   }
 
-  stop(): void {
+  /** Stops at once; resolves when the compute-domain side's pass in flight, if any, has ended. */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.settler.stop();
     this.faults?.stop();
-    void this.domains?.stop();
     this.queue.stop();
     this.lw.stop();
+    await this.domains?.stop();
   }
 
   /** True once every selected node's slices match and nothing is queued or in flight. */

@@ -97,7 +97,7 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
   try {
     return await startFleet(o, { kc, fleet, probes });
   } catch (e) {
-    fleet.stop();
+    await fleet.stop();
     await probes?.close();
     throw e;
   }
@@ -131,7 +131,7 @@ async function startFleet(
   return {
     probePort: probes?.port ?? null,
     async stop() {
-      fleet.stop();
+      await fleet.stop();
       dcgm?.stop();
       await dcgmServer?.close();
       await probes?.close();

@@ -64,7 +64,7 @@ describe('fleet --delete-slices', () => {
     });
     await fleet.start();
     await until('published', () => fleet.converged() && api.slices.size > 3);
-    fleet.stop();
+    await fleet.stop();
     const published = api.slices.size - 3;
     // Else the test would not show that each driver is swept.
     assert.deepEqual(

@@ -13,8 +13,8 @@ import { until } from '../support/http.js';
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
 let fleets: Fleet[] = [];
 
-afterEach(() => {
-  for (const f of fleets) f.stop();
+afterEach(async () => {
+  await Promise.all(fleets.map((f) => f.stop()));
   fleets = [];
 });
 

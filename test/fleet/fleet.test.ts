@@ -46,8 +46,8 @@ function stray(api: FakeApi, node: string): string {
   return name;
 }
 
-afterEach(() => {
-  for (const f of fleets) f.stop();
+afterEach(async () => {
+  await Promise.all(fleets.map((f) => f.stop()));
   fleets = [];
 });
 

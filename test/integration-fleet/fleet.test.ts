@@ -312,7 +312,7 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
         ),
       );
     } finally {
-      fleet.stop();
+      await fleet.stop();
       mustKubectl(e, ['delete', 'node', 'pool-node-0', 'pool-node-1', 'pool-node-2']);
     }
   });
