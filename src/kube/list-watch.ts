@@ -61,6 +61,8 @@ export class ListWatch {
   /** Pages of a list that was given up (failed, or overtaken) are dropped by generation. */
   private generation = 0;
   private failures = 0;
+  /** Relists because a watch said its resource is gone, since a watch last brought an event. */
+  private goneRelists = 0;
   private stopped = false;
   private started: Promise<void> | null = null;
   private firstListed: () => void = () => undefined;
@@ -75,6 +77,10 @@ export class ListWatch {
   /** Lists, then watches; resolves once the first list is in (or on stop), retrying until then. */
   start(): Promise<void> {
     this.started ??= new Promise<void>((resolve) => {
+      if (this.stopped) {
+        resolve();
+        return;
+      }
       this.firstListed = resolve;
       this.relist();
     });
@@ -105,10 +111,13 @@ export class ListWatch {
       },
       (e: unknown) => {
         this.relisting = false;
+        // The other collections' lists go on paging otherwise, into what the next list replaces.
+        this.generation++;
         if (this.stopped) return;
-        this.failures++;
-        let delay = this.o.listFailed?.(e, this.failures);
+        // A delay the caller chose (a CRD not installed) is no failure of the server's to back off from.
+        let delay = this.o.listFailed?.(e, this.failures + 1);
         if (delay === undefined) {
+          this.failures++;
           delay = fullJitter(this.failures - 1, WATCH_BACKOFF, this.random);
           this.o.log.warn(
             { what: this.o.what, err: message(e), retryInMs: delay },
@@ -168,6 +177,7 @@ export class ListWatch {
       rv,
       {
         event: (type, obj) => {
+          this.goneRelists = 0;
           c.event(type, obj);
         },
         opened: () => this.o.opened?.(),
@@ -179,7 +189,14 @@ export class ListWatch {
           if (this.o.watchFailed?.(err) === 'relist') {
             this.watches[i]?.stop();
             this.watches[i] = null;
-            this.relist();
+            // Listed fine, gone to the watch: without a wait the two would alternate as fast as they answer.
+            clearTimeout(this.timer);
+            this.timer = setTimeout(
+              () => {
+                this.relist();
+              },
+              fullJitter(this.goneRelists++, WATCH_BACKOFF, this.random),
+            );
             return;
           }
           this.o.log.warn({ path: c.path, err: message(err) }, 'watch failed; resuming');
