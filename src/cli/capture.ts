@@ -3,7 +3,7 @@ import { captureCluster, type ClusterNode } from '../tools/capture/cluster.js';
 import { writeCapture } from '../tools/capture/write.js';
 import { parsePools } from '../fleet/pools.js';
 import { listEvery, listPage, NODES_PATH, SLICES_PATH } from '../kube/api.js';
-import { clientOf } from '../kube/client.js';
+import { clientOf, loadKubeconfigInto } from '../kube/client.js';
 import type { ResourceSlice } from '../kube/types/resource.js';
 import { parseListItems } from '../model/profile/load.js';
 import { readText, resolveProfile } from '../process/profile-file.js';
@@ -113,10 +113,7 @@ interface ClusterFlags {
 /** Every object at `path`, through the kubeconfig given or the default one. */
 async function listAll<T>(kubeconfig: string | undefined, path: string): Promise<T[]> {
   const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  if (kubeconfig) kc.loadFromFile(kubeconfig);
-  else kc.loadFromDefault();
-  const http = clientOf(kc);
+  const http = clientOf(loadKubeconfigInto(new KubeConfig(), kubeconfig));
   return listEvery<T>((q) => listPage<T>(http, path, q, 'application/json'));
 }
 
