@@ -12,6 +12,7 @@ import {
   writeKubeProxyConfig,
   type Layout,
 } from './config.js';
+import { ETCD_PKI } from './credentials.js';
 import { PAUSE_IMAGE } from './image.js';
 import type { KubernetesRelease } from './releases.js';
 import { startDaemon, type Started } from './process.js';
@@ -49,15 +50,30 @@ function args(l: Layout, t: Toolchain, name: ComponentName, s: State, kwok = fal
   }
 }
 
+/**
+ * etcd over TLS, clients and peers alike, answering only certificates of its own CA (kubeadm's flags):
+ * on plain http any local user could write the cluster's objects, and the cluster runs as root.
+ */
 function etcdArgs(l: Layout): string[] {
+  const p = (f: string): string => join(l.pki, f);
+  const client = `https://127.0.0.1:${PORTS.etcdClient}`;
+  const peer = `https://127.0.0.1:${PORTS.etcdPeer}`;
   return [
     '--name=fakegpu',
     `--data-dir=${l.etcdData}`,
-    `--listen-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
-    `--advertise-client-urls=http://127.0.0.1:${PORTS.etcdClient}`,
-    `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
-    `--initial-cluster=fakegpu=http://127.0.0.1:${PORTS.etcdPeer}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=fakegpu=${peer}`,
+    '--client-cert-auth',
+    `--trusted-ca-file=${p(`${ETCD_PKI.ca}.crt`)}`,
+    `--cert-file=${p(`${ETCD_PKI.server}.crt`)}`,
+    `--key-file=${p(`${ETCD_PKI.server}.key`)}`,
+    '--peer-client-cert-auth',
+    `--peer-trusted-ca-file=${p(`${ETCD_PKI.ca}.crt`)}`,
+    `--peer-cert-file=${p(`${ETCD_PKI.peer}.crt`)}`,
+    `--peer-key-file=${p(`${ETCD_PKI.peer}.key`)}`,
     // A throwaway test cluster: durability is not worth an fsync per write.
     '--unsafe-no-fsync',
     // 10,000 dynamic-MIG nodes are ~2.4 GB of slices, and a benchmark writes them twice before
@@ -71,7 +87,10 @@ function etcdArgs(l: Layout): string[] {
 function apiserverArgs(l: Layout, s: State, release: KubernetesRelease, gates: string): string[] {
   const p = (f: string): string => join(l.pki, f);
   return [
-    `--etcd-servers=http://127.0.0.1:${PORTS.etcdClient}`,
+    `--etcd-servers=https://127.0.0.1:${PORTS.etcdClient}`,
+    `--etcd-cafile=${p(`${ETCD_PKI.ca}.crt`)}`,
+    `--etcd-certfile=${p(`${ETCD_PKI.client}.crt`)}`,
+    `--etcd-keyfile=${p(`${ETCD_PKI.client}.key`)}`,
     // With the chart, pods reach the API server through the `kubernetes` Service, whose endpoint
     // must be an address they can route to (never loopback): the node's.
     ...(s.helm

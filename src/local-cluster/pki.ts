@@ -1,16 +1,21 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { FakegpuError } from '../errors.js';
 
 /**
- * The cluster's certificates, made with the system `openssl` (Node has no X.509 writer). One CA signs
- * everything; identities follow the names Kubernetes' RBAC bootstraps (system:masters, system:nodes, …).
+ * The cluster's certificates, made with the system `openssl` (Node has no X.509 writer). The cluster CA
+ * signs the API's identities, which follow the names Kubernetes' RBAC bootstraps (system:masters,
+ * system:nodes, …); etcd has a CA of its own, as kubeadm's, so that no certificate the API server
+ * trusts (a kubelet's, kube-proxy's) also opens etcd, where one write makes a privileged pod.
  */
 
 export interface Identity {
+  /** The files' path in the PKI folder without extension, e.g. `admin` or `etcd/server`. */
   file: string;
+  /** The signing CA's, the same way; absent: the cluster CA (`ca`). */
+  ca?: string;
   cn: string;
   org?: string;
   /** Subject alternative names for serving certificates, e.g. `DNS:localhost,IP:127.0.0.1`. */
@@ -31,9 +36,11 @@ function openssl(args: string[], what: string, input?: string): string {
   return r.stdout;
 }
 
-export function ensureCa(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (existsSync(join(dir, 'ca.crt')) && existsSync(join(dir, 'ca.key'))) return;
+/** A CA at `<dir>/<file>.crt|key`; `file` is `ca` for the cluster's, `etcd/ca` for etcd's. */
+export function ensureCa(dir: string, file = 'ca', cn = 'fakegpu-cluster-ca'): void {
+  mkdirSync(dirname(join(dir, file)), { recursive: true, mode: 0o700 });
+  const key = join(dir, `${file}.key`);
+  if (existsSync(join(dir, `${file}.crt`)) && existsSync(key)) return;
   openssl(
     [
       'req',
@@ -46,23 +53,30 @@ export function ensureCa(dir: string): void {
       '-days',
       '3650',
       '-keyout',
-      join(dir, 'ca.key'),
+      key,
       '-out',
-      join(dir, 'ca.crt'),
+      join(dir, `${file}.crt`),
       '-subj',
-      '/CN=fakegpu-cluster-ca',
+      `/CN=${cn}`,
       '-addext',
       'basicConstraints=critical,CA:TRUE',
       '-addext',
       'keyUsage=critical,keyCertSign,cRLSign',
     ],
-    'creating the cluster CA',
+    `creating the CA ${cn}`,
   );
+  keepPrivate(key);
+}
+
+/** Only root reads a private key, whatever the umask of the run that wrote it. */
+function keepPrivate(key: string): void {
+  chmodSync(key, 0o600);
 }
 
 export function ensureCert(dir: string, id: Identity): void {
   const crt = join(dir, `${id.file}.crt`);
   if (existsSync(crt)) return;
+  const ca = join(dir, id.ca ?? 'ca');
   const key = join(dir, `${id.file}.key`);
   const csr = join(dir, `${id.file}.csr`);
   const subj = `/CN=${id.cn}${id.org ? `/O=${id.org}` : ''}`;
@@ -84,6 +98,7 @@ export function ensureCert(dir: string, id: Identity): void {
     ],
     `creating the key for ${id.cn}`,
   );
+  keepPrivate(key);
   const eku =
     id.usage === 'both' ? 'serverAuth,clientAuth' : id.usage === 'server' ? 'serverAuth' : 'clientAuth';
   const ext = join(dir, `${id.file}.ext`);
@@ -103,9 +118,9 @@ export function ensureCert(dir: string, id: Identity): void {
       '-in',
       csr,
       '-CA',
-      join(dir, 'ca.crt'),
+      `${ca}.crt`,
       '-CAkey',
-      join(dir, 'ca.key'),
+      `${ca}.key`,
       '-CAcreateserial',
       '-days',
       '3650',
@@ -126,6 +141,7 @@ export function ensureServiceAccountKey(dir: string): void {
     ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', key],
     'creating the service-account key',
   );
+  keepPrivate(key);
   openssl(
     ['pkey', '-in', key, '-pubout', '-out', join(dir, 'sa.pub')],
     'deriving the service-account public key',

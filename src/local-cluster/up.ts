@@ -6,7 +6,7 @@ import { ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } fro
 import { KUBERNETES_SERVICE, layout, PORTS, writeCniConfig, type Layout } from './config.js';
 import { startComponent } from './components.js';
 import { installCrds } from './crds.js';
-import { ensurePki } from './credentials.js';
+import { ensurePki, etcdClientTls } from './credentials.js';
 import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
 import { startKarpenter } from './karpenter-process.js';
 import { startKueue } from './kueue-process.js';
@@ -299,7 +299,7 @@ async function startControlPlane({ l, t, start }: Starting): Promise<void> {
   await waitFor(
     'etcd /health',
     start('etcd'),
-    () => httpOk(`http://127.0.0.1:${PORTS.etcdClient}/health`),
+    () => httpOk(`https://127.0.0.1:${PORTS.etcdClient}/health`, etcdClientTls(l)),
     60_000,
   );
   await waitFor('/readyz', start('kube-apiserver'), apiserverReady(l), 120_000);
