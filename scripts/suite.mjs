@@ -2,7 +2,7 @@
 // test files against a local cluster that is started first and stopped after, checking nothing is left.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { join, relative } from 'node:path';
 import { root } from './bootstrap.mjs';
 
@@ -21,10 +21,11 @@ export function testFiles(dir) {
   });
 }
 
+/** The same folder as cacheRoot() in src/local-cluster/build.ts, root's own when run as root. */
 export function cacheDir() {
-  return (
-    process.env.FAKEGPU_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'fakegpu')
-  );
+  if (process.env.FAKEGPU_CACHE !== undefined) return process.env.FAKEGPU_CACHE;
+  if (process.geteuid?.() === 0) return join(userInfo().homedir, '.cache', 'fakegpu');
+  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'fakegpu');
 }
 
 /** Pids whose command line mentions `dir`: what `cluster down` must not leave behind. */

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
@@ -235,12 +235,17 @@ function goVersion(): string {
   return cachedGo;
 }
 
-/** `$FAKEGPU_CACHE`, else `$XDG_CACHE_HOME/fakegpu`, else `~/.cache/fakegpu`: outside the checkout, so clones share it. */
+/**
+ * `$FAKEGPU_CACHE`, else `$XDG_CACHE_HOME/fakegpu`, else `~/.cache/fakegpu`: outside the checkout, so clones
+ * share it. As root, without `$FAKEGPU_CACHE`, root's own `~/.cache/fakegpu` (its home from the password
+ * database): `sudo -E` keeps the invoking user's `$HOME` and `$XDG_CACHE_HOME`, and a cache there is one
+ * that user could fill with binaries for root to run (trust.ts refuses any that is not root's alone).
+ */
 export function cacheRoot(): string {
-  return (
-    process.env['FAKEGPU_CACHE'] ??
-    join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'fakegpu')
-  );
+  const explicit = process.env['FAKEGPU_CACHE'];
+  if (explicit !== undefined) return explicit;
+  if (process.geteuid?.() === 0) return join(userInfo().homedir, '.cache', 'fakegpu');
+  return join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'fakegpu');
 }
 
 /**

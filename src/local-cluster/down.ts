@@ -7,6 +7,7 @@ import { cleanUpHost } from './host.js';
 import { isAlive, pidsMentioning, readPid } from './process.js';
 import { COMPONENT_ORDER, readState } from './state.js';
 import { stopAndFree, stopComponent } from './stop.js';
+import { refuseUntrustedToolchain } from './trust.js';
 
 export interface DownOptions {
   dir: string;
@@ -18,6 +19,20 @@ export interface DownOptions {
  * Stops every process the cluster started and waits until they have exited and their ports are
  * closed; unmounts what it mounted and removes its bridge.
  */
+/**
+ * crictl runs as root from the cluster's binaries only where they are root's alone; otherwise `down` still
+ * stops everything, leaving the pods' removal to containerd's stop.
+ */
+function podsRemovable(bin: string, log: (line: string) => void): boolean {
+  try {
+    refuseUntrustedToolchain({ bin, cniBin: bin });
+    return true;
+  } catch (e) {
+    log(`not removing pods with crictl: ${e instanceof Error ? e.message : String(e)}`);
+    return false;
+  }
+}
+
 export async function clusterDown(o: DownOptions): Promise<void> {
   const l = layout(o.dir);
   const state = readState(l);
@@ -34,7 +49,7 @@ export async function clusterDown(o: DownOptions): Promise<void> {
   ] as const)
     left.push(...(await stopComponent(l, name, o.log)));
   const containerdPid = readPid(l.run, 'containerd');
-  if (state && containerdPid !== null && isAlive(containerdPid)) {
+  if (state && containerdPid !== null && isAlive(containerdPid) && podsRemovable(state.bin, o.log)) {
     spawnSync(
       join(state.bin, 'crictl'),
       ['--runtime-endpoint', `unix://${l.containerdSock}`, 'rmp', '--all', '--force'],

@@ -9,6 +9,7 @@ import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { HELM_NAMESPACE } from './helm-chart.js';
 import { kwokRuns, readState } from './state.js';
 import { stopComponent } from './stop.js';
+import { refuseUntrustedToolchain } from './trust.js';
 
 /** Components `restart` knows how to bring back on their own, leaving everything else running. */
 export const RESTARTABLE = [
@@ -46,9 +47,10 @@ export async function clusterRestart(
       'cluster restart',
       `this cluster runs ${name} as a pod of its Helm chart; delete the pod (kubectl -n ${HELM_NAMESPACE} delete pod <name>) and its controller starts another`,
     );
+  const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
+  refuseUntrustedToolchain(t);
   const left = await stopComponent(l, name, log);
   if (left.length > 0) throw new FakegpuError('cluster restart', left.join('; '));
-  const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
   if (name === 'fakegpu-plugin') {
     await startPlugin(l, t, s, log);
     return;

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
-import { ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
+import { cacheRoot, ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
 import { KUBERNETES_SERVICE, layout, PORTS, writeCniConfig, type Layout } from './config.js';
 import { startComponent } from './components.js';
 import { installCrds } from './crds.js';
@@ -30,6 +30,7 @@ import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, pluginSlicesPublished, waitFor } from './probe.js';
 import { readPid, type Started } from './process.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
+import { refuseUntrusted, refuseUntrustedToolchain } from './trust.js';
 import { REPO_ROOT } from '../process/repo.js';
 import {
   COMPONENT_ORDER,
@@ -169,6 +170,12 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
 /** Starts (or reuses) the local cluster and returns what a shell needs to use it. */
 export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   preflight();
+  refuseUntrusted('--dir', o.dir, 'give a --dir that root owns');
+  refuseUntrusted(
+    'cache',
+    cacheRoot(),
+    "unset FAKEGPU_CACHE for root's own cache, or point it at a folder root owns",
+  );
   if (o.helm)
     refuseForHelm({
       release: o.release ?? defaultRelease(),
@@ -205,6 +212,7 @@ function reuseRunning(l: Layout, o: ClusterOptions): Exports | null {
   const live = running(l);
   if (!state || !componentsOf(state).every((n) => live[n] !== null)) return null;
   refuseChanges(l.dir, state, o);
+  refuseUntrustedToolchain({ bin: state.bin, cniBin: state.cniBin });
   o.log(`reusing the running cluster in ${l.dir}`);
   installCrds(l, state.bin);
   return exportsOf(l, state);
@@ -216,6 +224,7 @@ type ImageArchives = ReturnType<typeof ensureImageArchives>;
 function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArchives; s: State } {
   const release = o.release ?? defaultRelease();
   const t = ensureBinaries(REPO_ROOT, o.log, release);
+  refuseUntrustedToolchain(t);
   const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
   for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
   ensurePki(l, o.nodeName);
