@@ -69,6 +69,8 @@ export interface State {
    * processes; kube-proxy runs so the chart's pods reach the API server. Absent: false.
    */
   helm?: boolean;
+  /** Whose objects etcd's data holds: `up` starts from empty data where it is not this `up`'s mode. */
+  etcdOf?: FakegpuMode;
 }
 
 export function releaseOfState(s: State): KubernetesRelease {
@@ -85,6 +87,27 @@ export function readState(l: Layout): State | null {
 
 export function writeState(l: Layout, s: State): void {
   writeFileSync(join(l.dir, 'state.json'), `${JSON.stringify(s, null, 2)}\n`);
+}
+
+/** How fakegpu runs in a cluster: as host processes, or from its Helm chart (`--helm`). */
+export type FakegpuMode = 'host-processes' | 'helm';
+
+export const modeOf = (s: Pick<State, 'helm'>): FakegpuMode => (s.helm === true ? 'helm' : 'host-processes');
+
+/**
+ * Whether `up` must start from empty etcd data: the data holds what fakegpu made running the other way.
+ * `down` keeps etcd's data, and the objects each way made belong to it: Helm will not adopt the
+ * DeviceClasses `kubectl apply` made ("exists and cannot be imported into the current release"), and the
+ * chart's DaemonSet, left in etcd, would run a second plugin beside the host's. Removing them on `down`
+ * instead would need the API server up, which a crashed cluster's `down` lacks, and would miss the
+ * objects of a start that failed halfway. A state file without `etcdOf` is an older fakegpu's, which
+ * recorded `--helm` before a start that could fail over the host processes' objects: its data is
+ * known to be theirs only where it never ran the chart.
+ */
+export function freshEtcdFor(previous: State | null, next: State): boolean {
+  if (previous === null) return false;
+  const holds = previous.etcdOf ?? (previous.helm === true ? 'unknown' : 'host-processes');
+  return holds !== modeOf(next);
 }
 
 /** Upstream projects `cluster up --with` builds and runs beside the cluster. */

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
 import { cacheRoot, ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
@@ -35,6 +35,8 @@ import { REPO_ROOT } from '../process/repo.js';
 import {
   COMPONENT_ORDER,
   componentsOf,
+  freshEtcdFor,
+  modeOf,
   KWOK_DEFAULT_PROFILE,
   readState,
   releaseOfState,
@@ -236,6 +238,13 @@ function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArc
     ensureKubeProxy(REPO_ROOT, o.log);
   }
   if (computeDomainsNeeded(s)) s.computeDomains = true;
+  const previous = readState(l);
+  if (freshEtcdFor(previous, s)) {
+    o.log(
+      `starting from empty etcd data: it may hold what fakegpu made running otherwise than ${modeOf(s)} (state.json: etcdOf ${previous?.etcdOf ?? 'not recorded'}, helm ${String(previous?.helm ?? false)})`,
+    );
+    rmSync(l.etcdData, { recursive: true, force: true });
+  }
   writeState(l, s);
   return { t, images, s };
 }
@@ -259,6 +268,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
     ...(o.with?.length ? { with: [...o.with].sort() } : {}),
     ...(o.helm ? { helm: true } : {}),
+    etcdOf: o.helm ? 'helm' : 'host-processes',
   };
 }
 
