@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { FakegpuError } from '../../src/errors.js';
@@ -148,5 +151,24 @@ describe('shutdown', () => {
       /--x: bad/,
     );
     assert.equal(await boundedStop(() => Promise.reject(new Error('boom')), silent, 1000), true);
+  });
+
+  it('a promise rejected unhandled is one log line, then the stop runs and the process exits 1', () => {
+    const child = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'reject-child.js');
+    const r = spawnSync(process.execPath, [child], { encoding: 'utf8', timeout: 20_000 });
+    const lines = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg?: string; err?: string });
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.err]),
+      [
+        ['unhandled rejection', 'the disk is gone'],
+        ['stopping after an unhandled rejection', undefined],
+        ['stopped', undefined],
+      ],
+    );
+    assert.equal(r.stderr, '', 'no stack trace');
+    assert.equal(r.status, 1);
   });
 });
