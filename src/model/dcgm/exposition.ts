@@ -74,8 +74,8 @@ class Column {
 /**
  * The series of one scrape, as compact as the text format allows. Prometheus wants each family's series
  * together, so every row must be known before the second family is written; what is kept of a row is its
- * label text (once, not once per field) and its values, a tenth of the text it becomes. The text is then
- * made in pieces of about `PIECE_BYTES`, as a server sends it, never the whole of it at once.
+ * label text (once, not once per field) and its values, about a twelfth of the text it becomes. The text
+ * is then made in pieces of about `PIECE_BYTES`, as a server sends it, never the whole of it at once.
  */
 export class SeriesTable {
   private readonly labelText: string[] = [];
