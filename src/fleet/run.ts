@@ -92,6 +92,7 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
         ready: () => fleet.converged(),
         notReady: 'publishing',
         metrics: reg,
+        log: o.log,
       })
     : null;
   try {

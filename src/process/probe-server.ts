@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
+import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { clip, FakegpuError } from '../errors.js';
 import { splitEndpoint } from './endpoint.js';
+import { ScrapeStream, type ScrapeLimits } from './scrape-stream.js';
 
 /**
  * The HTTP endpoint every long-running process serves (plugin, fleet, ComputeDomain controller), so that
@@ -9,7 +11,8 @@ import { splitEndpoint } from './endpoint.js';
  *
  * - `/healthz` (liveness): 200 `ok` once the process has started, 503 `starting` before;
  * - `/readyz` (readiness): 200 `ok` when `ready()` holds, else 503 with `notReady`;
- * - `/metrics`: the registry's Prometheus exposition (404 without one);
+ * - `/metrics`: the registry's Prometheus exposition (404 without one), through `ScrapeStream` as every
+ *   scrape is: few at once, slow clients cut, a registry that fails a 500;
  * - anything else: 404.
  */
 export interface ProbeServerOptions {
@@ -22,6 +25,9 @@ export interface ProbeServerOptions {
   /** /readyz's body while not ready, e.g. "not registered with the kubelet". */
   notReady?: string;
   metrics?: Registry;
+  /** Where a failed scrape or a server error is logged; default: nowhere. */
+  log?: Logger;
+  limits?: Partial<ScrapeLimits>;
 }
 
 export interface ProbeServer {
@@ -29,6 +35,8 @@ export interface ProbeServer {
   port: number;
   /** The process has started: from now on /healthz answers 200 and /readyz asks `ready`. */
   started(): void;
+  /** Scrapes of `/metrics` being answered now. */
+  scrapesInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -43,8 +51,17 @@ function listenReason(e: unknown): string {
   return clip(e instanceof Error ? e.message : String(e));
 }
 
-/** Listens on `endpoint`; a failure is one line naming the flag and the endpoint, not a stack trace. */
-export async function listenOn(server: Server, endpoint: string, flag: string): Promise<number> {
+/**
+ * Listens on `endpoint`; a failure is one line naming the flag and the endpoint, not a stack trace. A
+ * server error after that (an accept failing: too many open files) is logged, not thrown: an `error`
+ * event nobody listens to would end the process.
+ */
+export async function listenOn(
+  server: Server,
+  endpoint: string,
+  flag: string,
+  log?: Logger,
+): Promise<number> {
   const [host, port] = splitEndpoint(endpoint);
   await new Promise<void>((resolve, reject) => {
     const failed = (e: unknown): void => {
@@ -53,6 +70,9 @@ export async function listenOn(server: Server, endpoint: string, flag: string): 
     server.once('error', failed);
     server.listen(port, host, () => {
       server.off('error', failed);
+      server.on('error', (e) => {
+        log?.error({ err: e.message, endpoint }, 'HTTP server error');
+      });
       resolve();
     });
   });
@@ -73,6 +93,7 @@ export function closeServer(server: Server): Promise<void> {
 export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
   let started = false;
   const ready = o.ready ?? (() => true);
+  const stream = new ScrapeStream(o.log ?? pino({ level: 'silent' }), 'metrics', o.limits);
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path === '/healthz') {
@@ -84,24 +105,18 @@ export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
         .end(ok ? 'ok\n' : `${started ? (o.notReady ?? 'not ready') : 'starting'}\n`);
     } else if (path === '/metrics' && o.metrics) {
       const reg = o.metrics;
-      reg.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': reg.contentType }).end(text);
-        },
-        () => {
-          res.writeHead(500).end();
-        },
-      );
+      stream.serve(res, reg.contentType, async () => [await reg.metrics()]);
     } else {
       res.writeHead(404).end();
     }
   });
-  const port = await listenOn(server, o.endpoint, o.flag ?? '--http-endpoint');
+  const port = await listenOn(server, o.endpoint, o.flag ?? '--http-endpoint', o.log);
   return {
     port,
     started() {
       started = true;
     },
+    scrapesInFlight: () => stream.inFlight,
     close: () => closeServer(server),
   };
 }

@@ -21,12 +21,17 @@ export interface ShutdownHost {
   off(signal: StopSignal, listener: () => void): unknown;
   /** Exits with the process's exit code, or `code` when given. */
   exit(code?: number): void;
+  /** Calls `listener` for every promise rejected with no handler. */
+  onUnhandledRejection?(listener: (reason: unknown) => void): void;
 }
 
 const processHost: ShutdownHost = {
   once: (s, l) => process.once(s, l),
   off: (s, l) => process.off(s, l),
   exit: (code) => process.exit(code),
+  onUnhandledRejection: (l) => {
+    process.on('unhandledRejection', l);
+  },
 };
 
 /**
@@ -82,12 +87,29 @@ export interface RunOptions {
 }
 
 /**
+ * The first promise rejected with no handler, as a promise; each one is logged in one line. Node's own
+ * answer would be a stack trace and an exit with no stop: claims half-written, sockets left behind.
+ */
+function firstUnhandledRejection(host: ShutdownHost, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    // Kept to the end: without a listener, Node's default would end a stopping process mid-stop.
+    host.onUnhandledRejection?.((reason) => {
+      log.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection');
+      resolve();
+    });
+  });
+}
+
+/**
  * Every long-running process the same way: start it; on SIGTERM, SIGINT or SIGHUP log `stopping` with the
  * signal and stop it, within `boundMs` (past it: a log line and exit status 1); then leave. A start that
- * throws is rethrown (the CLI prints its one line) and the process exits soon after, whatever it left.
+ * throws is rethrown (the CLI prints its one line) and the process exits soon after, whatever it left. A
+ * promise rejected with no handler (a bug: every known source handles its own) is logged in one line and
+ * stops the process the same way, with exit status 1.
  */
 export async function runUntilStopped(start: () => Promise<Running>, o: RunOptions): Promise<void> {
   const host = o.host ?? processHost;
+  const fatal = firstUnhandledRejection(host, o.log);
   let running: Running;
   try {
     running = await start();
@@ -95,11 +117,13 @@ export async function runUntilStopped(start: () => Promise<Running>, o: RunOptio
     exitSoon(host);
     throw e;
   }
-  const signal = await nextStopSignal(host);
-  o.log.info({ signal }, 'stopping');
+  const signal = await Promise.race([nextStopSignal(host), fatal.then(() => null)]);
+  if (signal) o.log.info({ signal }, 'stopping');
+  else o.log.error('stopping after an unhandled rejection');
   const boundMs = o.boundMs ?? STOP_BOUND_MS;
   if (await boundedStop(() => running.stop(), o.log, boundMs)) {
-    exitSoon(host);
+    if (signal) exitSoon(host);
+    else host.exit(1);
     return;
   }
   o.log.error({ boundMs }, 'did not stop in time; exiting');

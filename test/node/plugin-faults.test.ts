@@ -32,7 +32,11 @@ function newModel(release: '0.5' | '25.12') {
 }
 
 /** One run of the plugin's fault path; `model` carries NVML (as its state file would) into a restart. */
-function setup(release: '0.5' | '25.12' = '0.5', model = newModel(release)) {
+function setup(
+  release: '0.5' | '25.12' = '0.5',
+  model = newModel(release),
+  refresh: () => Promise<void> = () => Promise.resolve(),
+) {
   const health = new NodeHealth(model.nvml, model.devices, {
     enabled: true,
     release,
@@ -50,7 +54,7 @@ function setup(release: '0.5' | '25.12' = '0.5', model = newModel(release)) {
     health,
     refreshFiles: () => {
       refreshed++;
-      return Promise.resolve();
+      return refresh();
     },
     release,
     log,
@@ -81,6 +85,31 @@ afterEach(async () => {
 });
 
 describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → slices and status", () => {
+  it('a disk error while applying is logged, rejects nothing, and the next change is still applied', async () => {
+    let failures = 1;
+    const s = setup('0.5', newModel('0.5'), () =>
+      failures-- > 0 ? Promise.reject(new Error('ENOSPC: no space left on device')) : Promise.resolve(),
+    );
+    const unhandled: unknown[] = [];
+    const seen = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', seen);
+    try {
+      s.faults.start();
+      const [gpu3, gpu4] = [3, 4].map((i) => s.model.machine.gpus[i]?.uuid ?? '');
+      s.api.put(fault('xid79', { nodeName: NODE, devices: ['gpu-3'], fault: { type: 'Xid', xid: 79 } }));
+      await until('the first fault in NVML', () => s.model.nvml.faults(gpu3 ?? '').length === 1);
+      s.api.put(fault('xid48', { nodeName: NODE, devices: ['gpu-4'], fault: { type: 'Xid', xid: 48 } }));
+      await until('the second fault in NVML', () => s.model.nvml.faults(gpu4 ?? '').length === 1);
+      await s.stop();
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', seen);
+    }
+  });
+
   it('an XID on gpu-3 reaches NVML, taints gpu-3, and the status says so once published', async () => {
     const s = setup();
     s.health.start();

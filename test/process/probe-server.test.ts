@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { Counter, Registry } from 'prom-client';
+import { createServer } from 'node:http';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { FakegpuError } from '../../src/errors.js';
-import { serveProbes } from '../../src/process/probe-server.js';
+import { listenOn, serveProbes } from '../../src/process/probe-server.js';
 import { boundedStop, nextStopSignal, runUntilStopped } from '../../src/process/shutdown.js';
 import { FakeHost, probe as get, takenEndpoint } from '../support/process.js';
 
@@ -148,5 +152,92 @@ describe('shutdown', () => {
       /--x: bad/,
     );
     assert.equal(await boundedStop(() => Promise.reject(new Error('boom')), silent, 1000), true);
+  });
+
+  it('a promise rejected unhandled is one log line, then the stop runs and the process exits 1', () => {
+    const child = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'reject-child.js');
+    const r = spawnSync(process.execPath, [child], { encoding: 'utf8', timeout: 60_000 });
+    const lines = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg?: string; err?: string })
+      .map((l) => [l.msg, l.err]);
+    // One comparison of everything the child did, so that a failure shows all of it.
+    assert.deepEqual(
+      { lines, stderr: r.stderr, status: r.status, error: r.error?.message },
+      {
+        lines: [
+          ['unhandled rejection', 'the disk is gone'],
+          ['stopping after an unhandled rejection', undefined],
+          ['stopped', undefined],
+        ],
+        stderr: '',
+        status: 1,
+        error: undefined,
+      },
+    );
+  });
+});
+
+describe('probe server: scrapes of /metrics, server errors', () => {
+  it('/metrics: two scrapes at once, a third 429 with Retry-After; a registry that fails is a 500 and a log line', async () => {
+    const reg = new Registry();
+    let release: () => void = () => undefined;
+    let gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let broken = false;
+    new Gauge({
+      name: 'fakegpu_test_slow',
+      help: 'a gauge read slowly',
+      registers: [reg],
+      async collect() {
+        await gate;
+        if (broken) throw new Error('the gauge broke');
+        this.set(1);
+      },
+    });
+    const lines: { msg?: string; err?: string }[] = [];
+    const log = pino(
+      { level: 'info' },
+      { write: (l: string) => lines.push(JSON.parse(l) as { msg?: string }) },
+    );
+    const s = await serveProbes({ endpoint: '127.0.0.1:0', metrics: reg, log });
+    try {
+      const two = [get(s.port, '/metrics'), get(s.port, '/metrics')];
+      while (s.scrapesInFlight() < 2) await new Promise((r) => setTimeout(r, 5));
+      const r = await fetch(`http://127.0.0.1:${String(s.port)}/metrics`, {
+        signal: AbortSignal.timeout(5000),
+      });
+      assert.equal(r.status, 429);
+      assert.equal(r.headers.get('retry-after'), '5');
+      await r.text();
+      release();
+      for (const m of await Promise.all(two)) assert.match(m.text, /^fakegpu_test_slow 1$/m);
+      broken = true;
+      gate = Promise.resolve();
+      assert.equal((await get(s.port, '/metrics')).status, 500);
+      assert.ok(lines.some((l) => l.msg === 'scrape failed' && l.err === 'the gauge broke'));
+      assert.equal(s.scrapesInFlight(), 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a server error after listening is a log line, not the end of the process', async () => {
+    const lines: { msg?: string; err?: string }[] = [];
+    const log = pino(
+      { level: 'info' },
+      { write: (l: string) => lines.push(JSON.parse(l) as { msg?: string }) },
+    );
+    const server = createServer();
+    await listenOn(server, '127.0.0.1:0', '--http-endpoint', log);
+    try {
+      // What libuv reports when an accept fails, e.g. with too many open files.
+      server.emit('error', new Error('accept EMFILE'));
+      assert.ok(lines.some((l) => l.msg === 'HTTP server error' && l.err === 'accept EMFILE'));
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 });

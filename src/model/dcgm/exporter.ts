@@ -3,7 +3,7 @@ import { migUuid } from '../hardware/identity.js';
 import { deviceKey, type Attribution } from './attribution.js';
 import type { GpuEntity, InstanceEntity } from './entities.js';
 import { DRIVER_VERSION_LABEL, FIELDS } from './fields.js';
-import { families, type Row, type Style } from './exposition.js';
+import { SeriesTable, type Style } from './exposition.js';
 import { IDLE, valueAt, type Load } from './load.js';
 import {
   boardUtil,
@@ -41,6 +41,9 @@ const reading = (a: Attribution | undefined, nowMs: number): Reading => {
   return { util: valueAt(load.util, t), memory: valueAt(load.memory, t) };
 };
 
+/** Rows walked between two pauses of a scrape: about a millisecond of work. */
+const PAUSE_ROWS = 64;
+
 export class DcgmExporter {
   /** By GPU UUID: energy so far (mJ) and when it was last brought up to date. */
   private readonly energy = new Map<string, { atMs: number; mJ: number }>();
@@ -59,23 +62,41 @@ export class DcgmExporter {
     return [...this.exposition(nodes, attribution)].join('');
   }
 
-  /** The exposition family by family, for a server to send as it goes; readings are taken at once. */
+  /**
+   * The exposition in pieces, for a server to send as it goes. Readings are all of one moment, taken as
+   * the nodes are walked: between every `PAUSE_ROWS` rows an empty piece lets the server give the event
+   * loop back, so that a scrape of 10,000 nodes does not hold up the fleet's publishing.
+   */
   exposition(
     nodes: Iterable<NodeGpus>,
     attribution: ReadonlyMap<string, readonly Attribution[]>,
   ): Generator<string> {
-    const nowMs = this.now();
-    const rows: Row[] = [];
+    return this.pieces(nodes, attribution, this.now());
+  }
+
+  private *pieces(
+    nodes: Iterable<NodeGpus>,
+    attribution: ReadonlyMap<string, readonly Attribution[]>,
+    nowMs: number,
+  ): Generator<string> {
+    const table = new SeriesTable(this.style, FIELDS);
     const seen = new Set<string>();
+    let paused = 0;
     for (const n of nodes) {
       for (const g of n.gpus) {
+        // A node deleted and added again while the walk pauses comes round twice; a series twice would
+        // fail the whole scrape in Prometheus.
+        if (seen.has(g.uuid)) continue;
         seen.add(g.uuid);
-        this.gpuRows(n, g, attribution, nowMs, rows);
+        this.gpuRows(n, g, attribution, nowMs, table);
       }
+      if (table.rows - paused < PAUSE_ROWS) continue;
+      paused = table.rows;
+      yield '';
     }
     // GPUs gone (a node deleted, a pool shrunk) take their counters with them.
     for (const uuid of this.energy.keys()) if (!seen.has(uuid)) this.energy.delete(uuid);
-    return families(rows, this.style, FIELDS);
+    yield* table.text();
   }
 
   private energyOf(uuid: string, watts: number, nowMs: number): number {
@@ -84,9 +105,10 @@ export class DcgmExporter {
       this.energy.set(uuid, { atMs: nowMs, mJ: 0 });
       return 0;
     }
-    // Power held since the last scrape: W × ms = mJ.
+    // Power held since the last scrape: W × ms = mJ. Scrapes walk their nodes side by side, each at its
+    // own moment: one that began earlier must not move the clock back and count a span twice.
     e.mJ += watts * Math.max(0, nowMs - e.atMs);
-    e.atMs = nowMs;
+    e.atMs = Math.max(e.atMs, nowMs);
     return e.mJ;
   }
 
@@ -95,7 +117,7 @@ export class DcgmExporter {
     g: GpuEntity,
     attribution: ReadonlyMap<string, readonly Attribution[]>,
     nowMs: number,
-    rows: Row[],
+    table: SeriesTable,
   ): void {
     const health = n.health(g.uuid);
     const identity = (i?: InstanceEntity): [string, string][] => [
@@ -119,7 +141,7 @@ export class DcgmExporter {
       const mJ = this.energyOf(g.uuid, health.lost ? 0 : powerW(g, r.util), nowMs);
       const values = gpuValues(g, r, health, mJ);
       for (const a of as.length > 0 ? as : [undefined])
-        rows.push({ identity: identity(), extra: [driver, ...(a?.labels ?? [])], values });
+        table.add({ identity: identity(), extra: [driver, ...(a?.labels ?? [])], values });
       return;
     }
     const byInstance = g.instances.map((i) => {
@@ -143,7 +165,7 @@ export class DcgmExporter {
         ['dra_mig_profile', i.profile.name],
       ];
       for (const a of as.length > 0 ? as : [undefined])
-        rows.push({ identity: identity(i), extra: [driver, ...(a ? [...a.labels, ...mig] : [])], values });
+        table.add({ identity: identity(i), extra: [driver, ...(a ? [...a.labels, ...mig] : [])], values });
     }
   }
 }

@@ -54,7 +54,14 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
     };
     return exporter.exposition([node], attribution);
   };
-  const server = await serveDcgm(o.endpoint, scrape, o.log);
+  let server;
+  try {
+    server = await serveDcgm(o.endpoint, scrape, o.log);
+  } catch (e) {
+    // A listen error is the CLI's one line; the informer's watch must not hold the process meanwhile.
+    pods.stop();
+    throw e;
+  }
   o.log.info({ endpoint: o.endpoint }, 'serving GPU metrics as dcgm-exporter does');
   return {
     async stop() {

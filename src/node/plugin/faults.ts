@@ -68,8 +68,14 @@ export class NodeFaults {
       api: o.api,
       log: o.log,
       onChange: (faults) => {
+        // A failed apply (a disk error writing NVML's state or the views) is logged and the chain goes
+        // on: the next change applies the whole list again. Rejected, it would skip every later apply
+        // and end the process as an unhandled rejection.
         this.applying = this.applying
           .then(() => this.apply(faults))
+          .catch((e: unknown) => {
+            o.log.error({ err: e instanceof Error ? e.message : String(e) }, 'applying GpuFaults failed');
+          })
           .finally(() => {
             this.markSynced();
           });

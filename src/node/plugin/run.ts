@@ -286,6 +286,7 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
         ready: () => [...registered.values()].every(Boolean),
         notReady: 'not registered with the kubelet',
         metrics: reg,
+        log: log,
       })
     : null;
   try {
