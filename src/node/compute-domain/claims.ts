@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cdiDeviceId, cdiDeviceName, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
+import { cdiDeviceId, cdiDeviceName, cdiKindFor, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import { ConfigError } from '../../model/opaque-config/decode.js';
 import {
@@ -44,7 +44,8 @@ import { COMPUTE_DOMAIN_DRIVER } from '../../model/compute-domain/slice.js';
  * restart and unprepare need no API.
  */
 
-export const CD_CDI_KIND = 'k8s.compute-domain.nvidia.com/claim';
+/** `k8s.compute-domain.nvidia.com/claim`, by the rule NVIDIA's GPU driver follows too. */
+export const CD_CDI_KIND = cdiKindFor(COMPUTE_DOMAIN_DRIVER);
 const CHANNEL = 'channel-0';
 const DAEMON = 'daemon-0';
 /** NVIDIA's retry budget for a prepare that waits on the domain: the kubelet's own call deadline. */
