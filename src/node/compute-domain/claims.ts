@@ -8,7 +8,7 @@ import {
   decodeComputeDomainConfig,
   type ComputeDomainConfig,
 } from '../../model/opaque-config/compute-domain.js';
-import { removeDurably, writeDurably } from '../durable/file.js';
+import { removeDurably, UnsafeWriteError, writeNoFollow } from '../durable/file.js';
 import { under } from '../durable/path.js';
 import type { ObjectApi } from '../../kube/objects.js';
 import { baseRequest, type AllocationResult, type ResourceClaim } from '../../kube/types/claim.js';
@@ -117,11 +117,20 @@ class ComputeDomainHooks implements ClaimHooks {
     return plannedClaim(claim, devices);
   }
 
-  /** The daemon's config template, in the directory its pod mounts as /imexd. */
+  /**
+   * The daemon's config template, in the directory its pod mounts as /imexd: the container can write
+   * there, so the write follows no link it may have planted, and a refusal fails this claim alone.
+   */
   apply(devices: PreparedDevice[]): PreparedDevice[] {
     for (const d of devices)
-      if (d.type === 'daemon' && d.computeDomain)
-        writeDurably(join(this.domainDir(d.computeDomain.uid), 'imexd.cfg.tmpl'), imexConfigTemplate());
+      if (d.type === 'daemon' && d.computeDomain) {
+        try {
+          writeNoFollow(join(this.domainDir(d.computeDomain.uid), 'imexd.cfg.tmpl'), imexConfigTemplate());
+        } catch (e) {
+          if (e instanceof UnsafeWriteError) throw new ClaimError(e.message);
+          throw e;
+        }
+      }
     return devices;
   }
 
