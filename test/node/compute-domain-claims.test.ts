@@ -268,7 +268,8 @@ describe("preparing ComputeDomain claims on the node, as NVIDIA's compute-domain
       `${target}.${createHash('sha1').update(lib).update(String(process.pid)).update('0').update(String(n)).digest().readUInt32BE(0)}`;
     const now = atomic._getTmpname(target);
     let n = 1;
-    while (tmpName(n) !== now) n++;
+    while (tmpName(n) !== now && n < 1_000_000) n++;
+    assert.equal(tmpName(n), now, 'write-file-atomic still names its temporary files as this test predicts');
     for (let i = n + 1; i <= n + 64; i++) symlinkSync(victim, tmpName(i));
     await state.prepare(claim('d-3', 'daemon', { domainID: uid }));
     assert.equal(readFileSync(victim, 'utf8'), 'host file\n');

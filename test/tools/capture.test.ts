@@ -13,6 +13,7 @@ import { parsePools } from '../../src/fleet/pools.js';
 import { diffSlices } from '../../src/tools/capture/diff.js';
 import { readNodeInputs } from '../../src/tools/capture/inputs.js';
 import { captureNode } from '../../src/tools/capture/node.js';
+import { anonymizeNics } from '../../src/tools/capture/anonymize.js';
 import { parseLgip, parseLgipp } from '../../src/tools/capture/mig-tables.js';
 import { parseLspci, parseSysfsLinks } from '../../src/tools/capture/pci.js';
 import { machineFromSlices } from '../../src/tools/capture/slices.js';
@@ -607,6 +608,26 @@ describe('capture node --anonymize', () => {
       );
       assert.match(anonymous.spec.nics?.[0]?.ipv4 ?? '', /^192\.0\.2\.1\/19$/);
     }
+  });
+
+  it('maps IPv4 addresses one to one into the documentation ranges, keeping prefix lengths, and refuses more than they hold', () => {
+    const nic = (ipv4: string) => ({
+      busId: '0000:18:00.0',
+      model: 'ConnectX-7',
+      mac: '0e:96:fe:e8:a3:f5',
+      ipv4,
+    });
+    assert.deepEqual(anonymizeNics([nic('10.0.0.5/24'), nic('10.0.0.6/31'), nic('10.0.0.5/24')]), [
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.1/24' },
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.2/31' },
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.1/24' },
+    ]);
+    const many = Array.from({ length: 763 }, (_, i) => nic(`10.0.${i >> 8}.${i & 255}/16`));
+    assert.equal(anonymizeNics(many.slice(0, 762)).at(-1)?.ipv4, '203.0.113.254/16');
+    refused(
+      () => anonymizeNics(many),
+      /^--anonymize: the NICs have more than 762 distinct IPv4 addresses, the number the documentation ranges hold$/,
+    );
   });
 });
 

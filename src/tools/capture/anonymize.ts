@@ -21,7 +21,7 @@ import type { FabricSpec, NicEntry } from '../../model/preset/machine-spec.js';
 /** RFC 5737's TEST-NET-1, -2 and -3, hosts .1 to .254 of each. */
 const DOC_NETS = ['192.0.2', '198.51.100', '203.0.113'];
 const HOSTS_PER_NET = 254;
-export const DOC_ADDRESSES = DOC_NETS.length * HOSTS_PER_NET;
+const DOC_ADDRESSES = DOC_NETS.length * HOSTS_PER_NET;
 
 function docAddress(n: number): string {
   return `${DOC_NETS[Math.floor(n / HOSTS_PER_NET)] ?? ''}.${(n % HOSTS_PER_NET) + 1}`;
