@@ -72,7 +72,10 @@ function nodeCommand(write: (s: string) => void): Command {
     .option('--ip-link <file>', 'ip -j link (MAC, MTU)')
     .option('--ip-addr <file>', 'ip -j addr (IPv4 addresses)')
     .option('--name <name>', 'metadata.name of the profile (default: from the GPUs)')
-    .option('--anonymize', "leave the GPUs' UUIDs out: each node derives its own from its name")
+    .option(
+      '--anonymize',
+      "leave GPU UUIDs and MACs out (each node derives its own), replace IPv4 addresses by documentation ones and the fabric's cluster UUID by a hash",
+    )
     .option('-o, --output <file>', 'write the profile here instead of standard output')
     .action((f: NodeFlags) => {
       const inputs: Inputs = {};

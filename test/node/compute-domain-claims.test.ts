@@ -1,5 +1,17 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -217,6 +229,52 @@ describe("preparing ComputeDomain claims on the node, as NVIDIA's compute-domain
     );
     await state.unprepare('d-1');
     assert.equal(existsSync(dir), false);
+  });
+
+  it('refuses to follow a link the daemon container planted at /imexd/imexd.cfg.tmpl: the file it points to is unchanged', async () => {
+    const { uid, state, plugin } = setup();
+    const dir = join(plugin, 'domains', uid);
+    mkdirSync(dir, { recursive: true });
+    const victim = join(plugin, '..', 'victim');
+    writeFileSync(victim, 'host file\n');
+    symlinkSync(victim, join(dir, 'imexd.cfg.tmpl'));
+    const c = claim('d-2', 'daemon', { domainID: uid });
+    await assert.rejects(state.prepare(c), (e: Error) => {
+      assert.equal(
+        e.message,
+        msg(
+          c,
+          `refusing to write ${join(dir, 'imexd.cfg.tmpl')}: it is a symbolic link, and a folder a container can write is only ever given plain files`,
+        ),
+      );
+      return true;
+    });
+    assert.equal(readFileSync(victim, 'utf8'), 'host file\n');
+  });
+
+  it('writes /imexd/imexd.cfg.tmpl through no link planted at a temporary name write-file-atomic would pick', async () => {
+    const { uid, state, plugin } = setup();
+    const dir = join(plugin, 'domains', uid);
+    mkdirSync(dir, { recursive: true });
+    const target = join(realpathSync(dir), 'imexd.cfg.tmpl');
+    const victim = join(plugin, '..', 'victim');
+    writeFileSync(victim, 'host file\n');
+    // write-file-atomic names its temporary file from its own path, the pid, the thread and a call
+    // count; a container that knows them (or tries a few thousand) plants links at the next names.
+    const require = createRequire(import.meta.url);
+    const lib = require.resolve('write-file-atomic');
+    const atomic = require('write-file-atomic') as { _getTmpname: (f: string) => string };
+    const tmpName = (n: number) =>
+      `${target}.${createHash('sha1').update(lib).update(String(process.pid)).update('0').update(String(n)).digest().readUInt32BE(0)}`;
+    const now = atomic._getTmpname(target);
+    let n = 1;
+    while (tmpName(n) !== now && n < 1_000_000) n++;
+    assert.equal(tmpName(n), now, 'write-file-atomic still names its temporary files as this test predicts');
+    for (let i = n + 1; i <= n + 64; i++) symlinkSync(victim, tmpName(i));
+    await state.prepare(claim('d-3', 'daemon', { domainID: uid }));
+    assert.equal(readFileSync(victim, 'utf8'), 'host file\n');
+    assert.match(readFileSync(target, 'utf8'), /IMEX_NODE_CONFIG_FILE=\/imexd\/nodes.cfg/);
+    assert.equal(readdirSync(dir).filter((f) => !f.startsWith('imexd.cfg.tmpl.')).length, 1);
   });
 
   it('a restart keeps what was prepared: files rewritten from the checkpoint alone', async () => {

@@ -201,6 +201,30 @@ describe('preparing claims', () => {
     });
   });
 
+  it("gives another --driver-name its own CDI kind, so its start-up sweep leaves the first plugin's live specs", async () => {
+    const t = setup();
+    await t.state.prepare(claim('f1257', ['gpu-0']));
+    const other = new DeviceState(
+      t.model.machine,
+      t.model.nvml,
+      t.model.devices,
+      new CheckpointStore(join(t.root, 'state-b', 'checkpoint.json')),
+      { ...t.opts, driverName: 'gpu.example.com', stateDir: join(t.root, 'state-b') },
+    );
+    const swept = other.restore().swept;
+    assert.equal(swept.cdiSpecs, 0, "the first plugin's spec is no debris of the second");
+    assert.equal(spec(t.opts.cdiRoot, 'f1257').kind, 'k8s.gpu.nvidia.com/claim');
+    const devices = await other.prepare(claim('5ec0d', ['gpu-1'], [], { driver: 'gpu.example.com' }));
+    assert.deepEqual(devices[0]?.cdiDeviceIds, ['k8s.gpu.example.com/claim=5ec0d-gpu-1']);
+    assert.deepEqual(readdirSync(t.opts.cdiRoot).sort(), [
+      'k8s.gpu.example.com-claim_5ec0d.yaml',
+      'k8s.gpu.nvidia.com-claim_f1257.yaml',
+    ]);
+    // And the other way round: the default driver restarting leaves the second one's spec.
+    assert.equal(t.make().restore().swept.cdiSpecs, 0);
+    assert.equal(readdirSync(t.opts.cdiRoot).length, 2);
+  });
+
   it('prepares static MIG devices with their own UUIDs', async () => {
     const { state, opts } = setup({
       name: 'mig',

@@ -13,6 +13,7 @@ import { parsePools } from '../../src/fleet/pools.js';
 import { diffSlices } from '../../src/tools/capture/diff.js';
 import { readNodeInputs } from '../../src/tools/capture/inputs.js';
 import { captureNode } from '../../src/tools/capture/node.js';
+import { anonymizeNics } from '../../src/tools/capture/anonymize.js';
 import { parseLgip, parseLgipp } from '../../src/tools/capture/mig-tables.js';
 import { parseLspci, parseSysfsLinks } from '../../src/tools/capture/pci.js';
 import { machineFromSlices } from '../../src/tools/capture/slices.js';
@@ -323,27 +324,29 @@ describe('capture node', () => {
     assert.deepEqual(warnings, [
       "lspci.txt: 0000:a1:00.0 Intel Corporation Ethernet Controller E810: not in fakegpu's NIC catalog, left out",
     ]);
-    const { profile } = captureNode(node, { anonymize: true });
+    const { profile } = captureNode(node, { anonymize: false });
     assert.equal(profile.spec.gpus?.[0]?.pcieRoot, 'pci0000:15');
     assert.equal(profile.spec.gpus[0].numaNode, 0);
-    assert.deepEqual(profile.spec.nics, [
-      {
-        busId: '0000:18:00.0',
-        model: 'ConnectX-7',
-        ifName: 'ibp24s0',
-        pcieRoot: 'pci0000:15',
-        numaNode: 0,
-        rdmaDevice: 'mlx5_0',
-        mac: '0e:96:fe:e8:a3:f5',
-        mtu: 4092,
-      },
-    ]);
+    const nic = {
+      busId: '0000:18:00.0',
+      model: 'ConnectX-7',
+      ifName: 'ibp24s0',
+      pcieRoot: 'pci0000:15',
+      numaNode: 0,
+      rdmaDevice: 'mlx5_0',
+      mac: '0e:96:fe:e8:a3:f5',
+      mtu: 4092,
+    };
+    assert.deepEqual(profile.spec.nics, [nic]);
     assert.equal(profile.provenance.pcieRoots?.status, 'confirmed');
     assert.equal(profile.provenance.pcieRoots.from, 'pci.txt');
     assert.match(
       profile.provenance.nics?.from ?? '',
       /^lspci -D -vmm, \/sys\/class\/\{net,infiniband\}, ip -j link$/,
     );
+    // --anonymize keeps the place and leaves the MAC to each node, as it does the UUIDs.
+    const { mac: _mac, ...anonymous } = nic;
+    assert.deepEqual(captureNode(node, { anonymize: true }).profile.spec.nics, [anonymous]);
   });
 
   it('reads the bundle the capture script writes, and the script is plain sh that runs here', () => {
@@ -464,6 +467,167 @@ describe('real nvidia-smi captures', () => {
       const r = diffSlices(renderSlices(base, opts).items, fromXml, new Set(['pcieRoot', 'numaNode']));
       assert.deepEqual(r.differences, [], `${file} against ${preset}`);
     }
+  });
+});
+
+/**
+ * A bundle as the capture script writes it on a node: one of the real nvidia-smi outputs, with GPU
+ * processes running (the fixtures were taken idle), and a network of three ConnectX-7 ports, the last
+ * one carrying the default route, with MACs, IPv4 and IPv6 addresses and a gateway.
+ */
+function nodeBundle(xml: string): { text: string; secrets: string[] } {
+  const procs = [
+    { pid: '2718281', name: '/opt/team-falcon/bin/train_llm' },
+    { pid: '3141592', name: 'python3 /home/alice/finetune_secret.py' },
+  ];
+  const withProcs = xml.replace(
+    /<processes>\s*<\/processes>|<processes \/>/,
+    `<processes>\n${procs
+      .map(
+        (p) =>
+          `\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>\n\t\t\t\t<compute_instance_id>N/A</compute_instance_id>\n\t\t\t\t<pid>${p.pid}</pid>\n\t\t\t\t<type>C</type>\n\t\t\t\t<process_name>${p.name}</process_name>\n\t\t\t\t<used_memory>1024 MiB</used_memory>\n\t\t\t</process_info>`,
+      )
+      .join('\n')}\n\t\t</processes>`,
+  );
+  assert.notEqual(withProcs, xml, 'the processes went in');
+  const nics = [
+    {
+      bus: '0000:18:00.0',
+      ifName: 'ibp24s0',
+      rdma: 'mlx5_0',
+      mac: 'b8:3f:d2:11:22:33',
+      v4: '10.42.7.19',
+      v6: '2600:1f18:4c1:7a00::17',
+    },
+    {
+      bus: '0000:19:00.0',
+      ifName: 'ibp25s0',
+      rdma: 'mlx5_1',
+      mac: 'b8:3f:d2:11:22:34',
+      v4: '10.42.7.20',
+      v6: '2600:1f18:4c1:7a00::18',
+    },
+    {
+      bus: '0000:1a:00.0',
+      ifName: 'ens26np0',
+      rdma: 'mlx5_2',
+      mac: '94:6d:ae:01:02:03',
+      v4: '172.31.5.6',
+      v6: 'fe80::966d:aeff:fe01:203',
+    },
+  ];
+  const gateway = '172.31.0.1';
+  const section = (name: string, body: string): string =>
+    `=== fakegpu-capture ${name} ===\n${body}\n=== fakegpu-capture-exit ${name} 0 ===\n`;
+  const path = (bus: string) => `/sys/devices/pci0000:15/0000:15:01.0/${bus}`;
+  const text = [
+    'fakegpu-capture v1\n',
+    section('nvidia-smi-xml', withProcs.trimEnd()),
+    section(
+      'lspci',
+      nics
+        .map(
+          (n) =>
+            `Slot:\t${n.bus}\nClass:\tInfiniband controller [0207]\nVendor:\tMellanox Technologies [15b3]\nDevice:\tMT2910 Family [ConnectX-7] [1021]\nNUMANode:\t0\n`,
+        )
+        .join('\n'),
+    ),
+    section('net', nics.map((n) => `${n.ifName} ${path(n.bus)}`).join('\n')),
+    section('rdma', nics.map((n) => `${n.rdma} ${path(n.bus)}`).join('\n')),
+    section('ibdev2netdev', nics.map((n) => `${n.bus} ${n.rdma} port 1 ==> ${n.ifName} (Up)`).join('\n')),
+    section(
+      'ip-link',
+      JSON.stringify(
+        nics.map((n) => ({ ifname: n.ifName, mtu: 4200, address: n.mac, broadcast: 'ff:ff:ff:ff:ff:ff' })),
+      ),
+    ),
+    section(
+      'ip-addr',
+      JSON.stringify(
+        nics.map((n) => ({
+          ifname: n.ifName,
+          address: n.mac,
+          addr_info: [
+            { family: 'inet', local: n.v4, prefixlen: n.v4.startsWith('10.') ? 19 : 20 },
+            { family: 'inet6', local: n.v6, prefixlen: 64 },
+          ],
+        })),
+      ),
+    ),
+    section('ip-route', JSON.stringify([{ dst: 'default', gateway, dev: 'ens26np0', protocol: 'dhcp' }])),
+  ].join('');
+  const fromXml = (tag: string) =>
+    [...withProcs.matchAll(new RegExp(`<${tag}>([^<]+)</${tag}>`, 'g'))].map((m) => m[1] ?? '');
+  const secrets = [
+    ...nics.flatMap((n) => [n.mac, n.v4, n.v6]),
+    gateway,
+    ...fromXml('serial').filter((x) => x !== 'N/A'),
+    ...fromXml('uuid').filter((x) => x !== 'N/A'),
+    ...fromXml('clusterUuid').filter((x) => !/^[0-]+$/.test(x)),
+    ...procs.flatMap((p) => [p.pid, p.name]),
+  ];
+  return { text, secrets };
+}
+
+describe('capture node --anonymize', () => {
+  it('writes no MAC, address, gateway, serial, UUID, cluster UUID or process of the node, and the profile renders the same slices but for those', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capture-anon-'));
+    for (const { file } of REAL_XML) {
+      const { text, secrets } = nodeBundle(read(file));
+      const bundle = join(dir, `${file}.txt`);
+      writeFileSync(bundle, text);
+      const out = join(dir, `${file}.yaml`);
+      const r = fakegpu('capture', 'node', '--bundle', bundle, '--anonymize', '-o', out);
+      assert.equal(r.code, 0, r.stderr);
+      const written = readFileSync(out, 'utf8');
+      for (const secret of secrets)
+        assert.ok(
+          !written.includes(secret),
+          `${file}: ${JSON.stringify(secret)} is in the anonymized profile`,
+        );
+      const v = fakegpu('validate', out);
+      assert.equal(v.code, 0, `${file}: ${v.stderr}`);
+      const anonymous = parseProfileText(written, out);
+      const read1 = readNodeInputs(
+        Object.fromEntries(
+          Object.entries(parseBundle(text, bundle).sections).map(([k, t]) => [k, { text: t, source: k }]),
+        ),
+      );
+      const plain = captureNode(read1.node, { anonymize: false }).profile;
+      const opts = renderOpts('n1', { nics: { driverName: 'dra.net', standardNumaNode: false } });
+      const diff = diffSlices(
+        renderSlices({ name: file, preset: null, spec: plain.spec }, opts).items,
+        renderSlices({ name: file, preset: null, spec: mergeOverPreset(anonymous.spec) }, opts).items,
+        new Set(['uuid', 'parentUUID', 'mac', 'ipv4']),
+      );
+      assert.deepEqual(diff.differences, [], file);
+      assert.ok(
+        diff.ignored.some((d) => d.field === 'attribute dra.net/mac') &&
+          diff.ignored.some((d) => d.field === 'attribute dra.net/ipv4'),
+        `${file}: MACs and addresses differ`,
+      );
+      assert.match(anonymous.spec.nics?.[0]?.ipv4 ?? '', /^192\.0\.2\.1\/19$/);
+    }
+  });
+
+  it('maps IPv4 addresses one to one into the documentation ranges, keeping prefix lengths, and refuses more than they hold', () => {
+    const nic = (ipv4: string) => ({
+      busId: '0000:18:00.0',
+      model: 'ConnectX-7',
+      mac: '0e:96:fe:e8:a3:f5',
+      ipv4,
+    });
+    assert.deepEqual(anonymizeNics([nic('10.0.0.5/24'), nic('10.0.0.6/31'), nic('10.0.0.5/24')]), [
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.1/24' },
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.2/31' },
+      { busId: '0000:18:00.0', model: 'ConnectX-7', ipv4: '192.0.2.1/24' },
+    ]);
+    const many = Array.from({ length: 763 }, (_, i) => nic(`10.0.${i >> 8}.${i & 255}/16`));
+    assert.equal(anonymizeNics(many.slice(0, 762)).at(-1)?.ipv4, '203.0.113.254/16');
+    refused(
+      () => anonymizeNics(many),
+      /^--anonymize: the NICs have more than 762 distinct IPv4 addresses, the number the documentation ranges hold$/,
+    );
   });
 });
 

@@ -11,7 +11,7 @@ export function writeSpec(cdiRoot: string, claimUid: string, spec: CdiSpec): str
   return path;
 }
 
-export function removeSpec(cdiRoot: string, claimUid: string, kind?: string): void {
+export function removeSpec(cdiRoot: string, claimUid: string, kind: string): void {
   removeDurably(join(cdiRoot, specFileName(claimUid, kind)));
 }
 

@@ -1,14 +1,14 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cdiDeviceId, cdiDeviceName, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
+import { cdiDeviceId, cdiDeviceName, cdiKindFor, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import { ConfigError } from '../../model/opaque-config/decode.js';
 import {
   decodeComputeDomainConfig,
   type ComputeDomainConfig,
 } from '../../model/opaque-config/compute-domain.js';
-import { removeDurably, writeDurably } from '../durable/file.js';
+import { removeDurably, UnsafeWriteError, writeNoFollow } from '../durable/file.js';
 import { under } from '../durable/path.js';
 import type { ObjectApi } from '../../kube/objects.js';
 import { baseRequest, type AllocationResult, type ResourceClaim } from '../../kube/types/claim.js';
@@ -44,7 +44,8 @@ import { COMPUTE_DOMAIN_DRIVER } from '../../model/compute-domain/slice.js';
  * restart and unprepare need no API.
  */
 
-export const CD_CDI_KIND = 'k8s.compute-domain.nvidia.com/claim';
+/** `k8s.compute-domain.nvidia.com/claim`, by the rule NVIDIA's GPU driver follows too. */
+export const CD_CDI_KIND = cdiKindFor(COMPUTE_DOMAIN_DRIVER);
 const CHANNEL = 'channel-0';
 const DAEMON = 'daemon-0';
 /** NVIDIA's retry budget for a prepare that waits on the domain: the kubelet's own call deadline. */
@@ -116,11 +117,20 @@ class ComputeDomainHooks implements ClaimHooks {
     return plannedClaim(claim, devices);
   }
 
-  /** The daemon's config template, in the directory its pod mounts as /imexd. */
+  /**
+   * The daemon's config template, in the directory its pod mounts as /imexd: the container can write
+   * there, so the write follows no link it may have planted, and a refusal fails this claim alone.
+   */
   apply(devices: PreparedDevice[]): PreparedDevice[] {
     for (const d of devices)
-      if (d.type === 'daemon' && d.computeDomain)
-        writeDurably(join(this.domainDir(d.computeDomain.uid), 'imexd.cfg.tmpl'), imexConfigTemplate());
+      if (d.type === 'daemon' && d.computeDomain) {
+        try {
+          writeNoFollow(join(this.domainDir(d.computeDomain.uid), 'imexd.cfg.tmpl'), imexConfigTemplate());
+        } catch (e) {
+          if (e instanceof UnsafeWriteError) throw new ClaimError(e.message);
+          throw e;
+        }
+      }
     return devices;
   }
 

@@ -1,16 +1,21 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
+  constants,
   existsSync,
+  fchmodSync,
   fsyncSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
   renameSync,
   rmSync,
+  unlinkSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
@@ -49,6 +54,60 @@ export function writeDurably(path: string, data: string, o: WriteOptions = {}): 
   mkdirSync(dir, { recursive: true });
   writeFileAtomic.sync(path, data, { mode: o.mode ?? 0o644, fsync: durable });
   if (durable) fsyncDir(dir);
+}
+
+/** A write refused because its target is not a plain file of ours (a link a container planted). */
+export class UnsafeWriteError extends Error {}
+
+/**
+ * `writeDurably` for a folder a container can write (a daemon's `/imexd`), where write-file-atomic is
+ * unsafe: it resolves a symbolic link at the target and writes where it points, and its temporary
+ * name (a hash of pid and call count) can be guessed and planted as a link. Here a link at the target
+ * is refused, and the temporary file gets a random name and is opened O_EXCL|O_NOFOLLOW, so a planted
+ * link makes the open fail instead of being followed; the rename then replaces the name, never what a
+ * link there might point to.
+ */
+export function writeNoFollow(path: string, data: string, o: { mode?: number } = {}): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  let kind: string | null = null;
+  try {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) kind = 'a symbolic link';
+    else if (!st.isFile()) kind = 'not a regular file';
+  } catch {
+    // Absent: nothing to refuse.
+  }
+  if (kind)
+    throw new UnsafeWriteError(
+      `refusing to write ${path}: it is ${kind}, and a folder a container can write is only ever given plain files`,
+    );
+  const tmp = `${path}.${randomBytes(8).toString('hex')}`;
+  const mode = o.mode ?? 0o644;
+  const fd = openSync(
+    tmp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
+  try {
+    try {
+      // The umask may have narrowed the mode open was given; fchmod changes this file, not a link's target.
+      fchmodSync(fd, mode);
+      writeSync(fd, data);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // Already renamed or gone.
+    }
+    throw e;
+  }
+  fsyncDir(dir);
 }
 
 /** Writes only when the content differs: a file a container bind-mounts keeps its inode when unchanged. */

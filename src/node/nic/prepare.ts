@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { CdiSpec, ContainerEdits } from '../cdi/spec.js';
-import { cdiDeviceId, cdiDeviceName } from '../cdi/spec.js';
+import { cdiDeviceId, cdiDeviceName, cdiKindFor } from '../cdi/spec.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { NicHardware } from '../../model/hardware/machine.js';
 import { baseRequest, type ResourceClaim } from '../../kube/types/claim.js';
@@ -13,8 +13,6 @@ import { nicDeviceName } from '../../model/nic/attributes.js';
  * devices through NRI; with no real NIC to move, we give the container what a workload looks for: the
  * RDMA device nodes (fake, on our own major) and the variables NCCL and libfabric read to pick them.
  */
-
-export const NIC_CDI_KIND = 'k8s.dra.net/claim';
 
 /** Real uverbs minors start at 192 (major 231); ours keep that numbering on the fake major. */
 const UVERBS_MINOR_BASE = 192;
@@ -34,7 +32,8 @@ interface NicAllocatable {
 }
 
 class NicHooks implements ClaimHooks {
-  readonly cdiKind = NIC_CDI_KIND;
+  /** `k8s.dra.net/claim` for DRANET's own name, and another kind for another `--nic-driver-name`. */
+  readonly cdiKind: string;
   readonly errorPrefix = '';
   readonly allocatable = new Map<string, NicAllocatable>();
 
@@ -42,6 +41,7 @@ class NicHooks implements ClaimHooks {
     nics: readonly NicHardware[],
     private readonly opts: NicPrepareOptions,
   ) {
+    this.cdiKind = cdiKindFor(opts.driverName);
     const rdma = nics
       .filter((n) => n.model.rdma)
       .map((n) => n.busId)
@@ -73,7 +73,7 @@ class NicHooks implements ClaimHooks {
         requestNames: [baseRequest(r.request)],
         poolName: r.pool,
         deviceName: r.device,
-        cdiDeviceIds: [cdiDeviceId(uid, r.device, NIC_CDI_KIND)],
+        cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
         uuid: a.nic.busId,
         type: 'nic',
       });
@@ -126,7 +126,7 @@ class NicHooks implements ClaimHooks {
     const rdma = c.devices.some((d) => this.allocatable.get(d.deviceName)?.uverbs != null);
     return {
       cdiVersion: '0.5.0',
-      kind: NIC_CDI_KIND,
+      kind: this.cdiKind,
       ...(rdma ? { containerEdits: { deviceNodes: [fakeDeviceNode(RDMA_CM.path, RDMA_CM.minor)] } } : {}),
       devices,
     };

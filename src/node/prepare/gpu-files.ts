@@ -50,6 +50,7 @@ export class GpuFiles {
     private readonly stateDir: string,
     private readonly allocatable: ReadonlyMap<string, GpuAllocatable>,
     private readonly nvml: Nvml,
+    private readonly cdiKind: string,
   ) {}
 
   /** What NVML says about the GPU's health now: lost when its queries fail so, ECC counts otherwise. */
@@ -174,6 +175,6 @@ export class GpuFiles {
         options: ['rw', 'nosuid', 'nodev', 'rbind', 'rprivate'],
       });
     }
-    return { cdiVersion: '0.5.0', kind: 'k8s.gpu.nvidia.com/claim', containerEdits: common, devices };
+    return { cdiVersion: '0.5.0', kind: this.cdiKind, containerEdits: common, devices };
   }
 }

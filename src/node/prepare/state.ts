@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { cdiDeviceId } from '../cdi/spec.js';
+import { cdiDeviceId, cdiKindFor } from '../cdi/spec.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import {
   ConfigError,
@@ -53,7 +53,7 @@ function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatabl
 }
 
 class GpuHooks implements ClaimHooks {
-  readonly cdiKind = 'k8s.gpu.nvidia.com/claim';
+  readonly cdiKind: string;
   readonly errorPrefix = 'prepare devices failed: ';
   readonly allocatable: Map<string, GpuAllocatable>;
   private readonly mig: MigInstances;
@@ -65,11 +65,12 @@ class GpuHooks implements ClaimHooks {
     devices: readonly GpuDevices[],
     private readonly opts: PrepareOptions,
   ) {
+    this.cdiKind = cdiKindFor(opts.driverName);
     this.allocatable = allocatables(devices);
     const dynamic = new Map<string, GpuInfo>();
     for (const a of this.allocatable.values()) if (a.partition) dynamic.set(a.gpu.uuid, a.gpu);
     this.mig = new MigInstances(nvml, dynamic);
-    this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml);
+    this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml, this.cdiKind);
   }
 
   /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
@@ -141,7 +142,7 @@ class GpuHooks implements ClaimHooks {
         requestNames: [baseRequest(r.request)],
         poolName: r.pool,
         deviceName: r.device,
-        cdiDeviceIds: [cdiDeviceId(uid, r.device)],
+        cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
         // A partition's MIG UUID exists once it is made; its placement is recorded before that.
         uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
         type: device.type,

@@ -3,7 +3,7 @@ import { FakegpuError, oneOf, show } from '../../errors.js';
 /**
  * One file with everything `capture node` reads, written by the script users run on a GPU node: plain
  * POSIX shell, read-only, nothing to install; a command the node lacks leaves its section out. The
- * hostname is never collected; the XML's serials are read by nothing.
+ * hostname is never collected; the script's header lists what is, and what reaches a profile.
  */
 
 export const SECTIONS = [
@@ -26,8 +26,20 @@ const MAGIC = 'fakegpu-capture v1';
 
 export const CAPTURE_SCRIPT = `#!/bin/sh
 # fakegpu capture script: run on a GPU node (no root needed), then
-#   fakegpu capture node --bundle capture.txt -o profile.yaml
-# It only reads: nvidia-smi, lspci, sysfs links, ibdev2netdev and ip. It collects no hostname.
+#   fakegpu capture node --bundle capture.txt -o profile.yaml [--anonymize]
+# It only reads, and collects no hostname. What capture.txt holds, section by section:
+#   nvidia-smi-xml  nvidia-smi -q -x: each GPU's model, bus ID, UUID, serial numbers, board and part
+#                   IDs, driver, MIG and NVLink fabric state (cluster UUID), and the processes on the
+#                   GPUs (PIDs and command names)
+#   topo, mig-lgip, mig-lgipp: nvidia-smi topo -m, mig -lgip, mig -lgipp (GPU-NIC matrix, MIG profiles)
+#   lspci           lspci -D -vmm -nn: every PCI device's slot, class, vendor, device and NUMA node
+#   pci, net, rdma  the sysfs paths of every PCI device, network interface and RDMA device
+#   ibdev2netdev    ibdev2netdev -v: RDMA devices and their interfaces
+#   ip-link         ip -j link: every interface's name, MAC address, MTU and state
+#   ip-addr         ip -j addr: every interface's IPv4 and IPv6 addresses
+#   ip-route        ip -j route show default: the default gateway's address and interface
+# The profile keeps no serial, process, IPv6 address or gateway; with --anonymize no UUID, MAC, IPv4
+# address or fabric cluster UUID either. capture.txt itself holds them all: read it before sharing it.
 # Usage: sh capture.sh > capture.txt
 echo '${MAGIC}'
 run() {

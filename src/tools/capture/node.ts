@@ -11,6 +11,7 @@ import {
 } from '../../model/preset/machine-spec.js';
 import { modelLookup } from '../../model/hardware/models.js';
 import { API_VERSION, KIND, type MachineProfile, type Provenance } from '../../model/profile/schema.js';
+import { anonymizeFabric, anonymizeNics } from './anonymize.js';
 import { identifyInstance } from './mig.js';
 import { checkMigTables, type LgipRow, type LgippRow } from './mig-tables.js';
 import type { SmiXmlGpu, SmiXmlLog } from './smi-xml.js';
@@ -19,7 +20,8 @@ import type { SmiXmlGpu, SmiXmlLog } from './smi-xml.js';
  * What a real node showed, turned into a MachineProfile: every GPU as nvidia-smi listed it, placed on
  * the PCIe roots and NUMA nodes the other inputs show, with each group of facts marked by the input
  * that confirmed it (docs/fidelity.md's words). Facts no input gave are left for the hardware model to
- * derive, and say so. Serials never reach the profile; UUIDs only without `anonymize`.
+ * derive, and say so. Serials and processes never reach the profile; UUIDs, MACs, addresses and the
+ * fabric's cluster UUID only as read without `anonymize` (anonymize.ts).
  */
 
 /** Where a PCI function sits, as sysfs or lspci show it. */
@@ -52,7 +54,10 @@ export interface NodeInputs {
 
 export interface CaptureOptions {
   name?: string | undefined;
-  /** Leave UUIDs out, so each node of the profile derives its own from its name. */
+  /**
+   * Leave UUIDs and MACs out, so each node of the profile derives its own from its name; replace IPv4
+   * addresses and the fabric's cluster UUID (anonymize.ts).
+   */
   anonymize: boolean;
 }
 
@@ -130,6 +135,10 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
   const warnings = driverWarnings(inputs.smi, inputs.names.smi);
   const gpus = readGpus(inputs, opts.anonymize, warnings);
   const spec = specOf(inputs, gpus, warnings);
+  if (opts.anonymize) {
+    if (spec.nics) spec.nics = anonymizeNics(spec.nics);
+    if (spec.fabric) spec.fabric = anonymizeFabric(spec.fabric);
+  }
   const provenance = provenanceOf(inputs, opts.anonymize, gpus);
   return {
     profile: {
@@ -322,8 +331,14 @@ function provenanceOf(inputs: NodeInputs, anonymize: boolean, gpus: GpusRead): P
       : seenIn.tables
         ? seen(`${inputs.migTables?.from ?? ''} (the catalog's MIG profiles)`)
         : seen(src),
-    nics: inputs.nics ? seen(inputs.nics.from) : derived('none (no network input)'),
-    fabric: inputs.smi.gpus[0]?.fabric ? seen(src) : derived(`no fabric in ${src}`),
+    nics: inputs.nics
+      ? seen(
+          `${inputs.nics.from}${anonymize ? ' (--anonymize: MACs derived from node name and bus ID, IPv4 addresses replaced by documentation ones)' : ''}`,
+        )
+      : derived('none (no network input)'),
+    fabric: inputs.smi.gpus[0]?.fabric
+      ? seen(`${src}${anonymize ? ' (--anonymize: cluster UUID replaced by one hashed from it)' : ''}`)
+      : derived(`no fabric in ${src}`),
   };
 }
 
