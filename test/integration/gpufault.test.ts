@@ -232,10 +232,10 @@ describe('GpuFault on the API server', () => {
     assert.match(name, new RegExp(`^xid-79-${TEST_NODE}-[a-z0-9]{5}$`));
     const list = fakegpu('fault', 'list');
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /^NAME\s+FAULT\s+TARGET\s+START\s+REPAIR\s+HITS$/m);
+    assert.match(list.stdout, /^NAME\s+FAULT\s+TARGET\s+START\s+REPAIR\s+HITS\s+NODES$/m);
     assert.match(
       list.stdout,
-      new RegExp(`^${name}\\s+Xid 79\\s+${TEST_NODE}: gpu-0\\s+\\d{4}-.*Z\\s+-\\s+0$`, 'm'),
+      new RegExp(`^${name}\\s+Xid 79\\s+${TEST_NODE}: gpu-0\\s+\\d{4}-.*Z\\s+-\\s+0\\s+0$`, 'm'),
     );
     const selector = fakegpu(
       'fault',
