@@ -187,6 +187,8 @@ export class FleetFaults {
         this.byNode.delete(name);
         this.o.enqueue(name);
         for (const h of prev.hits) this.dirty.add(h.fault.metadata.name);
+        // A node that lost the label: no slice write of a faulted node will flush its entry away.
+        this.scheduleFlush();
       }
       return;
     }
@@ -275,15 +277,16 @@ export class FleetFaults {
   }
 
   /**
-   * This fleet's nodes the fault's status lists now: those it listed itself (a node since removed too),
-   * and, after a restart, those it serves. A plugin's node has a writer entry of its own name.
+   * This fleet's nodes the fault's status may list now: those it listed itself (a node since removed
+   * too, and one the object seen here does not show yet), and, after a restart, those it serves. A
+   * plugin's node has a writer entry of its own name.
    */
-  private listedNow(f: GpuFault, served: ReadonlySet<string>): string[] {
-    const mine = this.listed.get(f.metadata.name);
+  private listedNow(f: GpuFault, served: ReadonlySet<string>): Set<string> {
+    const out = new Set(this.listed.get(f.metadata.name));
     const writers = f.status?.writers ?? {};
-    return Object.keys(f.status?.nodes ?? {}).filter(
-      (n) => mine?.has(n) === true || (served.has(n) && writers[n] === undefined),
-    );
+    for (const n of Object.keys(f.status?.nodes ?? {}))
+      if (served.has(n) && writers[n] === undefined) out.add(n);
+    return out;
   }
 
   /** Whether the patch would change the object: a fault the fleet never hit needs no write. */

@@ -139,8 +139,20 @@ describe('faults on the fleet', () => {
       'node-1 tainted',
       () => s.taints().size === 1 && [...s.taints().keys()][0]?.startsWith('node-1/') === true,
     );
+    await until('listed and counted', () => reported(s.faults, 'rack').length === 1);
     s.api.putNode('node-1', { type: 'kwok', rack: 'odd' }, KWOK);
     await until('repaired', () => s.taints().size === 0);
+    // The fleet's entry and counts go with it.
+    const status = () =>
+      (s.faults.objects.get('rack') as { status?: { nodes?: object; writers?: object; hits?: number } })
+        .status;
+    await until(
+      'the status emptied',
+      () =>
+        Object.keys(status()?.nodes ?? {}).length === 0 &&
+        Object.keys(status()?.writers ?? {}).length === 0 &&
+        status()?.hits === 0,
+    );
   });
 
   it('a fault on more nodes than it lists: its counts over all of them, the first nodes listed, the rest counted', async () => {
