@@ -17,7 +17,7 @@ import {
   type NewGpuFault,
 } from '../model/fault/resource.js';
 import { formatSelector, parseSelector } from '../model/fault/selector.js';
-import { hitsOf } from '../model/fault/status.js';
+import { totalsOf } from '../model/fault/status.js';
 import { clientOf } from '../kube/client.js';
 import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
@@ -267,7 +267,7 @@ export function faultCommand(write: (s: string) => void): Command {
     .action((names: string[], f: ClearFlags, c: Command) => clearAction(names, f, c, write));
   cmd
     .command('list')
-    .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS')
+    .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS NODES')
     .addOption(
       new Option('-o, --output <format>', 'output format')
         .choices(['table', 'json', 'yaml'])
@@ -368,19 +368,22 @@ async function listAction(f: ListFlags, c: Command, write: (s: string) => void):
     write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));
     return;
   }
-  write(table(['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS'], all.map(faultRow)));
+  write(table(['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS', 'NODES'], all.map(faultRow)));
 }
 
 function faultRow(o: unknown): string[] {
   const r = checkGpuFault(o);
-  if (!('fault' in r)) return [nameOf(o), 'invalid', `${r.field}: ${r.detail}`, '-', '-', '-'];
+  if (!('fault' in r)) return [nameOf(o), 'invalid', `${r.field}: ${r.detail}`, '-', '-', '-', '-'];
   const x = r.fault;
+  // The writers' counts, not the listed entries: a fleet lists only its first nodes.
+  const t = totalsOf(x);
   return [
     x.metadata.name,
     describeFault(x.spec.fault),
     describeTarget(x),
     x.spec.start ?? '-',
     x.spec.repair ?? '-',
-    String(hitsOf(x)),
+    String(t.hits),
+    t.unlistedNodes > 0 ? `${t.nodesHit} (${t.unlistedNodes} not listed)` : String(t.nodesHit),
   ];
 }

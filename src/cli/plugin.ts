@@ -158,7 +158,7 @@ function serviceFlags(c: Command): Command {
     .addOption(
       new Option(
         '--reset-checkpoint',
-        'start with an empty checkpoint if the existing one is damaged (a good one is kept)',
+        "start with an empty checkpoint if the existing one is damaged, and with the profile's NVML state (and no prepared claims) if that file is (good ones are kept)",
       ).env('FAKEGPU_RESET_CHECKPOINT'),
     )
     .addOption(

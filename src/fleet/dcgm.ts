@@ -5,7 +5,7 @@ import { parseMigDeviceName } from '../model/device/names.js';
 import type { Machine } from '../model/hardware/machine.js';
 import { DcgmExporter, type NodeGpus } from '../model/dcgm/exporter.js';
 import type { Style } from '../model/dcgm/exposition.js';
-import { badLoadReporter, claimInformer, podInformer } from '../kube/dcgm-sources.js';
+import { BadLoadReporter, claimInformer, podInformer } from '../kube/dcgm-sources.js';
 import { HEALTHY, healthOf } from '../model/dcgm/values.js';
 import type { ClusterApi } from '../kube/api.js';
 import type { ApiClient } from '../kube/client.js';
@@ -34,7 +34,7 @@ export class FleetDcgm {
     this.exporter = new DcgmExporter({ style: o.style });
     this.pods = podInformer(o.http, o.log);
     this.claims = claimInformer(o.http, o.log);
-    this.bad = badLoadReporter(o.api, o.log, 'fleet');
+    this.bad = new BadLoadReporter(o.api, o.log, 'fleet');
     this.driverName = o.driverName;
   }
 
@@ -51,7 +51,9 @@ export class FleetDcgm {
   exposition(): Iterable<string> {
     this.fleet.stats.scrapes++;
     const claims = this.claims.snapshot() ?? [];
-    const attribution = attribute(claims, this.pods.snapshot() ?? [], this.driverName, this.bad);
+    const pods = this.pods.snapshot();
+    const attribution = attribute(claims, pods ?? [], this.driverName, this.bad.report);
+    if (pods) this.bad.keepOnly(pods);
     // Dynamic MIG's partitions exist only while allocated: by node, the partitions claims hold there.
     const migByNode = new Map<string, Partition[]>();
     for (const c of claims)

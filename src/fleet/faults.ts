@@ -1,10 +1,13 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../model/device/release.js';
 import { activeOn, hitsOn, nvmlFaultList, outcome, targetName, type NodeHit } from '../model/fault/apply.js';
-import { apiFailure, type FaultApi } from '../kube/gpufault/api.js';
+import { apiFailure, STATUS_BACKOFF, type FaultApi } from '../kube/gpufault/api.js';
+import { fullJitter } from '../kube/backoff.js';
 import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../model/fault/resource.js';
 import {
   apiTime,
+  fleetWriter,
   invalidPatch,
   nodesStatusPatch,
   summaryPatch,
@@ -21,7 +24,8 @@ import type { Machines, NodeMachine } from './machines.js';
  * NVIDIA's monitor would end with (`expectedTaints`), applied to the node's slices by its next
  * reconcile, which writes only the faulted nodes. Unlike a node plugin, which keeps taints until it
  * restarts, a repaired fault here is a node whose plugin restarted on repaired hardware: its taints go.
- * Each fault's status gets one patch for all the fleet's nodes it hit, after their slices are written.
+ * Each fault's status gets one patch for all the fleet's nodes it hit, after their slices are written:
+ * the fleet's counts over all of them, and the entries of the first few (`nodesStatusPatch`).
  */
 
 export interface FaultedNode extends NodeMachine {
@@ -45,6 +49,13 @@ export interface FleetFaultsOptions {
   onPublished?: (seconds: number) => void;
   now?: () => Date;
   flushMs?: number;
+  /**
+   * The fleet's node selector, if any: two fleets serving different nodes are two writers of the
+   * status; the same fleet restarted is the same one.
+   */
+  selection?: string | undefined;
+  /** The backoff's random source, for tests. */
+  random?: (() => number) | undefined;
 }
 
 interface NodeFaults {
@@ -69,9 +80,19 @@ export class FleetFaults {
   private readonly checkedNodes = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly now: () => Date;
+  private readonly writer: string;
+  /** By fault name, the nodes this fleet listed in its status: at most `LISTED_NODES` each. */
+  private readonly listed = new Map<string, Set<string>>();
+  /** Status patches rejected in a row, for the backoff; 0 after one is taken. */
+  private failures = 0;
+  private retrying = false;
+  private stopped = false;
 
   constructor(private readonly o: FleetFaultsOptions) {
     this.now = o.now ?? (() => new Date());
+    this.writer = fleetWriter(
+      o.selection ? createHash('sha256').update(o.selection).digest('hex').slice(0, 12) : undefined,
+    );
     this.watcher = new FaultWatcher({
       api: o.api,
       log: o.log,
@@ -81,7 +102,7 @@ export class FleetFaults {
         this.changed(faults);
       },
       onStatus: (f) => {
-        const p = summaryPatch(f, (n) => this.byNode.has(n));
+        const p = summaryPatch(f, (w) => w === this.writer);
         if (p) void this.patch(f.metadata.name, p);
       },
       onInvalid: (name, why, obj) => {
@@ -96,6 +117,7 @@ export class FleetFaults {
   }
 
   stop(): void {
+    this.stopped = true;
     this.watcher.stop();
     clearTimeout(this.flushTimer);
   }
@@ -116,6 +138,8 @@ export class FleetFaults {
     for (const f of faults) if (!this.seen.has(uid(f))) this.seen.set(uid(f), t);
     const names = new Set(faults.map(uid));
     for (const k of this.seen.keys()) if (!names.has(k)) this.seen.delete(k);
+    const live = new Set(faults.map((f) => f.metadata.name));
+    for (const k of this.listed.keys()) if (!live.has(k)) this.listed.delete(k);
     for (const f of faults) this.dirty.add(f.metadata.name);
     for (const [name, st] of this.o.nodes()) this.refresh(name, st);
     this.scheduleFlush();
@@ -163,6 +187,8 @@ export class FleetFaults {
         this.byNode.delete(name);
         this.o.enqueue(name);
         for (const h of prev.hits) this.dirty.add(h.fault.metadata.name);
+        // A node that lost the label: no slice write of a faulted node will flush its entry away.
+        this.scheduleFlush();
       }
       return;
     }
@@ -214,14 +240,15 @@ export class FleetFaults {
     }, this.o.flushMs ?? 500);
   }
 
-  /** One status patch per changed fault, with the entries of every node of the fleet it concerns. */
+  /** One status patch per changed fault: the fleet's counts and its first nodes' entries. */
   private async flush(): Promise<void> {
     const faults = [...this.dirty];
     this.dirty.clear();
     const served = new Set([...this.o.nodes()].map(([n]) => n));
     for (const name of faults) {
       const f = this.faults.find((x) => x.metadata.name === name);
-      const entries = new Map<string, NodeFaultStatus | null>();
+      if (!f) continue;
+      const entries = new Map<string, NodeFaultStatus>();
       let pending = false;
       let lastWrittenMs = 0;
       for (const [node, n] of this.byNode) {
@@ -234,22 +261,39 @@ export class FleetFaults {
         lastWrittenMs = Math.max(lastWrittenMs, n.writtenMs);
         entries.set(node, this.entry(h, n, n.writtenAt));
       }
-      // Entries of our nodes the fault no longer hits go; other writers' entries stay.
-      for (const node of Object.keys(f?.status?.nodes ?? {}))
-        if (
-          served.has(node) &&
-          !entries.has(node) &&
-          !this.byNode.get(node)?.hits.some((x) => x.fault.metadata.name === name)
-        )
-          entries.set(node, null);
-      if (!f || entries.size === 0) continue;
-      await this.patch(name, nodesStatusPatch(entries));
+      const patch = nodesStatusPatch(this.writer, entries, this.listedNow(f, served));
+      if (!this.changes(f, patch)) continue;
+      if (!(await this.patch(name, patch))) continue;
+      this.listed.set(
+        name,
+        new Set(Object.entries(patch.status.nodes ?? {}).flatMap(([n, e]) => (e ? [n] : []))),
+      );
       const since = this.seen.get(uid(f));
       if (!pending && since !== undefined) {
         this.seen.delete(uid(f));
         this.o.onPublished?.((lastWrittenMs - since) / 1000);
       }
     }
+  }
+
+  /**
+   * This fleet's nodes the fault's status may list now: those it listed itself (a node since removed
+   * too, and one the object seen here does not show yet), and, after a restart, those it serves. A
+   * plugin's node has a writer entry of its own name.
+   */
+  private listedNow(f: GpuFault, served: ReadonlySet<string>): Set<string> {
+    const out = new Set(this.listed.get(f.metadata.name));
+    const writers = f.status?.writers ?? {};
+    for (const n of Object.keys(f.status?.nodes ?? {}))
+      if (served.has(n) && writers[n] === undefined) out.add(n);
+    return out;
+  }
+
+  /** Whether the patch would change the object: a fault the fleet never hit needs no write. */
+  private changes(f: GpuFault, p: StatusPatch): boolean {
+    const counts = p.status.writers?.[this.writer];
+    const nodes = Object.keys(p.status.nodes ?? {});
+    return counts !== null || nodes.length > 0 || f.status?.writers?.[this.writer] !== undefined;
   }
 
   private entry(h: NodeHit, n: NodeFaults, at: string): NodeFaultStatus {
@@ -268,16 +312,36 @@ export class FleetFaults {
     };
   }
 
-  private async patch(name: string, p: StatusPatch): Promise<void> {
+  /** Whether the API server took it; a rejected patch is tried again after a backoff. */
+  private async patch(name: string, p: StatusPatch): Promise<boolean> {
     try {
       await this.o.api.patchFaultStatus(name, p);
+      this.failures = 0;
+      return true;
     } catch (e) {
       this.dirty.add(name);
-      this.o.log.warn({ fault: name, err: apiFailure(e) }, 'writing the fault status failed; again later');
-      setTimeout(() => {
-        this.scheduleFlush();
-      }, 2000).unref();
+      this.failures++;
+      this.o.log.warn(
+        { fault: name, err: apiFailure(e), failures: this.failures, retryInMs: this.retryLater() },
+        'writing the fault status failed; again later',
+      );
+      return false;
     }
+  }
+
+  /**
+   * One retry for all the faults that failed, later after each failure in a row: a patch the API
+   * server refuses (too large, invalid) must not be sent again every few seconds forever.
+   */
+  private retryLater(): number | undefined {
+    if (this.retrying || this.stopped) return undefined;
+    this.retrying = true;
+    const ms = fullJitter(this.failures, STATUS_BACKOFF, this.o.random);
+    setTimeout(() => {
+      this.retrying = false;
+      if (!this.stopped) this.scheduleFlush();
+    }, ms).unref();
+    return ms;
   }
 }
 

@@ -169,6 +169,8 @@ export class Fleet {
           machines: this.machines,
           release: o.release,
           ignoredXids: o.ignoredXids ?? ignoredXids(''),
+          selection: o.nodeSelector,
+          random: o.random,
           nodes: () => this.nodes.entries(),
           nodeExists: async (name) => {
             try {

@@ -27,20 +27,30 @@ export function claimInformer(http: ApiClient, log: Logger): Informer<ClaimView>
 
 /**
  * A pod whose load annotation does not parse: one log line and one Warning event on the pod, where
- * `kubectl describe pod` shows it, per pod and value; its GPUs keep the default load.
+ * `kubectl describe pod` shows it, per pod and message; its GPUs keep the default load. What was told
+ * is kept per pod, and only while the pod is in the cache (`keepOnly` after each scrape): pods come
+ * and go for the life of the process.
  */
-export function badLoadReporter(
-  api: ClusterApi,
-  log: Logger,
-  component: string,
-): (pod: PodView, err: FakegpuError) => void {
-  const told = new Set<string>();
-  return (pod, err) => {
-    const key = `${pod.namespace}/${pod.name}\0${err.message}`;
-    if (told.has(key)) return;
-    told.add(key);
-    log.warn({ pod: `${pod.namespace}/${pod.name}`, err: err.message }, 'load annotation ignored');
-    api
+export class BadLoadReporter {
+  /** The message last told, by pod. */
+  private readonly told = new Map<string, string>();
+
+  constructor(
+    private readonly api: ClusterApi,
+    private readonly log: Logger,
+    private readonly component: string,
+  ) {}
+
+  get size(): number {
+    return this.told.size;
+  }
+
+  readonly report = (pod: PodView, err: FakegpuError): void => {
+    const key = `${pod.namespace}/${pod.name}`;
+    if (this.told.get(key) === err.message) return;
+    this.told.set(key, err.message);
+    this.log.warn({ pod: key, err: err.message }, 'load annotation ignored');
+    this.api
       .createEvent(
         pod.namespace,
         warningEvent({
@@ -48,11 +58,19 @@ export function badLoadReporter(
           reason: 'FakegpuLoadInvalid',
           action: 'ReportGpuMetrics',
           note: err.message,
-          component,
+          component: this.component,
         }),
       )
       .catch((e: unknown) => {
-        log.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not record the event');
+        this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not record the event');
       });
   };
+
+  /** Forgets the pods not among these, the cache's pods now: deleted, or their claims gone. */
+  keepOnly(pods: Iterable<PodView>): void {
+    if (this.told.size === 0) return;
+    const live = new Set<string>();
+    for (const p of pods) live.add(`${p.namespace}/${p.name}`);
+    for (const k of this.told.keys()) if (!live.has(k)) this.told.delete(k);
+  }
 }

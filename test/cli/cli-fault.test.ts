@@ -353,6 +353,10 @@ describe('fakegpu fault against an API server', () => {
             observedGeneration: 1,
           },
         },
+        writers: {
+          n1: { nodes: 1, devices: 3, unlistedNodes: null },
+          'fleet:all': { nodes: 50_000, devices: 400_000, unlistedNodes: 49_900 },
+        },
       },
     });
 
@@ -362,7 +366,7 @@ describe('fakegpu fault against an API server', () => {
       .trimEnd()
       .split('\n')
       .map((l) => l.split(/ {3,}/));
-    assert.deepEqual(rows[0], ['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS']);
+    assert.deepEqual(rows[0], ['NAME', 'FAULT', 'TARGET', 'START', 'REPAIR', 'HITS', 'NODES']);
     const row = (n: string): string[] | undefined => rows.find((r) => r[0] === n);
     assert.deepEqual(row('dbe'), [
       'dbe',
@@ -370,7 +374,8 @@ describe('fakegpu fault against an API server', () => {
       '{pool=h100,zone in (a,b)}: fraction 0.01, seed 7',
       '-',
       '-',
-      '3',
+      '400003',
+      '50001 (49900 not listed)',
     ]);
     assert.deepEqual(row(name)?.slice(0, 4), [
       name,

@@ -375,10 +375,14 @@ describe('GPU failures as NVIDIA reports them', () => {
     );
     log(`fleet fault published in ${Date.now() - t0} ms`);
     const status = await eventually(
-      'the status naming every hit, published',
+      'the status naming every hit, published, and counting them',
       () => {
         const f = JSON.parse(mustKubectl(e, ['get', 'gpufault', 'fleet-xid', '-o', 'json'])) as {
-          status?: { nodes?: Record<string, { devices?: { name: string; publishedAt?: string }[] }> };
+          status?: {
+            nodes?: Record<string, { devices?: { name: string; publishedAt?: string }[] }>;
+            hits?: number;
+            nodesHit?: number;
+          };
         };
         const nodes = f.status?.nodes ?? {};
         const hit = Object.entries(nodes)
@@ -386,7 +390,11 @@ describe('GPU failures as NVIDIA reports them', () => {
             (n.devices ?? []).filter((d) => d.publishedAt).map((d) => `${node}/${d.name}`),
           )
           .sort();
-        return JSON.stringify(hit) === JSON.stringify(want) ? nodes : undefined;
+        // Fewer than the 100 nodes and 256 devices a fleet lists: every hit is listed, and counted.
+        const counted =
+          f.status?.hits === want.length &&
+          f.status.nodesHit === new Set(want.map((w) => w.split('/')[0])).size;
+        return JSON.stringify(hit) === JSON.stringify(want) && counted ? nodes : undefined;
       },
       60_000,
     );

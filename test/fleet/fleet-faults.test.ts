@@ -8,6 +8,9 @@ import { FakeApi } from '../support/fake-api.js';
 import { testFleet } from '../support/fleet.js';
 import { FakeFaultApi, faultObject as fault } from '../support/fake-faults.js';
 import { until } from '../support/http.js';
+import { pino } from 'pino';
+import type { FleetOptions } from '../../src/fleet/fleet.js';
+import { LISTED_NODES } from '../../src/model/fault/status.js';
 
 /** Faults across the fleet's nodes against in-memory API servers: taints on slices, status, repair. */
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
@@ -18,7 +21,7 @@ afterEach(async () => {
   fleets = [];
 });
 
-function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE) {
+function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE, extra: Partial<FleetOptions> = {}) {
   const api = new FakeApi();
   for (let i = 0; i < nodes; i++)
     api.putNode(`node-${i}`, { type: 'kwok', rack: i % 2 === 0 ? 'even' : 'odd' }, KWOK);
@@ -33,6 +36,7 @@ function setup(nodes: number, release: DriverRelease = DEFAULT_RELEASE) {
       applied += n;
     },
     onFaultPublished: (s) => published.push(s),
+    ...extra,
   });
   fleets.push(fleet);
   const taints = (): Map<string, DeviceTaint[]> => {
@@ -135,8 +139,78 @@ describe('faults on the fleet', () => {
       'node-1 tainted',
       () => s.taints().size === 1 && [...s.taints().keys()][0]?.startsWith('node-1/') === true,
     );
+    await until('listed and counted', () => reported(s.faults, 'rack').length === 1);
     s.api.putNode('node-1', { type: 'kwok', rack: 'odd' }, KWOK);
     await until('repaired', () => s.taints().size === 0);
+    // The fleet's entry and counts go with it.
+    const status = () =>
+      (s.faults.objects.get('rack') as { status?: { nodes?: object; writers?: object; hits?: number } })
+        .status;
+    await until(
+      'the status emptied',
+      () =>
+        Object.keys(status()?.nodes ?? {}).length === 0 &&
+        Object.keys(status()?.writers ?? {}).length === 0 &&
+        status()?.hits === 0,
+    );
+  });
+
+  it('a fault on more nodes than it lists: its counts over all of them, the first nodes listed, the rest counted', async () => {
+    const n = LISTED_NODES + 20;
+    const s = setup(n);
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === n);
+    s.faults.put(
+      fault('all', {
+        nodeSelector: { matchLabels: { type: 'kwok' } },
+        count: 2,
+        fault: { type: 'Xid', xid: 79 },
+      }),
+    );
+    type Status = {
+      nodes?: Record<string, unknown>;
+      writers?: Record<string, { nodes: number; devices: number; unlistedNodes?: number }>;
+      hits?: number;
+      nodesHit?: number;
+      unlistedNodes?: number;
+    };
+    const status = (): Status =>
+      (s.faults.objects.get('all') as { status?: Status } | undefined)?.status ?? {};
+    await until('the totals', () => status().nodesHit === n && s.fleet.converged(), 60_000);
+    assert.equal(s.taints().size, 2 * n);
+    assert.deepEqual(status().writers, { 'fleet:all': { nodes: n, devices: 2 * n, unlistedNodes: 20 } });
+    assert.deepEqual([status().hits, status().unlistedNodes], [2 * n, 20]);
+    assert.equal(Object.keys(status().nodes ?? {}).length, LISTED_NODES);
+
+    s.faults.remove('all');
+    await until('taints gone', () => s.taints().size === 0 && s.fleet.converged());
+  });
+
+  it('a rejected status patch is tried again later after each failure, up to a cap', async () => {
+    const lines: { msg: string; retryInMs?: number }[] = [];
+    const log = pino(
+      { level: 'warn' },
+      {
+        write: (l: string) => {
+          lines.push(JSON.parse(l) as { msg: string; retryInMs?: number });
+        },
+      },
+    );
+    // A thousandth of each ceiling: 2 ms for the first retry, doubling, capped at 60 ms (a minute).
+    const s = setup(2, DEFAULT_RELEASE, { log, random: () => 0.001 });
+    await s.fleet.start();
+    await until('converged', () => s.fleet.converged() && s.api.slices.size === 2);
+    s.faults.fail('patchFaultStatus', 8);
+    s.faults.put(fault('xid', { nodeName: 'node-0', indexes: [1], fault: { type: 'Xid', xid: 79 } }));
+    await until(
+      'the status, once the API server takes it',
+      () => reported(s.faults, 'xid').length === 1,
+      30_000,
+    );
+    const delays = lines
+      .filter((l) => l.msg === 'writing the fault status failed; again later')
+      .map((l) => l.retryInMs);
+    assert.deepEqual(delays, [2, 4, 8, 16, 32, 60, 60, 60]);
   });
 });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Exports } from '../../src/local-cluster/cluster.js';
 import { GPUFAULT_CRD, parseGpuFault } from '../../src/model/fault/resource.js';
+import { totalsOf } from '../../src/model/fault/status.js';
 import { kubectl, mustKubectl, TEST_NODE, testCluster } from '../support/cluster.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
@@ -197,13 +198,23 @@ describe('GpuFault on the API server', () => {
               observedGeneration: 1,
             },
           },
-          hits: 1,
+          writers: {
+            [NOWHERE]: { nodes: 1, devices: 1 },
+            'fleet:all': { nodes: 50_000, devices: 400_000, unlistedNodes: 49_900 },
+          },
+          hits: 400_001,
+          nodesHit: 50_001,
+          unlistedNodes: 49_900,
         },
       }),
     ]);
     assert.equal(status.code, 0, status.err);
     const f = parseGpuFault(JSON.parse(mustKubectl(e, ['get', 'gf', 'it-immutable', '-o', 'json'])));
     assert.equal(f.status?.nodes?.[NOWHERE]?.devices[0]?.taint?.value, '79');
+    // Kept, not pruned: the CRD's schema has the counts.
+    assert.deepEqual(totalsOf(f), { hits: 400_001, nodesHit: 50_001, unlistedNodes: 49_900 });
+    const { hits, nodesHit, unlistedNodes } = f.status ?? {};
+    assert.deepEqual([hits, nodesHit, unlistedNodes], [400_001, 50_001, 49_900]);
   });
 
   it('fault inject refuses a node the cluster lacks, in one line; inject, list and clear work', () => {
@@ -232,10 +243,10 @@ describe('GpuFault on the API server', () => {
     assert.match(name, new RegExp(`^xid-79-${TEST_NODE}-[a-z0-9]{5}$`));
     const list = fakegpu('fault', 'list');
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /^NAME\s+FAULT\s+TARGET\s+START\s+REPAIR\s+HITS$/m);
+    assert.match(list.stdout, /^NAME\s+FAULT\s+TARGET\s+START\s+REPAIR\s+HITS\s+NODES$/m);
     assert.match(
       list.stdout,
-      new RegExp(`^${name}\\s+Xid 79\\s+${TEST_NODE}: gpu-0\\s+\\d{4}-.*Z\\s+-\\s+0$`, 'm'),
+      new RegExp(`^${name}\\s+Xid 79\\s+${TEST_NODE}: gpu-0\\s+\\d{4}-.*Z\\s+-\\s+0\\s+0$`, 'm'),
     );
     const selector = fakegpu(
       'fault',

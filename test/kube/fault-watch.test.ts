@@ -76,7 +76,7 @@ describe('the GpuFault API adapter', () => {
       const sent = JSON.parse(post.body) as { metadata: { generateName: string } };
       assert.equal(sent.metadata.generateName, 'xid-79-n1-');
       assert.equal(patch.type, MERGE_PATCH);
-      assert.deepEqual(JSON.parse(patch.body), { status: { nodes: { n1: null } } });
+      assert.deepEqual(JSON.parse(patch.body), { status: { nodes: { n1: null }, writers: { n1: null } } });
       assert.equal(del.type, undefined, 'no body, no content type');
     } finally {
       await s.close();

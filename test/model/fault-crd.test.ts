@@ -65,7 +65,7 @@ describe('the GpuFault CRD', () => {
     assert.deepEqual(v.subresources, { status: {} });
     assert.deepEqual(
       (v.additionalPrinterColumns ?? []).map((p) => p.name),
-      ['Fault', 'XID', 'Node', 'Selector', 'Hits', 'Start', 'Repair', 'Age'],
+      ['Fault', 'XID', 'Node', 'Selector', 'Hits', 'Nodes', 'Start', 'Repair', 'Age'],
     );
   });
 
@@ -121,6 +121,9 @@ describe('the GpuFault CRD', () => {
     assert.equal(at(node, 'devices').maxItems, FAULT_LIMITS.statusDevices);
     assert.equal(at(node, 'message').maxLength, FAULT_LIMITS.message);
     assert.deepEqual(at(node, 'devices', '[]', 'taint', 'effect').enum, [...TAINT_EFFECTS]);
+    assert.equal(at(s, 'status', 'nodes').maxProperties, FAULT_LIMITS.statusNodes);
+    assert.equal(at(s, 'status', 'writers').maxProperties, FAULT_LIMITS.statusWriters);
+    assert.deepEqual(at(s, 'status', 'writers', '{}').required, ['nodes', 'devices']);
   });
 
   it('words each CEL rule as the parser does, so the plugin reports what the API server would', () => {

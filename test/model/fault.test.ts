@@ -13,11 +13,15 @@ import { faultHash, matchesNode, selectTargets, type FaultGpu } from '../../src/
 import { formatSelector, parseSelector, selectorMatches } from '../../src/model/fault/selector.js';
 import {
   entryUnchanged,
+  fleetWriter,
   hitsOf,
+  LISTED_DEVICES,
+  LISTED_NODES,
   invalidPatch,
   nodesStatusPatch,
   nodeStatusPatch,
   summaryPatch,
+  totalsOf,
 } from '../../src/model/fault/status.js';
 import { mergePatch } from '../support/fake-faults.js';
 
@@ -457,67 +461,125 @@ describe('status patches', () => {
     };
     status = (mergePatch({ status }, nodeStatusPatch('n1', entry(['gpu-0', 'gpu-2']))) as { status: unknown })
       .status;
-    assert.deepEqual(status, { nodes: { n1: entry(['gpu-0', 'gpu-2']), n2: entry(['gpu-1']) } });
+    const counts = { n1: { nodes: 1, devices: 2 } };
+    assert.deepEqual(status, {
+      nodes: { n1: entry(['gpu-0', 'gpu-2']), n2: entry(['gpu-1']) },
+      writers: counts,
+    });
     status = (mergePatch({ status }, nodeStatusPatch('n2', null)) as { status: unknown }).status;
-    assert.deepEqual(status, { nodes: { n1: entry(['gpu-0', 'gpu-2']) } });
+    assert.deepEqual(status, { nodes: { n1: entry(['gpu-0', 'gpu-2']) }, writers: counts });
   });
 
-  it('many nodes in one patch: empty entries removed, devices past the budget counted, not listed', () => {
+  it("a plugin's entry comes with its counts; null removes both", () => {
+    const p = nodeStatusPatch('n1', entry(['gpu-0', 'gpu-2'], { unlisted: 1 }));
+    assert.deepEqual(p.status.writers, { n1: { nodes: 1, devices: 3, unlistedNodes: null } });
+    assert.deepEqual(nodeStatusPatch('n1', entry([], { message: 'x' })).status.writers, {
+      n1: { nodes: 0, devices: 0, unlistedNodes: null },
+    });
+    assert.deepEqual(nodeStatusPatch('n1', null).status, { nodes: { n1: null }, writers: { n1: null } });
+  });
+
+  it("a fleet's patch: its counts, empty entries left out, devices past the budget counted, nodes past it too", () => {
     const p = nodesStatusPatch(
+      'fleet:all',
       new Map([
         ['b', entry(['gpu-0', 'gpu-1'])],
         ['a', entry(['gpu-0', 'gpu-1', 'gpu-2'])],
         ['c', entry([])],
         ['d', entry([], { message: 'index 9 is not on this node' })],
-        ['e', null],
+        ['e', entry(['gpu-5'])],
+        ['f', entry(['gpu-6'])],
       ]),
-      4,
+      ['old', 'a'],
+      { nodes: 3, devices: 4 },
     );
     const nodes = p.status.nodes ?? {};
-    assert.deepEqual(Object.keys(nodes), ['a', 'b', 'c', 'd', 'e']);
+    assert.deepEqual(Object.keys(nodes).sort(), ['a', 'b', 'd', 'old']);
+    assert.equal(nodes['old'], null, 'listed before, not now: removed');
     assert.equal(nodes['a']?.devices.length, 3);
     assert.equal(nodes['a'].unlisted, null);
     assert.equal(nodes['b']?.devices.length, 1);
     assert.equal(nodes['b'].unlisted, 1);
-    assert.equal(nodes['c'], null);
     assert.equal(nodes['d']?.message, 'index 9 is not on this node');
-    assert.equal(nodes['e'], null);
-    const merged = mergePatch({}, p) as GpuFault;
-    assert.equal(hitsOf(merged), 5);
+    assert.deepEqual(p.status.writers, { 'fleet:all': { nodes: 4, devices: 7, unlistedNodes: 2 } });
+    const merged = mergePatch({ status: { nodes: { old: entry(['gpu-1']) } } }, p) as GpuFault;
+    assert.deepEqual(totalsOf(merged), { hits: 7, nodesHit: 4, unlistedNodes: 2 });
+    // Nothing hit any more: the fleet's counts go too.
+    assert.deepEqual(nodesStatusPatch('fleet:all', new Map(), ['a']).status, {
+      nodes: { a: null },
+      writers: { 'fleet:all': null },
+    });
+  });
+
+  it('50,000 nodes of a fleet and a plugin: a status under 64 KiB, fast, with counts right and the rest said', () => {
+    const entries = new Map<string, NodeFaultStatus>();
+    for (let i = 0; i < 50_000; i++)
+      entries.set(`kwok-${String(i).padStart(5, '0')}`, entry(['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3']));
+    const t0 = performance.now();
+    const fleet = nodesStatusPatch(fleetWriter(), entries);
+    let status = mergePatch({}, fleet) as GpuFault;
+    status = mergePatch(status, nodeStatusPatch('real-1', entry(['gpu-7'], { unlisted: 1 }))) as GpuFault;
+    const f = mergePatch(
+      status,
+      summaryPatch(status, (w) => w === 'fleet:all'),
+    ) as GpuFault;
+    const text = JSON.stringify(f);
+    const ms = performance.now() - t0;
+    assert.ok(text.length < 64 * 1024, `${text.length} bytes`);
+    assert.ok(JSON.stringify(fleet).length < 64 * 1024, 'the patch itself too');
+    assert.ok(ms < 500, `${ms.toFixed(0)} ms`);
+    assert.equal(Object.keys(f.status?.nodes ?? {}).length, LISTED_NODES + 1);
+    const listedDevices = Object.values(f.status?.nodes ?? {}).reduce((n, e) => n + e.devices.length, 0);
+    assert.equal(listedDevices, LISTED_DEVICES + 1);
+    assert.deepEqual(
+      { hits: f.status?.hits, nodesHit: f.status?.nodesHit, unlistedNodes: f.status?.unlistedNodes },
+      { hits: 200_002, nodesHit: 50_001, unlistedNodes: 50_000 - LISTED_NODES },
+    );
   });
 
   it('knows when a write would change nothing', () => {
-    const f = fault(base, { status: { nodes: { n1: entry(['gpu-0']) } } });
+    const counts = { n1: { nodes: 1, devices: 1 } };
+    const f = fault(base, { status: { nodes: { n1: entry(['gpu-0']) }, writers: counts } });
     assert.ok(entryUnchanged(f, 'n1', entry(['gpu-0'])));
     assert.ok(!entryUnchanged(f, 'n1', entry(['gpu-0'], { message: 'x' })));
     assert.ok(!entryUnchanged(f, 'n1', entry(['gpu-0'], { observedGeneration: 2 })));
+    assert.ok(!entryUnchanged(f, 'n1', entry(['gpu-0'], { unlisted: 1 })));
     assert.ok(!entryUnchanged(f, 'n1', null));
     assert.ok(entryUnchanged(f, 'n2', null));
     assert.ok(!entryUnchanged(f, 'n2', entry([])));
+    const noCounts = fault(base, { status: { nodes: { n1: entry(['gpu-0']) } } });
+    assert.ok(!entryUnchanged(noCounts, 'n1', entry(['gpu-0'])), 'an entry from before counts were written');
   });
 
-  it('hits: only the writer of the first node entry fixes the sum; 0 by anyone once no entry is left', () => {
+  it('totals: only the first writer by name fixes the sums; 0s by anyone once no writer is left', () => {
     const f = fault(base, {
-      status: { nodes: { b: entry(['gpu-0']), a: entry(['gpu-0'], { unlisted: 2 }) } },
+      status: {
+        writers: {
+          b: { nodes: 1, devices: 1 },
+          'fleet:all': { nodes: 10, devices: 30, unlistedNodes: 2 },
+        },
+      },
     });
-    assert.equal(hitsOf(f), 4);
+    assert.equal(hitsOf(f), 31);
     assert.deepEqual(
-      summaryPatch(f, (n) => n === 'a'),
-      { status: { hits: 4 } },
+      summaryPatch(f, (w) => w === 'b'),
+      { status: { hits: 31, nodesHit: 11, unlistedNodes: 2 } },
     );
     assert.equal(
-      summaryPatch(f, (n) => n === 'b'),
+      summaryPatch(f, (w) => w === 'fleet:all'),
       null,
     );
-    const settled = fault(base, { status: { nodes: { a: entry(['gpu-0']) }, hits: 1 } });
+    const settled = fault(base, {
+      status: { writers: { a: { nodes: 1, devices: 1 } }, hits: 1, nodesHit: 1, unlistedNodes: 0 },
+    });
     assert.equal(
       summaryPatch(settled, () => true),
       null,
     );
-    const emptied = fault(base, { status: { nodes: {}, hits: 3 } });
+    const emptied = fault(base, { status: { writers: {}, hits: 3, nodesHit: 1 } });
     assert.deepEqual(
       summaryPatch(emptied, () => false),
-      { status: { hits: 0 } },
+      { status: { hits: 0, nodesHit: 0, unlistedNodes: 0 } },
     );
     assert.equal(
       summaryPatch(fault(base), () => true),

@@ -97,18 +97,33 @@ describe('mock NVML', () => {
     writeFileSync(path, '{');
     assert.throws(
       () => new MockNvml(machine, new FileMigStateStore(path)),
-      /the NVML state file is not valid JSON \(.*\); delete it to start from the profile$/,
+      new RegExp(
+        `${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: the NVML state file is not valid JSON \\(.*\\); restart with --reset-checkpoint \\(env FAKEGPU_RESET_CHECKPOINT=true, chart value plugin.resetCheckpoint\\) to start empty; prepared claims are forgotten and what they held is swept$`,
+      ),
     );
     writeFileSync(path, '{"version": 2, "gpus": {}}');
     assert.throws(
       () => new MockNvml(machine, new FileMigStateStore(path)),
-      /the NVML state file is malformed \(.*\); delete it/,
+      /the NVML state file is malformed \(version: .*\); restart with --reset-checkpoint/,
     );
     writeFileSync(path, '{"checksum": "sha256:00", "version": 1, "gpus": {}}');
     assert.throws(
       () => new MockNvml(machine, new FileMigStateStore(path)),
-      /the NVML state file is damaged: its checksum "sha256:00" does not match its content; delete it/,
+      /the NVML state file is damaged: its checksum "sha256:00" does not match its content; restart with --reset-checkpoint/,
     );
+  });
+
+  it('with reset, sets a damaged state file aside for the profile’s state and says why', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'fakegpu-nvml-')), 'nvml-state.json');
+    writeFileSync(path, '{"checksum": "sha256:00", "version": 1, "gpus": {}}');
+    const store = new FileMigStateStore(path, true);
+    const nvml = new MockNvml(machine, store);
+    assert.match(store.resetFrom ?? '', /^the NVML state file is damaged: its checksum/);
+    assert.equal(nvml.deviceGetHandleByIndex(0).getMigDevices().length, 0);
+    // The profile's state is on disk now: the next start reads it without a reset.
+    const next = new FileMigStateStore(path);
+    assert.ok(next.load());
+    assert.equal(next.resetFrom, null);
   });
 
   it('creates the static layout of a profile at boot, one full compute instance per GPU instance', () => {

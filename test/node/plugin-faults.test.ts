@@ -35,7 +35,7 @@ function newModel(release: '0.5' | '25.12') {
 function setup(
   release: '0.5' | '25.12' = '0.5',
   model = newModel(release),
-  refresh: () => Promise<void> = () => Promise.resolve(),
+  o: { log?: typeof log; random?: () => number; refresh?: () => Promise<void> } = {},
 ) {
   const health = new NodeHealth(model.nvml, model.devices, {
     enabled: true,
@@ -54,10 +54,11 @@ function setup(
     health,
     refreshFiles: () => {
       refreshed++;
-      return refresh();
+      return (o.refresh ?? (() => Promise.resolve()))();
     },
     release,
-    log,
+    log: o.log ?? log,
+    ...(o.random ? { random: o.random } : {}),
   });
   const slices = () =>
     buildSlices(health.devices(), {
@@ -87,9 +88,10 @@ afterEach(async () => {
 describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → slices and status", () => {
   it('a disk error while applying is logged, rejects nothing, and the next change is still applied', async () => {
     let failures = 1;
-    const s = setup('0.5', newModel('0.5'), () =>
-      failures-- > 0 ? Promise.reject(new Error('ENOSPC: no space left on device')) : Promise.resolve(),
-    );
+    const s = setup('0.5', newModel('0.5'), {
+      refresh: () =>
+        failures-- > 0 ? Promise.reject(new Error('ENOSPC: no space left on device')) : Promise.resolve(),
+    });
     const unhandled: unknown[] = [];
     const seen = (reason: unknown): void => {
       unhandled.push(reason);
@@ -136,6 +138,46 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     s.api.remove('xid79');
     await until('the fault repaired in NVML', () => s.model.nvml.faults(gpu3).length === 0);
     assert.ok(s.health.taints().has('gpu-3'));
+    await s.stop();
+  });
+
+  it('a rejected status patch is written again later after each failure, with no change or publish to prompt it', async () => {
+    const lines: { msg: string; retryInMs?: number }[] = [];
+    const capture = pino(
+      { level: 'warn' },
+      {
+        write: (l: string) => {
+          lines.push(JSON.parse(l) as { msg: string; retryInMs?: number });
+        },
+      },
+    );
+    // A thousandth of each ceiling: 2 ms for the first retry, doubling.
+    const s = setup('0.5', newModel('0.5'), { log: capture, random: () => 0.001 });
+    s.health.start();
+    s.faults.start();
+    s.api.fail('patchFaultStatus', 5);
+    s.api.put(fault('xid79', { nodeName: NODE, devices: ['gpu-3'], fault: { type: 'Xid', xid: 79 } }));
+    await until('the taint', () => s.health.taints().has('gpu-3'));
+    s.faults.published(s.slices());
+    await until('the status, once the API server takes it', () => {
+      const st = (s.api.objects.get('xid79') as { status?: { writers?: Record<string, unknown> } }).status;
+      return st?.writers?.[NODE] !== undefined;
+    });
+    const delays = lines
+      .filter((l) => l.msg === 'writing the fault status failed; again later')
+      .map((l) => l.retryInMs)
+      .filter((d) => d !== undefined);
+    // A failure while a retry waits (another report) is counted, not armed: the delays only grow.
+    assert.equal(delays[0], 2);
+    assert.ok(delays.length >= 3, `${delays.join(', ')} ms`);
+    assert.ok(
+      delays.every((d, i) => i === 0 || d > (delays[i - 1] ?? 0)),
+      `${delays.join(', ')} ms`,
+    );
+    const st = (
+      s.api.objects.get('xid79') as { status: { writers: object; hits?: number; nodesHit?: number } }
+    ).status;
+    assert.deepEqual(st.writers, { [NODE]: { nodes: 1, devices: 1 } });
     await s.stop();
   });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { dial, invoke, type KubeletClient } from '../../src/node/kubelet/client.
 import { DRA_V1, startServers } from '../../src/node/kubelet/grpc.js';
 import { refuseRealDriver } from '../../src/node/plugin/preflight.js';
 import { runPlugin, type PluginOptions } from '../../src/node/plugin/run.js';
+import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { gpuClaim, NODE, nodeState } from '../support/node-state.js';
 
@@ -32,6 +33,28 @@ async function closedPort(): Promise<number> {
     }),
   );
   return port;
+}
+
+/** A kubeconfig of an API server that is down. */
+async function downKubeconfig(root: string): Promise<string> {
+  const kubeconfig = join(root, 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'c',
+          cluster: { server: `https://127.0.0.1:${await closedPort()}`, 'insecure-skip-tls-verify': true },
+        },
+      ],
+      users: [{ name: 'u', user: { token: 't' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  return kubeconfig;
 }
 
 function options(root: string, kubeconfig: string): PluginOptions {
@@ -58,24 +81,7 @@ describe('the node plugin', () => {
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-outage-'));
     const { state } = nodeState(root, 'dgx-h100', false);
     await state.prepare(gpuClaim('held', ['gpu-2']));
-    const kubeconfig = join(root, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          {
-            name: 'c',
-            cluster: { server: `https://127.0.0.1:${await closedPort()}`, 'insecure-skip-tls-verify': true },
-          },
-        ],
-        users: [{ name: 'u', user: { token: 't' } }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'x',
-      }),
-    );
-    const plugin = await runPlugin(options(root, kubeconfig));
+    const plugin = await runPlugin(options(root, await downKubeconfig(root)));
 
     try {
       const c = dial('dra-v1.proto', DRA_V1, join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
@@ -86,6 +92,47 @@ describe('the node plugin', () => {
     } finally {
       await plugin.stop();
     }
+  });
+
+  it('stops on a damaged NVML state file with one line naming it; --reset-checkpoint starts over, MIG claims included', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'fakegpu-nvml-reset-'));
+    const kubeconfig = await downKubeconfig(root);
+    const mig = { ...options(root, kubeconfig), dynamicMig: true };
+    // A first start names the machine's NVML state file.
+    await (await runPlugin(mig)).stop();
+    const [file = ''] = readdirSync(join(root, 'state')).filter((f) => /^nvml-state-.+\.json$/.test(f));
+    const nvmlPath = join(root, 'state', file);
+    // A claim holding a dynamic MIG device, then its NVML state damaged (a torn write by hand, a bad disk).
+    const { state } = nodeState(root, 'dgx-h100', true);
+    await state.prepare(gpuClaim('mig', ['gpu-0-mig-3g40gb-9-4']));
+    assert.equal(readdirSync(join(root, 'cdi')).length, 1);
+    writeFileSync(nvmlPath, '{"version": 1, "gpus": {');
+
+    const refused = await runPlugin(mig).then(
+      async (p) => {
+        await p.stop();
+        return '';
+      },
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
+    assert.match(
+      refused,
+      new RegExp(
+        `^${nvmlPath}: the NVML state file is not valid JSON \\(.*\\); restart with --reset-checkpoint `,
+      ),
+    );
+    assert.ok(!refused.includes('\n'), refused);
+
+    const plugin = await runPlugin({ ...mig, resetCheckpoint: true });
+    await plugin.stop();
+    const checkpoint = JSON.parse(readFileSync(join(root, 'state', 'checkpoint.json'), 'utf8')) as {
+      preparedClaims: object;
+    };
+    assert.deepEqual(checkpoint.preparedClaims, {}, 'the claim whose MIG device went with the state');
+    assert.deepEqual(readdirSync(join(root, 'cdi')), [], 'its CDI spec swept');
+    const fresh = new FileMigStateStore(nvmlPath).load();
+    assert.ok(fresh, 'the profile’s state written in its place');
+    assert.ok(Object.values(fresh.gpus).every((g) => g.gpuInstances.length === 0));
   });
 
   it('touches nothing of a plugin that still serves the node: no rollback, no sweep', async () => {

@@ -4,6 +4,7 @@ import { listPage, type ListQuery, type Page } from '../api.js';
 import { ApiClient, ApiError, clientOf, type WatchSource, type WrittenRef } from '../client.js';
 import { GPUFAULTS_PATH, type NewGpuFault } from '../../model/fault/resource.js';
 import type { StatusPatch } from '../../model/fault/status.js';
+import type { BackoffPolicy } from '../backoff.js';
 
 /**
  * What the plugin, the fleet and the CLI ask of the API server about GpuFaults, as one interface: the
@@ -23,6 +24,12 @@ export interface FaultApi extends WatchSource {
 }
 
 export const MERGE_PATCH = 'application/merge-patch+json';
+
+/**
+ * Retrying a status patch the API server rejected. A status is not urgent, and one it refuses (too
+ * large, against the CRD) is likely refused again: a minute between tries at most.
+ */
+export const STATUS_BACKOFF: BackoffPolicy = { baseMs: 1000, capMs: 60_000 };
 
 function path(name: string): string {
   return `${GPUFAULTS_PATH}/${encodeURIComponent(name)}`;

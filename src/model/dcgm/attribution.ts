@@ -1,6 +1,6 @@
 import { FakegpuError } from '../../errors.js';
 import type { ListedClaim } from '../../kube/types/claim.js';
-import { loadOf, type Load } from './load.js';
+import { keptValue, LOAD_ANNOTATIONS, loadOf, type Load } from './load.js';
 
 /**
  * Which pod holds which device, as dcgm-exporter works it out with DRA: a claim's allocation names the
@@ -128,6 +128,19 @@ interface PodObject {
   };
 }
 
+/**
+ * Of a pod's annotations, those of its load, a long value cut: a cache of every pod with a claim would
+ * otherwise hold everything every tool writes there.
+ */
+function loadAnnotations(all: Record<string, string> | undefined): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const k of LOAD_ANNOTATIONS) {
+    const v = all?.[k];
+    if (typeof v === 'string') kept[k] = keptValue(v);
+  }
+  return kept;
+}
+
 /** A pod reduced to what attribution reads; null: a pod without claims, or one that has finished. */
 export function podView(obj: unknown): PodView | null {
   const p = obj as PodObject;
@@ -143,7 +156,7 @@ export function podView(obj: unknown): PodView | null {
   return {
     namespace: p.metadata?.namespace ?? '',
     name: p.metadata?.name ?? '',
-    annotations: p.metadata?.annotations ?? {},
+    annotations: loadAnnotations(p.metadata?.annotations),
     startedAtMs: Number.isNaN(started) ? 0 : started,
     containers: (p.spec?.containers ?? []).map((c) => ({
       name: c.name ?? '',

@@ -8,6 +8,15 @@ import { FakegpuError } from '../../errors.js';
 
 export const UTIL_ANNOTATION = 'fakegpu.dev/gpu-util';
 export const MEMORY_ANNOTATION = 'fakegpu.dev/gpu-memory';
+/** The only annotations the load is read from: a pod cache keeps these and no others. */
+export const LOAD_ANNOTATIONS = [UTIL_ANNOTATION, MEMORY_ANNOTATION] as const;
+/**
+ * Far longer than any pattern a person writes (a `steps(...)` of a hundred steps): a longer value is
+ * refused, so a cache need keep no more than this of one (`keptValue`).
+ */
+export const MAX_PATTERN = 4096;
+/** Of a bad value, a message quotes this much: a message is kept per pod and sent as an event. */
+export const QUOTED = 100;
 
 export type Pattern =
   | { kind: 'level'; percent: number }
@@ -49,10 +58,22 @@ function seconds(s: string, bad: () => FakegpuError): number {
   return Number(m[1]) * UNIT_S[m[2] as keyof typeof UNIT_S];
 }
 
+/** A value as a message quotes it: at most `QUOTED` characters of it, and how long it was if longer. */
+export function quoted(value: string): string {
+  if (value.length <= QUOTED) return JSON.stringify(value);
+  const length = value.length > MAX_PATTERN ? `over ${MAX_PATTERN}` : String(value.length);
+  return `${JSON.stringify(value.slice(0, QUOTED))}... (${length} characters)`;
+}
+
+/** What of a value a cache keeps: all of any that may parse, and just enough of a longer one to refuse it. */
+export function keptValue(value: string): string {
+  return value.length > MAX_PATTERN ? value.slice(0, MAX_PATTERN + 1) : value;
+}
+
 /** One annotation's value; `field` names it in the one-line error. */
 export function parsePattern(value: string, field: string): Pattern {
-  const bad = () =>
-    new FakegpuError(field, `${JSON.stringify(value)} is not a load pattern; expected ${ALLOWED}`);
+  const bad = () => new FakegpuError(field, `${quoted(value)} is not a load pattern; expected ${ALLOWED}`);
+  if (value.length > MAX_PATTERN) throw bad();
   const v = value.trim();
   const call = /^(sine|steps)\((.*)\)$/.exec(v);
   if (!call) return { kind: 'level', percent: percent(v, bad) };

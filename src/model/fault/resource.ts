@@ -34,8 +34,13 @@ export const FAULT_LIMITS = {
   /** Hit devices listed in one node's status entry. */
   statusDevices: 1024,
   message: 1024,
-  /** Nodes with an entry in a fault's status: the largest fleet a fault is meant to reach. */
+  /**
+   * Node entries in a fault's status: each fleet lists at most `LISTED_NODES` of its nodes, so this many
+   * leaves room for a plugin on every real node beside them.
+   */
   statusNodes: 20_000,
+  /** Writers with counts in a fault's status: each node plugin, and each fleet. */
+  statusWriters: 20_000,
 } as const;
 
 /** How many ECC errors when `count` is not given. */
@@ -263,12 +268,40 @@ export const Condition = z.object({
 });
 export type Condition = z.infer<typeof Condition>;
 
+/** What one writer (a node's plugin, or a fleet for all its nodes) found the fault hit. */
+export const WriterFaultStatus = z.object({
+  nodes: z.number().int().min(0).describe('Nodes where the fault hit a device.'),
+  devices: z.number().int().min(0).describe('Devices hit on them.'),
+  unlistedNodes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Of those nodes, how many have no entry under nodes (a fleet lists the first 100 by name).'),
+});
+export type WriterFaultStatus = z.infer<typeof WriterFaultStatus>;
+
 export const GpuFaultStatus = z.object({
   nodes: z
     .record(z.string(), NodeFaultStatus)
     .optional()
-    .describe("What each node's writer did, by node name; each writer patches only its own nodes."),
+    .describe(
+      "What the writers did on some nodes, by node name: a plugin's own node, a fleet's first 100 by name.",
+    ),
+  writers: z
+    .record(z.string(), WriterFaultStatus)
+    .optional()
+    .describe(
+      'What each writer found, counted over all its nodes: a plugin by its node name, a fleet as "fleet:<selection>". Each writer patches only its own.',
+    ),
   hits: z.number().int().min(0).optional().describe('Devices hit on all nodes together.'),
+  nodesHit: z.number().int().min(0).optional().describe('Nodes hit, all together.'),
+  unlistedNodes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Of the nodes hit, how many have no entry under nodes.'),
   conditions: z.array(Condition).max(8).optional(),
 });
 export type GpuFaultStatus = z.infer<typeof GpuFaultStatus>;

@@ -6,7 +6,7 @@ import { entitiesOf } from '../../model/dcgm/entities.js';
 import { DcgmExporter } from '../../model/dcgm/exporter.js';
 import type { Style } from '../../model/dcgm/exposition.js';
 import { serveDcgm } from '../../process/dcgm-server.js';
-import { badLoadReporter, podInformer } from '../../kube/dcgm-sources.js';
+import { BadLoadReporter, podInformer } from '../../kube/dcgm-sources.js';
 import { healthOf } from '../../model/dcgm/values.js';
 import type { Machine } from '../../model/hardware/machine.js';
 import { KubeApi } from '../../kube/api.js';
@@ -34,7 +34,7 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
   const exporter = new DcgmExporter({ style: o.style });
   const pods = podInformer(clientOf(o.kc), o.log, o.nodeName);
   pods.start();
-  const bad = badLoadReporter(new KubeApi(o.kc), o.log, 'plugin');
+  const bad = new BadLoadReporter(new KubeApi(o.kc), o.log, 'plugin');
   const entities = entitiesOf(o.machine);
   const scrape = (): Iterable<string> => {
     const claims: ClaimView[] = o.checkpoint
@@ -45,7 +45,10 @@ export async function startNodeDcgm(o: NodeDcgmOptions): Promise<{ stop(): Promi
         name: c.name,
         results: c.devices.map((d) => ({ driver: o.driverName, pool: d.poolName, device: d.deviceName })),
       }));
-    const attribution = attribute(claims, pods.snapshot() ?? [], o.driverName, bad);
+    const live = pods.snapshot();
+    const attribution = attribute(claims, live ?? [], o.driverName, bad.report);
+    // Before the first list there is nothing to go by: what was told stays until there is.
+    if (live) bad.keepOnly(live);
     const node = {
       node: o.nodeName,
       driverVersion: o.machine.driverVersion,

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../../model/device/release.js';
 import { hitsOn, nvmlFaultsOf, outcome, targetName, type NodeHit } from '../../model/fault/apply.js';
-import { apiFailure, type FaultApi } from '../../kube/gpufault/api.js';
+import { apiFailure, STATUS_BACKOFF, type FaultApi } from '../../kube/gpufault/api.js';
+import { fullJitter } from '../../kube/backoff.js';
 import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../../model/fault/resource.js';
 import {
   apiTime,
@@ -42,6 +43,8 @@ export interface NodeFaultsOptions {
   release: DriverRelease;
   log: Logger;
   now?: () => Date;
+  /** The backoff's random source, for tests. */
+  random?: () => number;
 }
 
 export class NodeFaults {
@@ -55,6 +58,10 @@ export class NodeFaults {
   private lastSlices: readonly ResourceSlice[] = [];
   private applying: Promise<void> = Promise.resolve();
   private readonly now: () => Date;
+  /** Status patches rejected in a row, and the report that will try them again. */
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+  private stopped = false;
   private markSynced: () => void = () => undefined;
   /** Settles once the first list of GpuFaults is in NVML. */
   readonly synced = new Promise<void>((resolve) => {
@@ -95,6 +102,8 @@ export class NodeFaults {
   }
 
   stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
     this.watcher.stop();
     this.markSynced();
     return this.applying;
@@ -202,9 +211,28 @@ export class NodeFaults {
   private async patch(name: string, p: StatusPatch): Promise<void> {
     try {
       await this.o.api.patchFaultStatus(name, p);
+      this.failures = 0;
     } catch (e) {
-      // The next change or publish writes it again.
-      this.o.log.warn({ fault: name, err: apiFailure(e) }, 'writing the fault status failed');
+      this.failures++;
+      this.o.log.warn(
+        { fault: name, err: apiFailure(e), failures: this.failures, retryInMs: this.retryLater() },
+        'writing the fault status failed; again later',
+      );
     }
+  }
+
+  /**
+   * A report again after a backoff (unless a change or publish comes first): what was rejected is
+   * written from the objects as they are then, later after each failure in a row.
+   */
+  private retryLater(): number | undefined {
+    if (this.retry !== undefined || this.stopped) return undefined;
+    const ms = fullJitter(this.failures, STATUS_BACKOFF, this.o.random);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.report();
+    }, ms);
+    this.retry.unref();
+    return ms;
   }
 }

@@ -116,8 +116,13 @@ async function refuseSecondPlugin(o: PluginOptions): Promise<void> {
   }
 }
 
-function nodeModel(o: PluginOptions, profile: ResolvedProfile): NodeModel {
-  return modelNode(profile, {
+/** The node's model, and the NVML state file its MIG state was read from. */
+function nodeModel(
+  o: PluginOptions,
+  profile: ResolvedProfile,
+): { model: NodeModel; nvmlState: () => FileMigStateStore | undefined } {
+  let store: FileMigStateStore | undefined;
+  const model = modelNode(profile, {
     nodeName: o.nodeName,
     dynamicMig: o.dynamicMig,
     driverVersion: o.driverVersion,
@@ -125,19 +130,47 @@ function nodeModel(o: PluginOptions, profile: ResolvedProfile): NodeModel {
     kubernetesVersion: { major: 1, minor: 37, patch: 0 } satisfies Semver,
     release: o.release,
     // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
-    migState: (machine) => new FileMigStateStore(join(o.stateDir, `nvml-state-${machineKey(machine)}.json`)),
+    migState: (machine) =>
+      (store = new FileMigStateStore(
+        join(o.stateDir, `nvml-state-${machineKey(machine)}.json`),
+        o.resetCheckpoint,
+      )),
   });
+  return { model, nvmlState: () => store };
+}
+
+/**
+ * NVML's state set aside for the profile's (`--reset-checkpoint` over a damaged file) took the dynamic
+ * MIG devices with it, and a claim could hold one: every prepared claim is forgotten, as a reset
+ * checkpoint's are, and the restore's sweep takes their files. A checkpoint reset the other way needs
+ * nothing here: the sweep removes the MIG instances no claim holds.
+ */
+function forgetClaimsIfNvmlReset(
+  nvml: FileMigStateStore | undefined,
+  checkpoint: CheckpointStore,
+  log: Logger,
+): void {
+  if (!nvml?.resetFrom) return;
+  const claims = checkpoint.all().map(([uid]) => uid);
+  for (const uid of claims) checkpoint.delete(uid);
+  checkpoint.flush();
+  log.warn(
+    { nvmlState: nvml.path, why: nvml.resetFrom, forgotten: claims },
+    'started with the profile’s NVML state and no prepared claims (--reset-checkpoint)',
+  );
 }
 
 /** NVIDIA's GPU driver: its claims, slices, health and (unless the slices come from a file) faults. */
 function gpuDriver(
   o: PluginOptions,
-  model: NodeModel,
+  node: ReturnType<typeof nodeModel>,
   health: NodeHealth,
   kc: KubeConfig,
   log: Logger,
 ): { driver: Driver; checkpoint: CheckpointStore; faults: NodeFaults | null } {
+  const { model } = node;
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
+  forgetClaimsIfNvmlReset(node.nvmlState(), checkpoint, log);
   const gpuState = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
     driverName: o.driverName,
     nodeName: o.nodeName,
@@ -308,14 +341,15 @@ async function startPlugin(
   },
 ): Promise<RunningPlugin> {
   const { kc, m, log } = c;
-  const model = nodeModel(o, await chooseProfile(o, kc, log));
+  const node = nodeModel(o, await chooseProfile(o, kc, log));
+  const { model } = node;
   const health = new NodeHealth(model.nvml, model.devices, {
     enabled: o.gates.NVMLDeviceHealthCheck === true,
     release: o.release,
     ignoredXids: o.ignoredXids ?? ignoredXids(''),
     log,
   });
-  const gpu = gpuDriver(o, model, health, kc, log);
+  const gpu = gpuDriver(o, node, health, kc, log);
   const nics = nicDriver(o, model);
   // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
   const domains =

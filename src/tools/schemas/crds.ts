@@ -101,6 +101,7 @@ export const KUBERNETES_EXTRAS: Readonly<Record<string, Extras>> = {
     'spec.start': TIME,
     'spec.repair': TIME,
     'status.nodes': { maxProperties: FAULT_LIMITS.statusNodes },
+    'status.writers': { maxProperties: FAULT_LIMITS.statusWriters },
     'status.nodes{}.devices[].publishedAt': { format: 'date-time' },
     'status.nodes{}.observedGeneration': INT64,
     'status.conditions': { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
@@ -169,8 +170,10 @@ daemon updates its own entry with a plain write. Its schema is src/model/compute
     file: 'gpufault.yaml',
     header: `GpuFault: a GPU failure as NVIDIA's driver would see it through NVML (an XID, ECC errors, a lost GPU,
 a GPU it cannot monitor), injected on real nodes (the node plugin) and on KWOK nodes (the fleet).
-Each writer reads the spec and records what it did under status.nodes.<its node>, a map so that
-every writer merge-patches its own entry without conflicts. Limits are on every list and string so
+Each writer (a node's plugin, a fleet) reads the spec and records its counts under
+status.writers.<writer> and some nodes' details under status.nodes.<node> (a fleet lists at most 100
+of its nodes), maps so that every writer merge-patches its own entries without conflicts; the first
+writer by name sums them into hits, nodesHit and unlistedNodes. Limits are on every list and string so
 that the API server can bound the cost of the CEL rules. Its schema is src/model/fault/resource.ts.`,
     group: GROUP,
     kind: GPUFAULT_KIND,
@@ -185,6 +188,7 @@ that the API server can bound the cost of the CEL rules. Its schema is src/model
       column('Node', 'string', '.spec.nodeName'),
       column('Selector', 'string', '.spec.nodeSelector'),
       column('Hits', 'integer', '.status.hits'),
+      column('Nodes', 'integer', '.status.nodesHit'),
       column('Start', 'date', '.spec.start', 1),
       column('Repair', 'date', '.spec.repair', 1),
       column('Age', 'date', '.metadata.creationTimestamp'),
