@@ -168,13 +168,17 @@ async function attempt(write: Promise<unknown>): Promise<Result> {
   }
 }
 
+/** Every check's failure, asserted empty at the end: one run shows all of them, not only the first. */
+const gaps: string[] = [];
+
 function refused(r: Result, what: string, message: RegExp): void {
-  assert.notEqual(r.code, 0, `${what}: allowed (${r.out.trim()} ${r.err.trim()})`);
-  assert.match(r.err, message, what);
+  if (r.code === 0) gaps.push(`${what}: allowed`);
+  else if (!message.test(r.err))
+    gaps.push(`${what}: refused, but not with ${String(message)}: ${r.err.trim()}`);
 }
 
 function allowed(r: Result, what: string): void {
-  assert.equal(r.code, 0, `${what}: ${r.err}`);
+  if (r.code !== 0) gaps.push(`${what}: refused: ${r.err.trim()}`);
 }
 
 describe('the chart gives each account only what its code does', () => {
@@ -272,22 +276,22 @@ describe('the chart gives each account only what its code does', () => {
       assert.deepEqual(who.status.userInfo.extra?.['authentication.kubernetes.io/node-name'], [OWN]);
 
       const mine = `the fakegpu plugin on node ${OWN}`;
-      // Admission picks the new policy up a moment later.
-      let last = '';
-      let tries = 0;
-      try {
-        await eventually('the policy to refuse another node', () => {
-          // A new value each time: kubectl sends nothing for a label that already has its value.
-          tries += 1;
-          const r = plugin(['label', 'node', OTHER, `${GPU_CLIQUE_LABEL}=x.${tries}`, '--overwrite']);
-          last = r.code === 0 ? 'labelled' : r.err;
-          return r.code !== 0 && r.err.includes(`${mine} may not write node ${OTHER}`) ? true : undefined;
-        });
-      } catch (err) {
-        throw new Error(`${String(err)}; last attempt: ${last}`, { cause: err });
-      }
+      // Admission picks the new policy up a moment later: a slice of another node is what every
+      // version of it refuses.
+      await eventually('the policy to refuse another node', () => {
+        const r = plugin(['create', '-f', '-'], slice('rbac-node-other', OTHER, OTHER));
+        return r.code !== 0 && r.err.includes(`${mine} may not write ResourceSlices of node`)
+          ? true
+          : undefined;
+      });
+      gaps.length = 0;
 
       // Nodes: only its own, only the labels its code writes.
+      refused(
+        plugin(['label', 'node', OTHER, `${GPU_CLIQUE_LABEL}=x.1`]),
+        "another node's owned label",
+        /may not write node/,
+      );
       refused(plugin(['taint', 'node', OTHER, 'k=v:NoSchedule']), 'taint another node', /may not write node/);
       refused(
         plugin(['label', 'node', OTHER, 'keep=x', '--overwrite']),
@@ -420,16 +424,27 @@ describe('the chart gives each account only what its code does', () => {
       const fleet = (args: string[]): Result => kubectl({ ...e, KUBECONFIG: fleetPath }, args);
       const fleetApi = writerOf(fleetPath);
       const onlyFleet = /the fakegpu fleet may change only the labels/;
-      refused(fleet(['taint', 'node', OTHER, 'k=v:NoSchedule']), 'fleet taints a node', onlyFleet);
+      refused(fleet(['taint', 'node', OTHER, 'fleet=v:NoSchedule']), 'fleet taints a node', onlyFleet);
       refused(fleet(['label', 'node', OTHER, 'keep=x', '--overwrite']), 'fleet relabels a node', onlyFleet);
       refused(await attempt(fleetApi.image(podPath('tok-plugin-pod'))), 'fleet changes an image', onlyFleet);
-      allowed(fleet(['label', 'node', OTHER, `${GPU_CLIQUE_LABEL}=c.2`]), 'fleet clique label');
+      allowed(
+        fleet(['label', 'node', OTHER, `${GPU_CLIQUE_LABEL}=c.2`, '--overwrite']),
+        'fleet clique label',
+      );
       allowed(
         await attempt(fleetApi.patch(podPath('tok-victim'), labels({ [CLIQUE_LABEL]: 'c.2' }))),
         'fleet daemon pod label',
       );
+      assert.deepEqual(gaps, []);
     } finally {
-      kubectl(e, ['delete', 'resourceslice', 'rbac-pool-own', 'rbac-pool-other', '--ignore-not-found']);
+      kubectl(e, [
+        'delete',
+        'resourceslice',
+        'rbac-pool-own',
+        'rbac-pool-other',
+        'rbac-node-other',
+        '--ignore-not-found',
+      ]);
       kubectl(e, ['delete', 'gpufault', 'rbac-fault', '--ignore-not-found']);
       // No kubelet runs these nodes' pods: nothing else would finish their deletion.
       kubectl(e, ['delete', 'pod', '--all', '-n', ns, '--force', '--grace-period=0']);
