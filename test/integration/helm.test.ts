@@ -346,7 +346,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
         throw new Error(`${String(err)}; last attempt: ${last}`, { cause: err });
       }
 
-      // GpuFaults: read them all, patch only their status (the admission policy covers slices only).
+      // GpuFaults: list and watch them all, patch only their status (its node's entry: rbac.test.ts).
       const canPlugin = (verb: string, resource: string, sub?: string): string =>
         kubectl(e, [
           'auth',
@@ -357,7 +357,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
           `system:serviceaccount:${ns}:${sa}`,
           ...(sub ? ['--subresource', sub] : []),
         ]).out.trim();
-      for (const v of ['get', 'list', 'watch'])
+      for (const v of ['list', 'watch'])
         assert.equal(canPlugin(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
       assert.equal(canPlugin('patch', 'gpufaults.fakegpu.dev', 'status'), 'yes', 'patch gpufaults/status');
       // GPU metrics: the pods of its node (a field selector RBAC cannot express), events on bad ones.
@@ -370,7 +370,15 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       // Its own node: create, update and delete all pass.
       const own = plugin(['create', '-f', '-'], slice('vap-own', TEST_NODE));
       assert.equal(own.code, 0, own.err);
-      const label = plugin(['label', 'resourceslice', 'vap-own', 'fakegpu.dev/touched=yes']);
+      // An update as the plugin writes one (a PUT: it may not get slices, as kubectl label would).
+      const touched = (name: string): string => {
+        const s = JSON.parse(mustKubectl(e, ['get', 'resourceslice', name, '-o', 'json'])) as {
+          metadata: { labels?: Record<string, string> };
+        };
+        s.metadata.labels = { ...s.metadata.labels, 'fakegpu.dev/touched': 'yes' };
+        return JSON.stringify(s);
+      };
+      const label = plugin(['replace', '-f', '-'], touched('vap-own'));
       assert.equal(label.code, 0, label.err);
       const del = plugin(['delete', 'resourceslice', 'vap-own']);
       assert.equal(del.code, 0, del.err);
@@ -378,7 +386,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       // Another node's slice, written by someone the policy does not bind: the plugin may neither
       // change nor delete it.
       mustKubectl(e, ['create', '-f', '-'], slice('vap-other', other));
-      const relabel = plugin(['label', 'resourceslice', 'vap-other', 'fakegpu.dev/touched=yes']);
+      const relabel = plugin(['replace', '-f', '-'], touched('vap-other'));
       assert.notEqual(relabel.code, 0, "update of another node's slice");
       assert.match(relabel.err, new RegExp(`may not write ResourceSlices of node ${other}`));
       const steal = plugin(['delete', 'resourceslice', 'vap-other']);
@@ -438,6 +446,8 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'RoleBinding',
       'Service',
       'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
     ]);
     // The mounted map is a pools file the fleet accepts.
     const text = fleet.find((d) => d.kind === 'ConfigMap')?.data?.['pools.yaml'] ?? '';
@@ -478,8 +488,7 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     for (const v of ['list', 'watch', 'create', 'update', 'delete'])
       assert.equal(can(v, 'resourceslices.resource.k8s.io'), 'yes', `${v} resourceslices`);
     assert.equal(can('create', 'events.events.k8s.io'), 'yes');
-    for (const v of ['get', 'list', 'watch'])
-      assert.equal(can(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
+    for (const v of ['list', 'watch']) assert.equal(can(v, 'gpufaults.fakegpu.dev'), 'yes', `${v} gpufaults`);
     assert.equal(
       kubectl(e, [
         'auth',
@@ -805,11 +814,13 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.equal(r.code, 0, r.err);
     const all = objects(r.out);
     assert.deepEqual(
-      all.filter(
-        (d) => d.metadata.name.includes('compute-domain') || d.kind === 'Role' || d.kind === 'RoleBinding',
-      ),
+      all.filter((d) => d.metadata.name.includes('compute-domain')),
       [],
     );
+    // The fleet's Role keeps its election lease only.
+    assert.deepEqual(all.find((d) => d.kind === 'Role' && d.metadata.name === 'off-fleet')?.rules, [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+    ]);
     assert.doesNotMatch(r.out, /resource\.nvidia\.com|compute-domain/);
     for (const [kind, name] of [
       ['DaemonSet', 'off-plugin'],
