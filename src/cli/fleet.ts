@@ -70,7 +70,7 @@ function servedFlags(c: Command): Command {
     .addOption(
       envOption(
         '--node-selector <labels>',
-        'label selector of the nodes to serve (default: KWOK-managed nodes and nodes with the profile label)',
+        'label selector of the KWOK-managed nodes to serve (default: all of them; a node KWOK does not manage is never served, it may run the plugin)',
         'FAKEGPU_NODE_SELECTOR',
       ),
     )
@@ -230,7 +230,6 @@ async function deleteSlices(f: Flags, cmd: Command, c: Common): Promise<void> {
   const done = await deleteFleetSlices({
     api: new KubeApi(fleetKubeConfig(f.kubeconfig, c.concurrency, c.timeoutMs)),
     nodeSelector: f.nodeSelector || undefined,
-    profileLabel: f.profileLabel,
     driverName: c.driverName,
     nics: c.nics,
     computeDomains: f.computeDomains,

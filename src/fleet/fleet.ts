@@ -46,7 +46,7 @@ import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 export interface FleetOptions {
   /** The collection run after bursts of work; default V8's memory-reducing one, where exposed. */
   collect?: (() => void) | null;
-  /** Label selector for the nodes to serve; default: nodes KWOK manages (annotation) or carrying the profile label. */
+  /** Label selector among the KWOK-managed nodes to serve (`scope.ts`: no other node is ever served). */
   nodeSelector?: string | undefined;
   /** A node label whose value names the node's profile (preset or file). */
   profileLabel: string;
@@ -267,7 +267,7 @@ export class Fleet {
   }
 
   private selected(n: Meta): boolean {
-    return servesNode(this.o, n);
+    return servesNode(n);
   }
 
   /**
