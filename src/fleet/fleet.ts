@@ -99,6 +99,15 @@ export interface FleetStats extends FleetCounters {
   slices: number;
 }
 
+/** A proxied cluster is refused before anything starts: the pooled agents connect directly. */
+export function checkNoProxy(kc: PooledKubeConfig): void {
+  if (kc.getCurrentCluster()?.proxyUrl)
+    throw new FakegpuError(
+      '--kubeconfig',
+      'a cluster reached through proxy-url is not supported by the fleet',
+    );
+}
+
 export class Fleet {
   private readonly api: ClusterApi;
   private readonly nodes = new Map<string, NodeState>();
@@ -133,11 +142,7 @@ export class Fleet {
     kc: PooledKubeConfig,
     private readonly o: FleetOptions,
   ) {
-    if (kc.getCurrentCluster()?.proxyUrl)
-      throw new FakegpuError(
-        '--kubeconfig',
-        'a cluster reached through proxy-url is not supported by the fleet',
-      );
+    checkNoProxy(kc);
     this.api = o.api ?? new KubeApi(kc);
     this.settler = new MemorySettler({
       // A scrape counts as a burst of its own: its garbage goes once the fleet is quiet again.
