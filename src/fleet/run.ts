@@ -115,7 +115,14 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
     await probes?.close();
     throw e;
   }
-  elected.start();
+  try {
+    // Without election the fleet is built here, and a refusal of its options ends the start.
+    elected.start();
+  } catch (e) {
+    await dcgmServer?.close();
+    await probes?.close();
+    throw e;
+  }
   return stoppable(elected, probes, dcgmServer);
 }
 
