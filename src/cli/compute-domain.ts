@@ -9,12 +9,16 @@ import {
   checkEndpoint,
   checkKubeconfig,
   driverNamespaceOption,
+  checkLeaderElection,
   envOption,
   kubeconfigOption,
+  leaderElectionOptions,
   sourceOf,
+  type LeaderElectionFlags,
 } from './options.js';
+import { leaseIdentity } from '../kube/lease.js';
 
-interface Flags {
+interface Flags extends LeaderElectionFlags {
   kubeconfig?: string;
   driverNamespace: string;
   daemonImage: string;
@@ -25,7 +29,7 @@ interface Flags {
 const PULL = ['IfNotPresent', 'Never', 'Always'] as const;
 
 export function computeDomainControllerCommand(): Command {
-  return new Command('compute-domain-controller')
+  return leaderElectionOptions(new Command('compute-domain-controller'), 'fakegpu-compute-domain-controller')
     .description(
       "run NVIDIA's ComputeDomain controller, emulated: claim templates, IMEX daemon DaemonSets and status for every ComputeDomain",
     )
@@ -48,7 +52,12 @@ export function computeDomainControllerCommand(): Command {
       ),
     )
     .addOption(
-      envOption('--http-endpoint <host:port>', 'serve /healthz here ("" for none)', 'HTTP_ENDPOINT', ''),
+      envOption(
+        '--http-endpoint <host:port>',
+        'serve /healthz and /readyz here ("" for none)',
+        'HTTP_ENDPOINT',
+        '',
+      ),
     )
     .action(controllerAction);
 }
@@ -62,6 +71,7 @@ async function controllerAction(f: Flags, cmd: Command): Promise<void> {
       sourceOf(cmd, 'imagePullPolicy', '--image-pull-policy'),
       `${show(f.imagePullPolicy)} is not a pull policy; expected one of ${PULL.join(', ')}`,
     );
+  const election = checkLeaderElection(f, cmd);
   if (f.daemonImage.trim() === '')
     throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
   if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
@@ -74,6 +84,7 @@ async function controllerAction(f: Flags, cmd: Command): Promise<void> {
     imagePullPolicy: policy,
     httpEndpoint: f.httpEndpoint,
     log,
+    leaderElection: election ? { ...election, identity: leaseIdentity() } : undefined,
   };
   await runUntilStopped(() => runComputeDomainController(options), { log });
 }

@@ -8,6 +8,7 @@ import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
 import { fleetKubeConfig, runFleet, type FleetRunOptions } from '../fleet/run.js';
 import { KubeApi } from '../kube/api.js';
+import { leaseIdentity } from '../kube/lease.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { resolveProfile } from '../process/profile-file.js';
@@ -16,6 +17,7 @@ import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
   checkKubeconfig,
+  checkLeaderElection,
   checkServingFlags,
   dcgmEndpointOption,
   dcgmVersionOption,
@@ -26,8 +28,10 @@ import {
   envOption,
   intFlag,
   kubeconfigOption,
+  leaderElectionOptions,
   noComputeDomainsOption,
   sourceOf,
+  type LeaderElectionFlags,
 } from './options.js';
 
 interface Flags {
@@ -55,6 +59,8 @@ interface Flags {
   deleteSlices?: boolean;
 }
 
+type FleetFlags = Flags & LeaderElectionFlags;
+
 /**
  * NICs stay off by default here, unlike in render and the plugin: the chart (fleet.nics), `cluster up` and
  * the benchmark rely on it. `--no-nics` is accepted as everywhere else, so the flag works the same way on
@@ -70,7 +76,7 @@ function servedFlags(c: Command): Command {
     .addOption(
       envOption(
         '--node-selector <labels>',
-        'label selector of the nodes to serve (default: KWOK-managed nodes and nodes with the profile label)',
+        'label selector of the KWOK-managed nodes to serve (default: all of them; a node KWOK does not manage is never served, it may run the plugin)',
         'FAKEGPU_NODE_SELECTOR',
       ),
     )
@@ -169,14 +175,17 @@ function serviceFlags(c: Command): Command {
 }
 
 export function fleetCommand(): Command {
-  return serviceFlags(
-    clientFlags(
-      servedFlags(
-        new Command('fleet').description(
-          "publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node",
+  return leaderElectionOptions(
+    serviceFlags(
+      clientFlags(
+        servedFlags(
+          new Command('fleet').description(
+            "publish GPU ResourceSlices for many nodes without a plugin (KWOK's), one profile per node",
+          ),
         ),
       ),
     ),
+    'fakegpu-fleet',
   ).action(fleetAction);
 }
 
@@ -230,7 +239,6 @@ async function deleteSlices(f: Flags, cmd: Command, c: Common): Promise<void> {
   const done = await deleteFleetSlices({
     api: new KubeApi(fleetKubeConfig(f.kubeconfig, c.concurrency, c.timeoutMs)),
     nodeSelector: f.nodeSelector || undefined,
-    profileLabel: f.profileLabel,
     driverName: c.driverName,
     nics: c.nics,
     computeDomains: f.computeDomains,
@@ -259,9 +267,10 @@ function checkProfile(f: Flags, c: Common): void {
   });
 }
 
-async function fleetAction(f: Flags, cmd: Command): Promise<void> {
+async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
   // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
   const c = checkCommon(f, cmd);
+  const election = checkLeaderElection(f, cmd);
   if (f.deleteSlices) {
     await deleteSlices(f, cmd, c);
     return;
@@ -291,6 +300,7 @@ async function fleetAction(f: Flags, cmd: Command): Promise<void> {
     dcgmEndpoint: f.dcgmEndpoint || undefined,
     dcgmStyle,
     log,
+    leaderElection: election ? { ...election, identity: leaseIdentity() } : undefined,
   };
   await runUntilStopped(() => runFleet(options), { log });
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeconfigInto } from '../kube/client.js';
+import { checkNamespace } from '../kube/objects.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
@@ -249,4 +250,68 @@ export async function checkServingFlags(
   );
   await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
   return style;
+}
+
+/** The flags of leader election, as the fleet and the ComputeDomain controller take them. */
+export interface LeaderElectionFlags {
+  leaderElect: string;
+  leaderElectionNamespace: string;
+  leaderElectionLeaseName: string;
+}
+
+/**
+ * `--leader-elect` and where its Lease lives: replicas beyond the leader (a Deployment's extra ones, a
+ * rollout's new pod) stand by instead of writing beside it. The identity is the pod's name (its host
+ * name) and a random suffix, made when the process starts.
+ */
+export function leaderElectionOptions(c: Command, lease: string): Command {
+  return c
+    .addOption(
+      envOption(
+        '--leader-elect <true|false>',
+        'work only while holding a coordination.k8s.io Lease, so that other replicas stand by',
+        'FAKEGPU_LEADER_ELECT',
+        'true',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--leader-election-namespace <ns>',
+        "the Lease's namespace (the chart sets the pod's own)",
+        'FAKEGPU_LEADER_ELECTION_NAMESPACE',
+        'kube-system',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--leader-election-lease-name <name>',
+        "the Lease's name; replicas of one writer share it",
+        'FAKEGPU_LEADER_ELECTION_LEASE_NAME',
+        lease,
+      ),
+    );
+}
+
+/** The election the flags ask for, checked; undefined: `--leader-elect=false`. */
+export function checkLeaderElection(
+  f: LeaderElectionFlags,
+  cmd: Command,
+): { namespace: string; name: string } | undefined {
+  const elect = f.leaderElect.trim().toLowerCase();
+  if (elect !== 'true' && elect !== 'false')
+    throw new FakegpuError(
+      sourceOf(cmd, 'leaderElect', '--leader-elect'),
+      `${show(f.leaderElect)} is not a boolean; expected true or false`,
+    );
+  const namespace = checkNamespace(
+    f.leaderElectionNamespace,
+    sourceOf(cmd, 'leaderElectionNamespace', '--leader-election-namespace'),
+  );
+  const name = f.leaderElectionLeaseName;
+  if (!isDnsSubdomain(name))
+    throw new FakegpuError(
+      sourceOf(cmd, 'leaderElectionLeaseName', '--leader-election-lease-name'),
+      `${show(name)} is not a valid Lease name; expected an RFC 1123 subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`,
+    );
+  return elect === 'true' ? { namespace, name } : undefined;
 }

@@ -35,7 +35,7 @@ export async function deleteFleetSlices(o: CleanupOptions): Promise<CleanupResul
     await askingApi(FIELD, 'listing nodes', () =>
       listEvery<string>((q: ListQuery) =>
         mapped(o.api.listNodes({ ...q, labelSelector: o.nodeSelector }), (n) =>
-          servesNode(o, n) ? n.metadata?.name : undefined,
+          servesNode(n) ? n.metadata?.name : undefined,
         ),
       ),
     ),

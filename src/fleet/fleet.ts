@@ -46,7 +46,7 @@ import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 export interface FleetOptions {
   /** The collection run after bursts of work; default V8's memory-reducing one, where exposed. */
   collect?: (() => void) | null;
-  /** Label selector for the nodes to serve; default: nodes KWOK manages (annotation) or carrying the profile label. */
+  /** Label selector among the KWOK-managed nodes to serve (`scope.ts`: no other node is ever served). */
   nodeSelector?: string | undefined;
   /** A node label whose value names the node's profile (preset or file). */
   profileLabel: string;
@@ -99,6 +99,15 @@ export interface FleetStats extends FleetCounters {
   slices: number;
 }
 
+/** A proxied cluster is refused before anything starts: the pooled agents connect directly. */
+export function checkNoProxy(kc: PooledKubeConfig): void {
+  if (kc.getCurrentCluster()?.proxyUrl)
+    throw new FakegpuError(
+      '--kubeconfig',
+      'a cluster reached through proxy-url is not supported by the fleet',
+    );
+}
+
 export class Fleet {
   private readonly api: ClusterApi;
   private readonly nodes = new Map<string, NodeState>();
@@ -133,11 +142,7 @@ export class Fleet {
     kc: PooledKubeConfig,
     private readonly o: FleetOptions,
   ) {
-    if (kc.getCurrentCluster()?.proxyUrl)
-      throw new FakegpuError(
-        '--kubeconfig',
-        'a cluster reached through proxy-url is not supported by the fleet',
-      );
+    checkNoProxy(kc);
     this.api = o.api ?? new KubeApi(kc);
     this.settler = new MemorySettler({
       // A scrape counts as a burst of its own: its garbage goes once the fleet is quiet again.
@@ -269,7 +274,7 @@ export class Fleet {
   }
 
   private selected(n: Meta): boolean {
-    return servesNode(this.o, n);
+    return servesNode(n);
   }
 
   /**

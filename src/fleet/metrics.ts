@@ -30,10 +30,17 @@ export function faultMetrics(reg: Registry): {
   };
 }
 
-/** The process's own metrics and the fleet's sizes and counters, read at each scrape. */
-export function fleetGauges(reg: Registry, fleet: Fleet): void {
+/**
+ * The process's own metrics and the fleet's sizes and counters, read at each scrape, of the fleet that
+ * works now: a standby's, or a leader's between terms, read 0.
+ */
+export function fleetGauges(reg: Registry, current: () => Fleet | null): void {
   collectDefaultMetrics({ register: reg, prefix: 'fakegpu_fleet_' });
-  const gauge = (name: string, help: string, read: () => number): void => {
+  const gauge = (name: string, help: string, of: (fleet: Fleet) => number): void => {
+    const read = (): number => {
+      const fleet = current();
+      return fleet ? of(fleet) : 0;
+    };
     new Gauge({
       name,
       help,
@@ -43,31 +50,35 @@ export function fleetGauges(reg: Registry, fleet: Fleet): void {
       },
     });
   };
-  gauge('fakegpu_fleet_nodes', 'nodes served', () => fleet.snapshot().nodes);
-  gauge('fakegpu_fleet_pending_nodes', 'nodes queued or being reconciled', () => fleet.snapshot().pending);
-  gauge('fakegpu_fleet_slices', 'ResourceSlices of served nodes', () => fleet.snapshot().slices);
-  gauge('fakegpu_fleet_writes', 'slice creates, updates and deletes so far', () => fleet.stats.writes);
+  gauge('fakegpu_fleet_nodes', 'nodes served', (fleet) => fleet.snapshot().nodes);
+  gauge(
+    'fakegpu_fleet_pending_nodes',
+    'nodes queued or being reconciled',
+    (fleet) => fleet.snapshot().pending,
+  );
+  gauge('fakegpu_fleet_slices', 'ResourceSlices of served nodes', (fleet) => fleet.snapshot().slices);
+  gauge('fakegpu_fleet_writes', 'slice creates, updates and deletes so far', (fleet) => fleet.stats.writes);
   gauge(
     'fakegpu_fleet_api_requests',
     'API requests so far (lists, watches, writes, events)',
-    () => fleet.stats.requests,
+    (fleet) => fleet.stats.requests,
   );
   gauge(
     'fakegpu_fleet_watch_events',
     'node and slice watch events received so far',
-    () => fleet.stats.events,
+    (fleet) => fleet.stats.events,
   );
-  gauge('fakegpu_fleet_converged', '1 when every served node is published', () =>
+  gauge('fakegpu_fleet_converged', '1 when every served node is published', (fleet) =>
     fleet.converged() ? 1 : 0,
   );
   gauge(
     'fakegpu_fleet_memory_collections',
     "V8's memory-reducing collections run after bursts of work (needs --expose-gc)",
-    () => fleet.settler.collections,
+    (fleet) => fleet.settler.collections,
   );
   gauge(
     'fakegpu_fleet_first_published_seconds',
     'seconds from start until every served node was first published (-1 until then)',
-    () => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
+    (fleet) => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
   );
 }

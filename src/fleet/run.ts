@@ -3,12 +3,14 @@ import { Registry } from 'prom-client';
 import { KubeApi, type ClusterApi } from '../kube/api.js';
 import { clientOf, loadKubeconfigInto, PooledKubeConfig } from '../kube/client.js';
 import { KubeFaultApi } from '../kube/gpufault/api.js';
+import { Elected, type ElectionOptions, type Work } from '../kube/lease.js';
+import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 import type { Style } from '../model/dcgm/exposition.js';
 import { serveDcgm, type DcgmServer } from '../process/dcgm-server.js';
 import { serveProbes, type ProbeServer } from '../process/probe-server.js';
 import type { Running } from '../process/shutdown.js';
 import { FleetDcgm } from './dcgm.js';
-import { Fleet, type FleetOptions } from './fleet.js';
+import { checkNoProxy, Fleet, type FleetOptions } from './fleet.js';
 import { faultMetrics, fleetGauges } from './metrics.js';
 
 /** What `fakegpu fleet` serves and how, its flags checked. */
@@ -34,7 +36,7 @@ export interface FleetRunOptions extends Pick<
   faults: boolean;
   /** NVIDIA's compute-domain node side, its daemons in this namespace; absent: off. */
   computeDomains?: { namespace: string } | undefined;
-  /** `/healthz`, `/readyz` (every node published) and `/metrics`; '' for none. */
+  /** `/healthz` (live), `/readyz` (every node published, or standing by) and `/metrics`; '' for none. */
   httpEndpoint: string;
   /** dcgm-exporter's endpoint for every served node; absent: no GPU metrics. */
   dcgmEndpoint?: string | undefined;
@@ -42,11 +44,15 @@ export interface FleetRunOptions extends Pick<
   log: Logger;
   /** The API server; default: the kubeconfig's. Tests give an in-memory one. */
   api?: ClusterApi | undefined;
+  /** Write only while holding this Lease (`api`: where it is kept; default the kubeconfig's); absent: always. */
+  leaderElection?: (Omit<ElectionOptions, 'api'> & { api?: ObjectApi | undefined }) | undefined;
 }
 
 export interface RunningFleet extends Running {
   /** The probe server's port (the one the system chose for port 0); null without one. */
   probePort: number | null;
+  /** Whether it holds the lease and writes now (always, without election). */
+  leading(): boolean;
 }
 
 /** One keep-alive connection per worker, instead of a TLS handshake per write. */
@@ -58,14 +64,83 @@ export function fleetKubeConfig(
   return loadKubeconfigInto(new PooledKubeConfig(concurrency, { timeoutMs }), kubeconfig);
 }
 
+/** One term of leadership: a fleet of its own, and its GPU metrics. */
+interface Term extends Work {
+  fleet: Fleet;
+  dcgm: FleetDcgm | null;
+}
+
 /**
- * The fleet, its faults and compute-domain side (inside `Fleet`), its GPU metrics and its probes. The
- * probe server listens first, so that a kubelet probing during the first lists hears `starting` rather
- * than nothing.
+ * The probes (live at once: the first list waits for the API server as long as it takes, and a
+ * liveness probe failing meanwhile would only restart the wait), the GPU metrics endpoint, and the
+ * fleet, built anew for each term of leadership: a standby lists nothing and writes nothing.
  */
 export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
   const kc = fleetKubeConfig(o.kubeconfig, o.concurrency, o.requestTimeoutMs);
+  checkNoProxy(kc);
   const reg = new Registry();
+  const onFaults = faultMetrics(reg);
+  let term: Term | null = null;
+  const { leaderElection: le } = o;
+  const elected = new Elected({
+    election: le ? { ...le, api: le.api ?? new KubeObjects(clientOf(kc)) } : undefined,
+    log: o.log,
+    lead: () => {
+      const t = lead(o, kc, onFaults);
+      term = t;
+      return {
+        stop: async () => {
+          if (term === t) term = null;
+          await t.stop();
+        },
+      };
+    },
+  });
+  fleetGauges(reg, () => term?.fleet ?? null);
+  const probes = o.httpEndpoint
+    ? await serveProbes({
+        endpoint: o.httpEndpoint,
+        // A standby is ready: a rollout's new pod stands by until the old one hands the lease over.
+        ready: () => !elected.leading || (term?.fleet.converged() ?? false),
+        notReady: 'publishing',
+        metrics: reg,
+        log: o.log,
+      })
+    : null;
+  probes?.started();
+  let dcgmServer: DcgmServer | null = null;
+  try {
+    if (o.dcgmEndpoint)
+      dcgmServer = await serveDcgm(o.dcgmEndpoint, () => term?.dcgm?.exposition() ?? [], o.log);
+  } catch (e) {
+    await probes?.close();
+    throw e;
+  }
+  try {
+    // Without election the fleet is built here, and a refusal of its options ends the start.
+    elected.start();
+  } catch (e) {
+    await dcgmServer?.close();
+    await probes?.close();
+    throw e;
+  }
+  return stoppable(elected, probes, dcgmServer);
+}
+
+function stoppable(elected: Elected, probes: ProbeServer | null, dcgm: DcgmServer | null): RunningFleet {
+  return {
+    probePort: probes?.port ?? null,
+    leading: () => elected.leading,
+    async stop() {
+      await elected.stop();
+      await dcgm?.close();
+      await probes?.close();
+    },
+  };
+}
+
+/** Starts a fleet; its first list runs on behind, so that the lease is renewed meanwhile. */
+function lead(o: FleetRunOptions, kc: PooledKubeConfig, onFaults: ReturnType<typeof faultMetrics>): Term {
   const fleet = new Fleet(kc, {
     nodeSelector: o.nodeSelector,
     profileLabel: o.profileLabel,
@@ -83,59 +158,35 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
     faults: o.faults ? new KubeFaultApi(kc) : undefined,
     ignoredXids: o.ignoredXids,
     computeDomains: o.computeDomains,
-    ...faultMetrics(reg),
+    ...onFaults,
   });
-  fleetGauges(reg, fleet);
-  const probes = o.httpEndpoint
-    ? await serveProbes({
-        endpoint: o.httpEndpoint,
-        ready: () => fleet.converged(),
-        notReady: 'publishing',
-        metrics: reg,
-        log: o.log,
-      })
-    : null;
-  try {
-    return await startFleet(o, { kc, fleet, probes });
-  } catch (e) {
-    await fleet.stop();
-    await probes?.close();
-    throw e;
-  }
-}
-
-async function startFleet(
-  o: FleetRunOptions,
-  c: { kc: PooledKubeConfig; fleet: Fleet; probes: ProbeServer | null },
-): Promise<RunningFleet> {
-  const { fleet, probes } = c;
-  await fleet.start();
-  o.log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
   const dcgm = o.dcgmEndpoint
     ? new FleetDcgm(fleet, {
-        http: clientOf(c.kc),
-        api: o.api ?? new KubeApi(c.kc),
+        http: clientOf(kc),
+        api: o.api ?? new KubeApi(kc),
         log: o.log,
         driverName: o.driverName,
         style: o.dcgmStyle,
       })
     : null;
-  dcgm?.start();
-  let dcgmServer: DcgmServer | null = null;
-  try {
-    if (dcgm && o.dcgmEndpoint) dcgmServer = await serveDcgm(o.dcgmEndpoint, () => dcgm.exposition(), o.log);
-  } catch (e) {
-    dcgm?.stop();
-    throw e;
-  }
-  probes?.started();
+  let stopped = false;
+  fleet.start().then(
+    () => {
+      if (stopped) return;
+      o.log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
+      dcgm?.start();
+    },
+    (e: unknown) => {
+      o.log.error({ err: e instanceof Error ? e.message : String(e) }, 'fleet did not start');
+    },
+  );
   return {
-    probePort: probes?.port ?? null,
+    fleet,
+    dcgm,
     async stop() {
+      stopped = true;
       await fleet.stop();
       dcgm?.stop();
-      await dcgmServer?.close();
-      await probes?.close();
     },
   };
 }

@@ -52,6 +52,7 @@ export async function startFleet(
     ],
     { ...env(t), ...FLEET_MALLOC_ENV },
   );
-  await waitFor('its /healthz', fleet, () => httpOk(`http://${FLEET_HTTP}/healthz`), 60_000);
+  // Live at once now; ready once it has published (or stands by for another's lease).
+  await waitFor('its /readyz', fleet, () => httpOk(`http://${FLEET_HTTP}/readyz`), 120_000);
   return fleet;
 }

@@ -300,6 +300,21 @@ describe('bad input on the command line', () => {
       ['fleet', '-p', 'dgx-h999'],
       /^fakegpu: --profile: unknown preset "dgx-h999"; known presets: .*\n$/,
     ],
+    [
+      'fleet leader election',
+      ['fleet', '--leader-elect', 'maybe'],
+      /^fakegpu: --leader-elect: "maybe" is not a boolean; expected true or false\n$/,
+    ],
+    [
+      'controller lease namespace',
+      ['compute-domain-controller', '--leader-election-namespace', 'Kube_System'],
+      /^fakegpu: --leader-election-namespace: "Kube_System" is not a valid namespace; expected an RFC 1123 label .*\n$/,
+    ],
+    [
+      'controller lease name',
+      ['compute-domain-controller', '--leader-election-lease-name', 'a/b'],
+      /^fakegpu: --leader-election-lease-name: "a\/b" is not a valid Lease name; expected an RFC 1123 subdomain .*\n$/,
+    ],
   ];
   for (const [name, args, stderr] of cases) {
     it(`${name}: exit non-zero, one line on stderr, nothing on stdout`, () => {

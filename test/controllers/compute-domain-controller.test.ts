@@ -226,4 +226,27 @@ describe("NVIDIA's ComputeDomain controller, emulated", () => {
     await c.tick();
     assert.equal((await api.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`)).length, 1);
   });
+
+  it('goes on past an orphan whose clean-up fails, and past a node it cannot unlabel, to the next pass', async () => {
+    const api = new FakeObjects();
+    const label = (n: string) =>
+      api.read<{ metadata: { labels?: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels?.[
+        DOMAIN_LABEL
+      ];
+    // Nodes labelled for two domains that are gone: the first orphan's first node fails once.
+    for (const [n, uid] of [
+      ['a1', 'gone-a'],
+      ['a2', 'gone-a'],
+      ['b1', 'gone-b'],
+    ] as const)
+      api.seed('/api/v1/nodes', { metadata: { name: n, labels: { [DOMAIN_LABEL]: uid } } });
+    const c = new ComputeDomainController({ api, namespace: NS, image: 'daemon:1', log });
+    api.failNext = { prefix: 'PATCH /api/v1/nodes/a1', code: 500 };
+    await c.tick();
+    assert.equal(c.failures, 1);
+    assert.deepEqual(['a1', 'a2', 'b1'].map(label), ['gone-a', undefined, undefined]);
+    await c.tick();
+    assert.deepEqual(['a1', 'a2', 'b1'].map(label), [undefined, undefined, undefined]);
+    assert.equal(c.failures, 1);
+  });
 });

@@ -54,6 +54,48 @@ describe('compute-domain-controller, as its run module wires it', () => {
     assert.deepEqual(host.exits, [undefined]);
   });
 
+  it('with leader election one replica reconciles; the standby is live and ready, and takes over on release', async () => {
+    const api = new FakeObjects();
+    const run = (identity: string) =>
+      runComputeDomainController({
+        api,
+        namespace: 'nvidia-dra-driver-gpu',
+        image: 'daemon:1',
+        httpEndpoint: '127.0.0.1:0',
+        log,
+        periodMs: 10,
+        leaderElection: {
+          namespace: 'nvidia-dra-driver-gpu',
+          name: 'fakegpu-compute-domain-controller',
+          identity,
+          leaseDurationMs: 400,
+          renewDeadlineMs: 250,
+          retryPeriodMs: 40,
+        },
+      });
+    const a = await run('a');
+    await until('a leads', () => a.leading());
+    const b = await run('b');
+    await new Promise((r) => setTimeout(r, 600));
+    assert.ok(a.leading() && !b.leading(), 'one leader');
+    for (const path of ['/healthz', '/readyz'])
+      assert.deepEqual(await probe(b.probePort ?? 0, path), {
+        status: 200,
+        text: 'ok\n',
+        type: 'text/plain',
+      });
+    await a.stop();
+    await until('b leads at once', () => b.leading(), 300);
+    api.seed(CD_NS, {
+      metadata: { name: 'job' },
+      spec: { numNodes: 0, channel: { resourceClaimTemplate: { name: 'job-channel' } } },
+    });
+    await until('b reconciles', () =>
+      (api.read<ComputeDomain>(domainPath('team', 'job'))?.metadata.finalizers ?? []).includes(FINALIZER),
+    );
+    await b.stop();
+  });
+
   it('serves no probes without an endpoint', async () => {
     const r = await runComputeDomainController({
       api: new FakeObjects(),

@@ -37,7 +37,6 @@ function putSlice(api: FakeApi, name: string, node: string, driver = DRIVER_NAME
 function cleanup(api: FakeApi, o: Partial<CleanupOptions> = {}): ReturnType<typeof deleteFleetSlices> {
   return deleteFleetSlices({
     api,
-    profileLabel: PROFILE_LABEL,
     driverName: DRIVER_NAME,
     computeDomains: false,
     concurrency: 4,
@@ -48,7 +47,7 @@ function cleanup(api: FakeApi, o: Partial<CleanupOptions> = {}): ReturnType<type
 const driversOf = (api: FakeApi): string[] => [...api.slices.values()].map((s) => s.spec.driver).sort();
 
 describe('fleet --delete-slices', () => {
-  it("deletes what the fleet published, under each of its drivers, and leaves a real node's plugin alone", async () => {
+  it("deletes what the fleet published, under each of its drivers, and leaves a real node's plugin alone, labelled or not", async () => {
     const api = new FakeApi();
     api.putNode('kwok-h100', {}, KWOK);
     api.putNode('kwok-gb200', { [PROFILE_LABEL]: 'oci-bm.gpu.gb200.4' }, KWOK);
@@ -56,6 +55,8 @@ describe('fleet --delete-slices', () => {
     api.putNode('real', { 'fakegpu.dev/enabled': 'true' });
     putSlice(api, 'real-gpu', 'real');
     putSlice(api, 'real-cd', 'real', COMPUTE_DOMAIN_DRIVER);
+    // The profile label is also the plugin's per-node override: a node that is not KWOK's is never the fleet's.
+    putSlice(api, 'labelled-gpu', 'labelled');
     putSlice(api, 'kwok-other', 'kwok-h100', 'other.example.com');
     const nics = { driverName: DRANET, standardNumaNode: false };
     const fleet = testFleet(api, {
@@ -65,7 +66,7 @@ describe('fleet --delete-slices', () => {
     await fleet.start();
     await until('published', () => fleet.converged() && api.slices.size > 3);
     await fleet.stop();
-    const published = api.slices.size - 3;
+    const published = api.slices.size - 4;
     // Else the test would not show that each driver is swept.
     assert.deepEqual(
       [...new Set(driversOf(api))],
@@ -73,21 +74,22 @@ describe('fleet --delete-slices', () => {
     );
 
     const done = await cleanup(api, { nics, computeDomains: true });
-    assert.deepEqual(done, { nodes: 3, deleted: published });
-    assert.deepEqual([...api.slices.keys()].sort(), ['kwok-other', 'real-cd', 'real-gpu']);
+    assert.deepEqual(done, { nodes: 2, deleted: published });
+    assert.deepEqual([...api.slices.keys()].sort(), ['kwok-other', 'labelled-gpu', 'real-cd', 'real-gpu']);
   });
 
-  it('leaves the drivers the fleet does not write, and with --node-selector only the nodes it selects', async () => {
+  it('leaves the drivers the fleet does not write, and with --node-selector only the KWOK nodes it selects', async () => {
     const api = new FakeApi();
-    api.putNode('a', { pool: 'x' });
+    api.putNode('a', { pool: 'x' }, KWOK);
     api.putNode('b', {}, KWOK);
-    for (const n of ['a', 'b']) {
+    api.putNode('c', { pool: 'x' }); // selected, but not KWOK's: it may run the plugin
+    for (const n of ['a', 'b', 'c']) {
       putSlice(api, `${n}-gpu`, n);
       putSlice(api, `${n}-nic`, n, DRANET);
     }
     const done = await cleanup(api, { nodeSelector: 'pool=x' });
     assert.deepEqual(done, { nodes: 1, deleted: 1 });
-    assert.deepEqual([...api.slices.keys()].sort(), ['a-nic', 'b-gpu', 'b-nic']);
+    assert.deepEqual([...api.slices.keys()].sort(), ['a-nic', 'b-gpu', 'b-nic', 'c-gpu', 'c-nic']);
   });
 
   it('pages through the lists and takes a slice already gone (404) as deleted', async () => {

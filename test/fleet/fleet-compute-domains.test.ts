@@ -151,4 +151,54 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
     await f.tick();
     assert.equal(labels('kwok-gpu-0')?.[DOMAIN_LABEL], undefined);
   });
+
+  it("labels no node for a claim in another namespace than its domain's, as the plugin's prepare refuses it", async () => {
+    const api = new FakeObjects();
+    const cd = api.seed('/apis/resource.nvidia.com/v1beta1/namespaces/other/computedomains', {
+      metadata: { name: 'job' },
+    });
+    const nodes = ['kwok-gpu-0'];
+    api.seed('/api/v1/nodes', { metadata: { name: 'kwok-gpu-0', labels: {} } });
+    api.seed(
+      '/apis/resource.k8s.io/v1/namespaces/team/resourceclaims',
+      channelClaim('kwok-gpu-0', String(cd.metadata.uid)),
+    );
+    const m = machines();
+    const labels = (n: string) =>
+      api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
+    const f = new FleetComputeDomains({
+      api,
+      namespace: 'nvidia-dra-driver-gpu',
+      log,
+      view: { cliqueOf: (n) => m.clique(n, gb('nvl72-0')), labels, nodes: () => nodes },
+    });
+    await f.tick();
+    assert.equal(labels('kwok-gpu-0')?.[DOMAIN_LABEL], undefined);
+    assert.ok(labels('kwok-gpu-0')?.[GPU_CLIQUE_LABEL], 'the clique label is still set');
+  });
+
+  it('goes on past a node whose label write fails, counts it, and writes it the next pass', async () => {
+    const api = new FakeObjects();
+    const nodes = ['kwok-gpu-0', 'kwok-gpu-1', 'kwok-gpu-2'];
+    for (const n of nodes) api.seed('/api/v1/nodes', { metadata: { name: n, labels: {} } });
+    const m = machines();
+    const labels = (n: string) =>
+      api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
+    const f = new FleetComputeDomains({
+      api,
+      namespace: 'nvidia-dra-driver-gpu',
+      log,
+      view: { cliqueOf: (n) => m.clique(n, gb('nvl72-0')), labels, nodes: () => nodes },
+    });
+    api.failNext = { prefix: 'PATCH /api/v1/nodes/kwok-gpu-1', code: 500 };
+    await f.tick();
+    assert.equal(f.failures, 1);
+    assert.deepEqual(
+      nodes.map((n) => labels(n)?.[GPU_CLIQUE_LABEL] !== undefined),
+      [true, false, true],
+    );
+    await f.tick();
+    assert.ok(labels('kwok-gpu-1')?.[GPU_CLIQUE_LABEL]);
+    assert.equal(f.failures, 1);
+  });
 });

@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { runFleet, type FleetRunOptions, type RunningFleet } from '../../src/fleet/run.js';
+import { ApiError } from '../../src/kube/client.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { runUntilStopped } from '../../src/process/shutdown.js';
 import { FakeApi } from '../support/fake-api.js';
+import { FakeObjects } from '../support/fake-objects.js';
 import { SERVED } from '../support/fleet.js';
 import { until } from '../support/http.js';
 import { FakeHost, probe, takenEndpoint, unusedKubeconfig } from '../support/process.js';
@@ -80,6 +82,74 @@ describe('fakegpu fleet, as its run module wires it', () => {
       ),
       { message: '--kubeconfig: a cluster reached through proxy-url is not supported by the fleet' },
     );
+  });
+
+  it('is live at once while its first list waits for the API server, ready once published', async () => {
+    const api = new FakeApi();
+    api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+    let down = true;
+    for (let i = 0; i < 100; i++)
+      api.before('listNodes', () => {
+        if (down) throw new ApiError(503, 'listNodes: the API server is down');
+      });
+    // Before, the probes answered only once the first list was in: an outage longer than the liveness
+    // probe's budget restarted the process into CrashLoopBackOff.
+    const started = await Promise.race([
+      runFleet(options(api)),
+      new Promise<null>((r) =>
+        setTimeout(() => {
+          r(null);
+        }, 1000),
+      ),
+    ]);
+    assert.ok(started, 'runFleet returns before its first list succeeds');
+    const port = started.probePort ?? 0;
+    assert.deepEqual(await probe(port, '/healthz'), { status: 200, text: 'ok\n', type: 'text/plain' });
+    assert.deepEqual(await probe(port, '/readyz'), { status: 503, text: 'publishing\n', type: 'text/plain' });
+    assert.ok(api.count('listNodes') > 0 && api.slices.size === 0, 'the API server was asked, and failed');
+    down = false;
+    await until('published', () => api.slices.size === 1, 40_000);
+    await until('ready', () => started.leading());
+    let ready = await probe(port, '/readyz');
+    for (let i = 0; ready.status !== 200 && i < 100; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      ready = await probe(port, '/readyz');
+    }
+    assert.equal(ready.status, 200);
+    await started.stop();
+  });
+
+  it('with leader election one replica writes; the standby is ready, writes nothing, and takes over on release', async () => {
+    const leases = new FakeObjects();
+    const election = (identity: string) => ({
+      api: leases,
+      namespace: 'fakegpu',
+      name: 'fakegpu-fleet',
+      identity,
+      leaseDurationMs: 400,
+      renewDeadlineMs: 250,
+      retryPeriodMs: 40,
+    });
+    const apis = [new FakeApi(), new FakeApi()];
+    for (const a of apis) a.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+    const first = await runFleet(options(apis[0] ?? new FakeApi(), { leaderElection: election('a') }));
+    await until('a leads', () => first.leading());
+    const second = await runFleet(options(apis[1] ?? new FakeApi(), { leaderElection: election('b') }));
+    await until('a published', () => apis[0]?.slices.size === 1);
+    await new Promise((r) => setTimeout(r, 600));
+    assert.ok(!second.leading());
+    assert.equal(apis[1]?.calls.size, 0, 'the standby asks the API server nothing');
+    assert.deepEqual(await probe(second.probePort ?? 0, '/readyz'), {
+      status: 200,
+      text: 'ok\n',
+      type: 'text/plain',
+    });
+    const stopped = performance.now();
+    await first.stop();
+    await until('b leads', () => second.leading(), 2000);
+    assert.ok(performance.now() - stopped < 400, 'at once: the lease was released');
+    await until('b published', () => apis[1]?.slices.size === 1);
+    await second.stop();
   });
 
   it('serves no probes without an endpoint', async () => {

@@ -104,6 +104,21 @@ describe('the fleet against an API server that fails', () => {
     assert.equal(f.snapshot().slices, 2);
   });
 
+  it("never writes a node that is not KWOK's, labelled with a profile or selected: its plugin publishes it", async () => {
+    for (const nodeSelector of [undefined, 'pool=x']) {
+      const api = new FakeApi();
+      api.putNode('kwok', { pool: 'x' }, KWOK);
+      api.putNode('real', { pool: 'x', 'fakegpu.dev/profile': 'dgx-b200' });
+      const f = testFleet(api, { nodeSelector });
+      fleets.push(f);
+      await f.start();
+      await until('converged', () => f.converged() && api.slices.size === 1);
+      await sleep(50);
+      assert.equal(slicesOf(api, 'real').length, 0, `selector ${String(nodeSelector)}`);
+      assert.equal(f.snapshot().nodes, 1);
+    }
+  });
+
   it('relists when its watches expire (410) and publishes what changed in between', async () => {
     const api = withNodes(2);
     const f = fleetOn(api);

@@ -15,6 +15,11 @@ import {
 } from '../../src/local-cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { Fleet } from '../../src/fleet/fleet.js';
+import { runFleet } from '../../src/fleet/run.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
+import { layout } from '../../src/local-cluster/config.js';
+import { readPid } from '../../src/local-cluster/process.js';
+import { stopComponent } from '../../src/local-cluster/stop.js';
 import { parsePools } from '../../src/fleet/pools.js';
 import type { ResourceSlice } from '../../src/kube/types/resource.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
@@ -28,6 +33,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 const DIR = process.env['FAKEGPU_FLEET_CLUSTER_DIR'] ?? join(cacheRoot(), 'fleet-cluster');
 const NODES = 50;
+const log = (l: string): void => {
+  process.stderr.write(`fakegpu: ${l}\n`);
+};
 const fleetCluster = (): Promise<Exports> =>
   sharedCluster({ dir: DIR, nodeName: 'fakegpu-fleet-host', kwokNodes: NODES, kwokProfile: 'dgx-h100' });
 
@@ -255,8 +263,9 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
   });
 
   it('gives nodes of a pool the pool’s machine, from a pools file, and an event for an unknown pool', async () => {
-    // Plain nodes (no KWOK annotation, no profile label) that the cluster's own fleet leaves alone;
-    // a second fleet in this process serves them by selector, as a user's would.
+    // KWOK nodes that a second fleet in this process serves by selector, as a user's would; the
+    // cluster's own fleet, which would serve them too, is stopped meanwhile (one writer per node).
+    await stopComponent(layout(DIR), 'fakegpu-fleet', log);
     const kc = new PooledKubeConfig(4);
     kc.loadFromFile(e.KUBECONFIG);
     const pools = parsePools(
@@ -268,7 +277,11 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
       JSON.stringify({
         apiVersion: 'v1',
         kind: 'Node',
-        metadata: { name, labels: { 'fakegpu.dev/pool-test': 'yes', 'example.com/pool': pool } },
+        metadata: {
+          name,
+          labels: { 'fakegpu.dev/pool-test': 'yes', 'example.com/pool': pool },
+          annotations: { [KWOK_ANNOTATION]: 'fake' },
+        },
       });
     for (const [name, pool] of [
       ['pool-node-0', 'h100'],
@@ -314,6 +327,7 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
     } finally {
       await fleet.stop();
       mustKubectl(e, ['delete', 'node', 'pool-node-0', 'pool-node-1', 'pool-node-2']);
+      await clusterRestart(DIR, 'fakegpu-fleet', log);
     }
   });
 
@@ -334,5 +348,78 @@ describe('fakegpu fleet on 50 KWOK nodes', () => {
         .map((s) => s.metadata.name)
         .sort(),
     );
+  });
+
+  it('two fleets on the same nodes: the standby writes nothing; the leader killed, it leads within the lease duration', async () => {
+    await until('converged', async () => (await metric('fakegpu_fleet_converged')) === 1);
+    const holder = (): string =>
+      kubectl(e, [
+        '-n',
+        'kube-system',
+        'get',
+        'lease',
+        'fakegpu-fleet',
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]).out.trim();
+    assert.notEqual(holder(), '', "the cluster's fleet holds the lease");
+    const versions = (): string[] =>
+      [...slicesByNode(e).values()]
+        .flat()
+        .map(
+          (s) => `${s.metadata.name}@${String((s.metadata as { resourceVersion?: string }).resourceVersion)}`,
+        )
+        .sort();
+    const before = versions();
+    // Another machine than the leader's: had it written, the slices would change (and flap).
+    const standby = await runFleet({
+      kubeconfig: e.KUBECONFIG,
+      requestTimeoutMs: 30_000,
+      faults: false,
+      httpEndpoint: '',
+      // A label no node has: every node is a B200 to it, unlike to the leader.
+      profileLabel: 'example.com/standby-profile',
+      defaultProfile: 'dgx-b200',
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      release: DEFAULT_RELEASE,
+      concurrency: 4,
+      qps: 0,
+      burst: 1,
+      log: pino({ level: 'silent' }),
+      leaderElection: { namespace: 'kube-system', name: 'fakegpu-fleet', identity: 'integration-standby' },
+    });
+    try {
+      await sleep(6000);
+      assert.ok(!standby.leading(), 'it stands by');
+      assert.deepEqual(versions(), before, 'no slice was written meanwhile');
+      const pid = readPid(layout(DIR).run, 'fakegpu-fleet');
+      assert.ok(pid !== null);
+      process.kill(pid, 'SIGKILL'); // no release: the standby must wait out the lease
+      const killed = performance.now();
+      await until('the standby leads', () => Promise.resolve(standby.leading()), 30_000);
+      const waited = performance.now() - killed;
+      assert.ok(
+        waited >= 9_000 && waited <= 15_000 + 2 * 2_000 + 2_000,
+        `took over after ${String(waited)} ms`,
+      );
+      assert.equal(holder(), 'integration-standby');
+      const b200 = render('dgx-b200', { node: 'kwok-gpu-0' }).items.map((x) => x.spec);
+      await until('the standby writes', () =>
+        Promise.resolve(
+          isDeepStrictEqual(
+            (slicesByNode(e).get('kwok-gpu-0') ?? []).map((x) => ({
+              ...x.spec,
+              pool: { ...x.spec.pool, generation: 1 },
+            })),
+            b200,
+          ),
+        ),
+      );
+    } finally {
+      await standby.stop();
+      await clusterRestart(DIR, 'fakegpu-fleet', log);
+    }
+    assert.equal(holder() === 'integration-standby', false, 'released on stop, taken by the restarted fleet');
   });
 });

@@ -59,6 +59,8 @@ const withoutFinalizer = (m: Metadata) => (m.finalizers ?? []).filter((f) => f !
 
 export class ComputeDomainController {
   private readonly loop: Periodic;
+  /** Orphans whose clean-up failed, each retried the next pass; tests and logs read it. */
+  failures = 0;
 
   constructor(private readonly o: ControllerOptions) {
     this.loop = new Periodic(() => this.tick(), {
@@ -99,7 +101,17 @@ export class ComputeDomainController {
     const orphans = new Set(
       [...w.nodes, ...w.templates, ...w.daemonSets].map(uidOf).filter((u) => u && !live.has(u)),
     );
-    for (const uid of orphans) await this.teardown(uid, w, null);
+    for (const uid of orphans)
+      try {
+        await this.teardown(uid, w, null);
+      } catch (e) {
+        // One orphan's failure leaves the others to this pass, itself to the next.
+        this.failures++;
+        this.o.log.warn(
+          { domainUID: uid, err: e instanceof Error ? e.message : String(e) },
+          "orphaned ComputeDomain's objects not cleaned up; retried next pass",
+        );
+      }
   }
 
   private async read(): Promise<World> {
@@ -186,8 +198,16 @@ export class ComputeDomainController {
         .map((o) => ({ o, path: `${dsCollection(o.metadata.namespace ?? '')}/${o.metadata.name}` })),
     ];
     for (const { path } of paths) await api.delete(path);
+    // Every node is tried; the first failure then stops the teardown before any finalizer is dropped.
+    let unlabelled: Error | null = null;
     for (const n of w.nodes.filter((x) => uidOf(x) === uid))
-      await api.patch(nodePath(n.metadata.name), { metadata: { labels: { [DOMAIN_LABEL]: null } } });
+      try {
+        await api.patch(nodePath(n.metadata.name), { metadata: { labels: { [DOMAIN_LABEL]: null } } });
+      } catch (e) {
+        if (!(e instanceof Error && 'code' in e && e.code === 404))
+          unlabelled ??= e instanceof Error ? e : new Error(String(e));
+      }
+    if (unlabelled !== null) throw unlabelled;
     for (const { o, path } of paths)
       if ((o.metadata.finalizers ?? []).includes(FINALIZER))
         try {

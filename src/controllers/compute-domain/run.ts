@@ -1,6 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadKubeconfigInto } from '../../kube/client.js';
+import { Elected, type ElectionOptions } from '../../kube/lease.js';
 import { KubeObjects, type ObjectApi } from '../../kube/objects.js';
 import { serveProbes } from '../../process/probe-server.js';
 import type { Running } from '../../process/shutdown.js';
@@ -16,35 +17,50 @@ export interface ControllerRunOptions extends DaemonSetOptions {
   httpEndpoint: string;
   log: Logger;
   periodMs?: number | undefined;
+  /** Reconcile only while holding this Lease (kept through `api`); absent: always. */
+  leaderElection?: Omit<ElectionOptions, 'api'> | undefined;
 }
 
 export interface RunningController extends Running {
   /** The probe server's port (the one the system chose for port 0); null without one. */
   probePort: number | null;
+  /** Whether it holds the lease and reconciles now (always, without election). */
+  leading(): boolean;
 }
 
 /**
- * The controller and its probes. Ready as soon as it runs: each pass is level-triggered and a failed one
- * is retried the next period, so there is no first pass to wait for.
+ * The controller and its probes, live and ready at once: each pass is level-triggered and a failed one
+ * is retried the next period, so there is no first pass to wait for, and a standby is ready as a
+ * standby (a rollout's new pod waits on it before the old one hands the lease over). Each term of
+ * leadership runs a controller of its own.
  */
 export async function runComputeDomainController(o: ControllerRunOptions): Promise<RunningController> {
   const api = o.api ?? new KubeObjects(loadKubeconfigInto(new KubeConfig(), o.kubeconfig));
   const probes = o.httpEndpoint ? await serveProbes({ endpoint: o.httpEndpoint }) : null;
-  const controller = new ComputeDomainController({
-    api,
-    namespace: o.namespace,
-    image: o.image,
-    imagePullPolicy: o.imagePullPolicy,
-    log: o.log,
-    periodMs: o.periodMs,
-  });
-  controller.start();
-  o.log.info({ namespace: o.namespace, image: o.image }, 'reconciling ComputeDomains');
   probes?.started();
+  const elected = new Elected({
+    election: o.leaderElection ? { ...o.leaderElection, api } : undefined,
+    log: o.log,
+    lead: () => {
+      const controller = new ComputeDomainController({
+        api,
+        namespace: o.namespace,
+        image: o.image,
+        imagePullPolicy: o.imagePullPolicy,
+        log: o.log,
+        periodMs: o.periodMs,
+      });
+      controller.start();
+      o.log.info({ namespace: o.namespace, image: o.image }, 'reconciling ComputeDomains');
+      return controller;
+    },
+  });
+  elected.start();
   return {
     probePort: probes?.port ?? null,
+    leading: () => elected.leading,
     async stop() {
-      await controller.stop();
+      await elected.stop();
       await probes?.close();
     },
   };

@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import type { ListQuery } from '../../src/kube/api.js';
+import { ApiError } from '../../src/kube/client.js';
+import { Elected, leasePath } from '../../src/kube/lease.js';
+import type { ObjectApi } from '../../src/kube/objects.js';
+import { FakeObjects } from '../support/fake-objects.js';
+import { until } from '../support/http.js';
+
+/**
+ * Leader election against the in-memory object store, on short real timers (a lease of 400 ms, a renew
+ * deadline of 250 ms, a retry every 40 ms): the same ratios as client-go's 15 s, 10 s and 2 s.
+ */
+
+const log = pino({ level: 'silent' });
+const NS = 'fakegpu';
+const NAME = 'fakegpu-fleet';
+const DURATION = 400;
+const RENEW = 250;
+const RETRY = 40;
+
+interface LeaseObj {
+  metadata: { resourceVersion: string };
+  spec: { holderIdentity?: string; renewTime?: string; leaseTransitions?: number };
+}
+
+/** One candidate's view of the store: it can be cut off (failing or hanging), and counts its writes. */
+class Link implements ObjectApi {
+  mode: 'up' | 'fail' | 'hang' = 'up';
+  readonly writes: string[] = [];
+  /** Runs just before this candidate's next PUT reaches the store: a rival writing in between. */
+  beforePut: (() => void) | null = null;
+
+  constructor(private readonly store: FakeObjects) {}
+
+  private gate<T>(f: () => Promise<T>): Promise<T> {
+    if (this.mode === 'fail') return Promise.reject(new ApiError(503, 'partitioned'));
+    if (this.mode === 'hang') return new Promise<T>(() => undefined);
+    return f();
+  }
+
+  list<T>(c: string, q?: ListQuery): Promise<T[]> {
+    return this.gate(() => this.store.list<T>(c, q));
+  }
+  get<T>(p: string): Promise<T | null> {
+    return this.gate(() => this.store.get<T>(p));
+  }
+  create<T>(c: string, o: object): Promise<T> {
+    return this.gate(() => {
+      this.writes.push(`POST ${c}`);
+      return this.store.create<T>(c, o);
+    });
+  }
+  replace<T>(p: string, o: object): Promise<T> {
+    return this.gate(() => {
+      this.writes.push(`PUT ${p}`);
+      const before = this.beforePut;
+      this.beforePut = null;
+      before?.();
+      return this.store.replace<T>(p, o);
+    });
+  }
+  patch<T>(p: string, o: object): Promise<T> {
+    return this.gate(() => this.store.patch<T>(p, o));
+  }
+  delete(p: string): Promise<boolean> {
+    return this.gate(() => this.store.delete(p));
+  }
+}
+
+/** Every term of every candidate as [start, end) on one clock: overlapping terms are two writers. */
+class Terms {
+  readonly spans: { who: string; start: number; end: number | null }[] = [];
+
+  candidate(store: FakeObjects, who: string): { e: Elected; link: Link } {
+    const link = new Link(store);
+    const e = new Elected({
+      election: {
+        api: link,
+        namespace: NS,
+        name: NAME,
+        identity: who,
+        leaseDurationMs: DURATION,
+        renewDeadlineMs: RENEW,
+        retryPeriodMs: RETRY,
+      },
+      log,
+      lead: () => {
+        const span = { who, start: performance.now(), end: null as number | null };
+        this.spans.push(span);
+        return {
+          stop: () => {
+            span.end = performance.now();
+            return Promise.resolve();
+          },
+        };
+      },
+    });
+    live.push(e);
+    return { e, link };
+  }
+
+  noOverlap(): void {
+    const s = [...this.spans].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < s.length; i++) {
+      const prev = s[i - 1];
+      const cur = s[i];
+      if (!prev || !cur) continue;
+      assert.ok(
+        prev.end !== null && prev.end <= cur.start,
+        `${prev.who}'s term [${String(prev.start)}, ${String(prev.end)}) overlaps ${cur.who}'s from ${String(cur.start)}`,
+      );
+    }
+  }
+}
+
+/** Every candidate a test started, stopped after it even when it fails, so that none outlives it. */
+let live: Elected[] = [];
+afterEach(async () => {
+  await Promise.all(live.map((e) => e.stop()));
+  live = [];
+});
+
+const lease = (store: FakeObjects) => store.read<LeaseObj>(leasePath(NS, NAME));
+
+describe('leader election over a Lease', () => {
+  it('acquires a free lease, renews it, and a standby neither leads nor writes', async () => {
+    const store = new FakeObjects();
+    const terms = new Terms();
+    const a = terms.candidate(store, 'a');
+    a.e.start();
+    await until('a leads', () => a.e.leading);
+    assert.equal(lease(store)?.spec.holderIdentity, 'a');
+    const renewed = lease(store)?.spec.renewTime;
+    const b = terms.candidate(store, 'b');
+    b.e.start();
+    await sleep(DURATION * 3);
+    assert.ok(a.e.leading, 'a still leads');
+    assert.ok(!b.e.leading, 'b stands by');
+    assert.deepEqual(b.link.writes, [], 'a standby only reads the lease');
+    assert.notEqual(lease(store)?.spec.renewTime, renewed, 'a renewed');
+    assert.equal(lease(store)?.spec.leaseTransitions, 0);
+    assert.equal(a.e.terms, 1);
+    await a.e.stop();
+    await b.e.stop();
+    terms.noOverlap();
+  });
+
+  it('a leader cut off stops before the lease runs out, and only then does the standby take over', async () => {
+    for (const mode of ['fail', 'hang'] as const) {
+      const store = new FakeObjects();
+      const terms = new Terms();
+      const a = terms.candidate(store, 'a');
+      a.e.start();
+      await until('a leads', () => a.e.leading);
+      const b = terms.candidate(store, 'b');
+      b.e.start();
+      await sleep(RETRY * 3);
+      a.link.mode = mode;
+      const cut = performance.now();
+      await until(`b leads (${mode})`, () => b.e.leading, DURATION * 5);
+      const aTerm = terms.spans.find((s) => s.who === 'a');
+      const bTerm = terms.spans.find((s) => s.who === 'b');
+      assert.ok(aTerm?.end !== null && aTerm?.end !== undefined, `a stopped (${mode})`);
+      // What matters, with room for a loaded machine's late timers: stopped before the lease ran out.
+      assert.ok(aTerm.end - cut < DURATION, `a stopped before its lease ran out (${mode})`);
+      assert.ok(bTerm && bTerm.start - cut >= DURATION - RETRY * 2, `b waited out the lease (${mode})`);
+      assert.ok(!a.e.leading);
+      assert.equal(lease(store)?.spec.holderIdentity, 'b');
+      assert.equal(lease(store)?.spec.leaseTransitions, 1);
+      terms.noOverlap();
+      a.link.mode = 'up';
+      await sleep(DURATION);
+      assert.ok(!a.e.leading, `a, reconnected, stands by (${mode})`);
+      await a.e.stop();
+      await b.e.stop();
+    }
+  });
+
+  it('a clean stop releases the lease, so the standby leads at once', async () => {
+    const store = new FakeObjects();
+    const terms = new Terms();
+    const a = terms.candidate(store, 'a');
+    a.e.start();
+    await until('a leads', () => a.e.leading);
+    const b = terms.candidate(store, 'b');
+    b.e.start();
+    await sleep(RETRY * 3);
+    const stopped = performance.now();
+    await a.e.stop();
+    assert.equal(lease(store)?.spec.holderIdentity, '', 'released');
+    await until('b leads', () => b.e.leading, DURATION);
+    assert.ok(performance.now() - stopped < DURATION, 'before the lease would have run out');
+    await b.e.stop();
+    terms.noOverlap();
+  });
+
+  it('of candidates racing for a free lease exactly one leads; a renew that loses a race stops at once', async () => {
+    const store = new FakeObjects();
+    const terms = new Terms();
+    const all = ['a', 'b', 'c'].map((w) => terms.candidate(store, w));
+    for (const c of all) c.e.start();
+    await until('one leads', () => all.some((c) => c.e.leading));
+    await sleep(DURATION);
+    assert.equal(all.filter((c) => c.e.leading).length, 1);
+    const leader = all.find((c) => c.e.leading);
+    assert.ok(leader);
+    for (const c of all) if (c !== leader) await c.e.stop();
+    // A rival's write lands between the leader's read and its write: the leader's PUT gets 409.
+    leader.link.beforePut = () => {
+      const cur = lease(store);
+      if (cur)
+        store.seed(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {
+          ...cur,
+          metadata: { ...cur.metadata, name: NAME },
+          spec: { ...cur.spec, holderIdentity: 'rival', renewTime: 'later' },
+        });
+    };
+    const raced = performance.now();
+    await until('the leader stands down', () => !leader.e.leading, RENEW * 2);
+    assert.ok(performance.now() - raced < RENEW, 'at the next read, not at the deadline');
+    assert.equal(lease(store)?.spec.holderIdentity, 'rival', 'its write did not overwrite the rival');
+    await leader.e.stop();
+    assert.equal(lease(store)?.spec.holderIdentity, 'rival', 'nor did its stop release the rival');
+    terms.noOverlap();
+  });
+
+  it('without election the work runs at once until stopped', async () => {
+    let stops = 0;
+    const e = new Elected({
+      log,
+      lead: () => ({
+        stop: () => {
+          stops++;
+          return Promise.resolve();
+        },
+      }),
+    });
+    e.start();
+    assert.ok(e.leading);
+    await e.stop();
+    assert.equal(stops, 1);
+  });
+});
