@@ -16,6 +16,8 @@ try {
     options: {
       cycles: { type: 'string' },
       short: { type: 'boolean', default: false },
+      fleet: { type: 'boolean', default: false },
+      'kwok-nodes': { type: 'string', default: '1000' },
       seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     },
   }).values;
@@ -23,7 +25,7 @@ try {
   process.stderr.write(`chaos: ${e.message}\n`);
   process.exit(2);
 }
-const total = Number(args.cycles ?? (args.short ? 8 : 100));
+const total = Number(args.cycles ?? (args.fleet ? (args.short ? 4 : 50) : args.short ? 8 : 100));
 if (!Number.isInteger(total) || total < 2) {
   process.stderr.write(`chaos: --cycles: ${JSON.stringify(args.cycles)} is not an integer >= 2\n`);
   process.exit(2);
@@ -36,6 +38,7 @@ if (!/^\d+$/.test(args.seed)) {
 bootstrap();
 
 const out = mkdtempSync(join(tmpdir(), 'fakegpu-chaos-'));
+if (args.fleet) process.exit(fleetChaos() ? 0 : 1);
 const phases = [
   {
     what: 'chaos, dynamic MIG',
@@ -100,3 +103,50 @@ process.stdout.write(
   `chaos: cycles=${sum.cycles} lost=${sum.lost} leaked=${sum.leaked} stale_views=${sum.staleViews}\n`,
 );
 process.exit(ok && clean ? 0 : 1);
+
+/**
+ * `--fleet`: KWOK nodes (`--kwok-nodes`, default 1,000) served by two fleet replicas that elect a leader;
+ * each cycle kills the leader, restarts the API server or restarts etcd (`test/chaos/fleet-chaos.ts`).
+ * Last line: `fleet-chaos: cycles=<n> lost=<n> duplicate=<n> stale=<n> takeover_p99=<s>s`.
+ */
+function fleetChaos() {
+  const dir = process.env.FAKEGPU_FLEET_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'fleet-chaos-cluster');
+  const result = join(out, 'fleet.json');
+  const node = 'fakegpu-fleet-chaos-node';
+  const ran = withCluster({
+    what: 'fleet chaos',
+    dir,
+    dirEnv: 'FAKEGPU_CHAOS_DIR',
+    upArgs: ['--node', node, '--kwok-nodes', args['kwok-nodes']],
+    run: [
+      join(root, 'dist', 'test', 'chaos', 'fleet-chaos.js'),
+      '--dir',
+      dir,
+      '--node',
+      node,
+      '--kwok-nodes',
+      args['kwok-nodes'],
+      '--cycles',
+      String(total),
+      '--seed',
+      args.seed,
+      '--result',
+      result,
+    ],
+  });
+  let r = null;
+  try {
+    r = JSON.parse(readFileSync(result, 'utf8'));
+  } catch {
+    process.stderr.write('fleet-chaos: no result; the output above says why\n');
+  }
+  if (r && (r.aborted !== null || r.cycles < total))
+    process.stderr.write(
+      `fleet-chaos: did not finish its ${total} cycles${r.aborted ? `: ${r.aborted}` : ''}\n`,
+    );
+  const v = r ?? { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0 };
+  process.stdout.write(
+    `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
+  );
+  return ran && r !== null && r.aborted === null && r.cycles >= total && v.lost + v.duplicate + v.stale === 0;
+}

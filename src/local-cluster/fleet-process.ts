@@ -34,25 +34,28 @@ export async function startFleet(
 ): Promise<Started> {
   log('starting fakegpu-fleet');
   installDeviceClasses(l, t);
-  const profile = s.kwokProfile ?? KWOK_DEFAULT_PROFILE;
   const fleet = startDaemon(
     l.run,
     l.logs,
     'fakegpu-fleet',
     process.execPath,
-    [
-      ...FLEET_NODE_FLAGS,
-      join(REPO_ROOT, 'bin', 'fakegpu.js'),
-      'fleet',
-      `--kubeconfig=${l.adminKubeconfig}`,
-      ...(s.kwokPools ? [`--pools=${s.kwokPools}`] : [`--profile=${profile}`]),
-      `--http-endpoint=${FLEET_HTTP}`,
-      `--dcgm-endpoint=${FLEET_DCGM}`,
-      ...(s.dynamicMig ? ['--dynamic-mig'] : []),
-    ],
+    fleetArgs(l, s, { http: FLEET_HTTP, dcgm: FLEET_DCGM }),
     { ...env(t), ...FLEET_MALLOC_ENV },
   );
-  // Live at once now; ready once it has published (or stands by for another's lease).
   await waitFor('its /readyz', fleet, () => httpOk(`http://${FLEET_HTTP}/readyz`), 120_000);
   return fleet;
+}
+
+/** The fleet's command line here; another replica (the fleet's chaos suite) differs only in its ports. */
+export function fleetArgs(l: Layout, s: State, ports: { http: string; dcgm?: string }): string[] {
+  return [
+    ...FLEET_NODE_FLAGS,
+    join(REPO_ROOT, 'bin', 'fakegpu.js'),
+    'fleet',
+    `--kubeconfig=${l.adminKubeconfig}`,
+    ...(s.kwokPools ? [`--pools=${s.kwokPools}`] : [`--profile=${s.kwokProfile ?? KWOK_DEFAULT_PROFILE}`]),
+    `--http-endpoint=${ports.http}`,
+    ...(ports.dcgm ? [`--dcgm-endpoint=${ports.dcgm}`] : []),
+    ...(s.dynamicMig ? ['--dynamic-mig'] : []),
+  ];
 }

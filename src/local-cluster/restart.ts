@@ -6,6 +6,7 @@ import { startComputeDomainController } from './compute-domain-process.js';
 import { startFleet } from './fleet-process.js';
 import { startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
+import { etcdClientTls } from './credentials.js';
 import { HELM_NAMESPACE } from './helm-chart.js';
 import { kwokRuns, readState } from './state.js';
 import { stopComponent } from './stop.js';
@@ -13,6 +14,7 @@ import { refuseUntrustedToolchain } from './trust.js';
 
 /** Components `restart` knows how to bring back on their own, leaving everything else running. */
 export const RESTARTABLE = [
+  'etcd',
   'kube-apiserver',
   'kubelet',
   'fakegpu-plugin',
@@ -73,6 +75,15 @@ export async function clusterRestart(
   const started = startComponent(l, t, s, name, log);
   // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
   if (name === 'kwok') return;
+  if (name === 'etcd') {
+    await waitFor(
+      'etcd /health',
+      started,
+      () => httpOk(`https://127.0.0.1:${PORTS.etcdClient}/health`, etcdClientTls(l)),
+      60_000,
+    );
+    return;
+  }
   if (name === 'kube-apiserver') {
     await waitFor('/readyz', started, apiserverReady(l), 120_000);
     return;

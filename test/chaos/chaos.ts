@@ -9,6 +9,7 @@ import { listSpecs } from '../../src/node/cdi/write.js';
 import { parseChecked } from '../../src/node/durable/file.js';
 import { CRASH_ENV, CRASH_POINTS, type CrashPoint } from '../../src/node/prepare/crash.js';
 import { eventually, kubectl, mustKubectl, sharedCluster } from '../support/cluster.js';
+import { seeded } from '../support/random.js';
 import { allocatedUuids, apply, podClaim, podManifest, seesNow, seen, type Seen } from '../support/e2e.js';
 
 /**
@@ -42,16 +43,7 @@ const cycles = Number(a.cycles);
 const seed = Number(a.seed);
 const resultFile = a.result;
 
-/** mulberry32: a seeded generator, so a failing run can be repeated with its --seed. */
-let s = seed >>> 0;
-function random(): number {
-  s = (s + 0x6d2b79f5) >>> 0;
-  let t = s;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+const { random, pick } = seeded(seed);
 
 const log = (line: string): void => {
   process.stderr.write(`chaos: ${line}\n`);

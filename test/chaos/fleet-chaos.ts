@@ -1,0 +1,290 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
+import { env } from '../../src/local-cluster/components.js';
+import { layout } from '../../src/local-cluster/config.js';
+import { FLEET_MALLOC_ENV, fleetArgs } from '../../src/local-cluster/fleet-process.js';
+import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
+import { readState } from '../../src/local-cluster/state.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+import { eventually, mustKubectl, sharedCluster } from '../support/cluster.js';
+import { seeded } from '../support/random.js';
+
+/**
+ * The fleet's chaos suite: KWOK nodes served by two fleet replicas that elect a leader through a Lease
+ * (the cluster's own fleet and a second one started here with the same flags), GpuFaults coming and
+ * going, and each cycle one disruption: a `kill -9` of the leader in the middle of its work, an API
+ * server restart or an etcd restart. After each: every KWOK node has exactly one complete pool per
+ * driver (slice count and generation agree), every present fault's GPU is tainted, and the slices stay
+ * still for a quiet window (two writers with any difference rewrite each other). Terms of leadership are
+ * read from both replicas' logs ("leading" to "stopped leading", or to the kill): two terms that overlap
+ * are a duplicate writer. `scripts/chaos.mjs --fleet` runs it and prints its last line.
+ */
+
+const { values: a } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    node: { type: 'string' },
+    'kwok-nodes': { type: 'string', default: '1000' },
+    cycles: { type: 'string', default: '50' },
+    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    result: { type: 'string' },
+  },
+});
+if (!a.dir || !a.node || !a.result) {
+  process.stderr.write('fleet-chaos: --dir, --node and --result are needed\n');
+  process.exit(2);
+}
+const dir = a.dir;
+const cycles = Number(a.cycles);
+const kwokNodes = Number(a['kwok-nodes']);
+const resultFile = a.result;
+const LEASE_MS = 15_000;
+const SETTLE_MS = 120_000;
+const QUIET_MS = 5_000;
+
+const { random, pick } = seeded(Number(a.seed));
+const log = (line: string): void => {
+  process.stderr.write(`fleet-chaos: ${line}\n`);
+};
+
+const e: Exports = await sharedCluster({ dir, nodeName: a.node, kwokNodes });
+const l = layout(dir);
+const state = readState(l);
+if (!state) throw new Error(`no cluster state in ${dir}`);
+
+const REPLICAS = ['fakegpu-fleet', 'fakegpu-fleet-b'] as const;
+type Replica = (typeof REPLICAS)[number];
+const logFile = (r: Replica): string => join(l.logs, `${r}.log`);
+
+/** The second replica: the cluster's fleet's flags, its own probe port, no metrics port. */
+function startB(): void {
+  if (!state) return;
+  startDaemon(
+    l.run,
+    l.logs,
+    'fakegpu-fleet-b',
+    process.execPath,
+    fleetArgs(l, state, { http: '127.0.0.1:51527' }),
+    { ...env({ bin: state.bin, cniBin: state.cniBin }), ...FLEET_MALLOC_ENV },
+  );
+}
+
+async function restartReplica(r: Replica): Promise<void> {
+  if (r === 'fakegpu-fleet-b') startB();
+  else await clusterRestart(dir, 'fakegpu-fleet', () => undefined);
+}
+
+interface Term {
+  replica: Replica;
+  from: number;
+  to: number;
+}
+/** When each replica was killed, by us: its term ends there, as its log cannot say. */
+const kills: { replica: Replica; at: number }[] = [];
+
+/** Each replica's terms of leadership, from its pino lines (a log holds every run, appended). */
+function terms(now: number): Term[] {
+  const out: Term[] = [];
+  for (const r of REPLICAS) {
+    let open: number | null = null;
+    const close = (at: number): void => {
+      if (open !== null) out.push({ replica: r, from: open, to: at });
+      open = null;
+    };
+    for (const line of readFileSync(logFile(r), 'utf8').split('\n')) {
+      if (line.startsWith('=== ')) {
+        // A new run: the last one ended at its kill (the latest one before this start).
+        const started = Date.parse(line.slice(4, 28));
+        const k = kills.filter((x) => x.replica === r && x.at <= started).at(-1);
+        close(k?.at ?? started);
+        continue;
+      }
+      if (!line.startsWith('{')) continue;
+      let p: { time?: number; msg?: string };
+      try {
+        p = JSON.parse(line) as { time?: number; msg?: string };
+      } catch {
+        continue;
+      }
+      if (p.msg === 'leading' && p.time !== undefined) open ??= p.time;
+      if (p.msg === 'stopped leading' && p.time !== undefined) close(p.time);
+    }
+    const k = kills.filter((x) => x.replica === r).at(-1);
+    close(k && open !== null && k.at >= open ? k.at : now);
+  }
+  return out.filter((t) => t.to > since).map((t) => ({ ...t, from: Math.max(t.from, since) }));
+}
+
+/** Logs are appended run after run: only what happened since this run began counts. */
+const since = Date.now();
+
+function overlaps(ts: Term[]): number {
+  let n = 0;
+  for (const x of ts) for (const y of ts) if (x.replica < y.replica && x.from < y.to && y.from < x.to) n++;
+  return n;
+}
+
+function leader(): Replica | null {
+  const open = terms(Date.now()).filter((t) => t.to >= Date.now() - 1);
+  return open.length === 1 ? (open[0]?.replica ?? null) : null;
+}
+
+interface Slice {
+  metadata: { resourceVersion: string };
+  spec: {
+    driver: string;
+    nodeName?: string;
+    pool: { name: string; generation: number; resourceSliceCount: number };
+    devices?: { name: string; taints?: { key: string; value?: string }[] }[];
+  };
+}
+const slices = (): Slice[] =>
+  (JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as { items: Slice[] }).items;
+
+const kwok = mustKubectl(e, ['get', 'nodes', '-l', 'type=kwok', '-o', 'jsonpath={.items[*].metadata.name}'])
+  .split(' ')
+  .filter(Boolean);
+if (kwok.length !== kwokNodes) throw new Error(`${kwok.length} KWOK nodes, want ${kwokNodes}`);
+
+/** Faults present: node and GPU index, each an XID 79 on that GPU. */
+const faults = new Map<string, { node: string; index: number }>();
+
+/** What is wrong with the slices now: nodes without a complete GPU pool, inconsistent pools, untainted faults. */
+function check(): { lost: string[]; stale: string[] } {
+  const pools = new Map<string, Slice[]>();
+  for (const x of slices()) {
+    const k = `${x.spec.driver}/${x.spec.pool.name}`;
+    pools.set(k, [...(pools.get(k) ?? []), x]);
+  }
+  const lost = kwok.filter((n) => !pools.has(`gpu.nvidia.com/${n}`));
+  const stale: string[] = [];
+  for (const [k, xs] of pools) {
+    const gens = new Set(xs.map((x) => x.spec.pool.generation));
+    const counts = new Set(xs.map((x) => x.spec.pool.resourceSliceCount));
+    if (gens.size !== 1 || counts.size !== 1 || [...counts][0] !== xs.length) stale.push(k);
+  }
+  const byNode = new Map<string, Slice[]>();
+  for (const x of slices())
+    byNode.set(x.spec.nodeName ?? '', [...(byNode.get(x.spec.nodeName ?? '') ?? []), x]);
+  for (const [name, f] of faults) {
+    const d = (byNode.get(f.node) ?? [])
+      .flatMap((x) => x.spec.devices ?? [])
+      .find((x) => x.name === `gpu-${f.index}`);
+    if (!d?.taints?.some((t) => t.key === 'gpu.nvidia.com/xid' && t.value === '79'))
+      stale.push(`fault ${name}`);
+  }
+  return { lost, stale };
+}
+
+async function settled(): Promise<{ lost: string[]; stale: string[] }> {
+  let last = check();
+  const until = Date.now() + SETTLE_MS;
+  while ((last.lost.length > 0 || last.stale.length > 0) && Date.now() < until) {
+    await sleep(2_000);
+    last = check();
+  }
+  return last;
+}
+
+/** Whether the slices stay still (no write at all) for a window with nothing changing. */
+async function quiet(): Promise<boolean> {
+  const rvs = (): string =>
+    slices()
+      .map((x) => x.metadata.resourceVersion)
+      .sort()
+      .join(',');
+  const before = rvs();
+  await sleep(QUIET_MS);
+  return rvs() === before;
+}
+
+function fakegpu(...args: string[]): void {
+  const p = spawnSync(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'fakegpu.js'), ...args, `--kubeconfig=${e.KUBECONFIG}`],
+    { encoding: 'utf8' },
+  );
+  if (p.status !== 0) throw new Error(`fakegpu ${args.join(' ')}: ${p.stderr.trim()}`);
+}
+
+function churnFaults(cycle: number): string {
+  if (faults.size > 0 && random() < 0.3) {
+    fakegpu('fault', 'clear', '--all');
+    faults.clear();
+    return 'faults cleared';
+  }
+  const node = pick(kwok);
+  const index = Math.floor(random() * 8);
+  const name = `chaos-${cycle}-${node}-${index}`;
+  fakegpu('fault', 'inject', '--name', name, '--node', node, '--index', String(index), '--xid', '79');
+  faults.set(name, { node, index });
+  return `fault on ${node}/gpu-${index}`;
+}
+
+const takeovers: number[] = [];
+async function killLeader(): Promise<string> {
+  const r = await eventually('one leader', () => leader() ?? undefined, LEASE_MS * 3);
+  const pid = readPid(l.run, r);
+  if (pid === null || !isAlive(pid)) throw new Error(`${r} leads but runs no process`);
+  // In the middle of its work: right after a fault, which it is publishing.
+  process.kill(pid, 'SIGKILL');
+  const at = Date.now();
+  kills.push({ replica: r, at });
+  const other = REPLICAS.find((x) => x !== r) as Replica;
+  const took = await eventually(
+    `${other} leading after the kill`,
+    () => terms(Date.now()).find((t) => t.replica === other && t.from > at)?.from,
+    LEASE_MS * 4,
+  );
+  takeovers.push((took - at) / 1000);
+  await restartReplica(r);
+  return `killed ${r}, ${other} led after ${((took - at) / 1000).toFixed(1)}s`;
+}
+
+const result = { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0, aborted: null as string | null };
+function save(): void {
+  const sorted = [...takeovers].sort((x, y) => x - y);
+  result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
+  result.duplicate = overlaps(terms(Date.now()));
+  writeFileSync(resultFile, JSON.stringify(result));
+}
+
+fakegpu('fault', 'clear', '--all');
+startB();
+try {
+  for (let c = 0; c < cycles; c++) {
+    const what = churnFaults(c);
+    const hit = pick(['kill-leader', 'kill-leader', 'kube-apiserver', 'etcd'] as const);
+    const done =
+      hit === 'kill-leader'
+        ? await killLeader()
+        : (await clusterRestart(dir, hit, () => undefined), `restarted ${hit}`);
+    const r = await settled();
+    const still = await quiet();
+    result.cycles++;
+    result.lost += r.lost.length;
+    result.stale += r.stale.length + (still ? 0 : 1);
+    save();
+    log(
+      `cycle ${c + 1}/${cycles}: ${what}; ${done}; lost ${r.lost.length}, stale ${r.stale.length}${still ? '' : ', slices still changing'}, duplicate ${result.duplicate}`,
+    );
+    if (r.lost.length + r.stale.length > 0) log(`  e.g. ${[...r.lost, ...r.stale].slice(0, 5).join(', ')}`);
+  }
+} catch (err) {
+  result.aborted = err instanceof Error ? err.message : String(err);
+  log(`aborted: ${result.aborted}`);
+} finally {
+  const pid = readPid(l.run, 'fakegpu-fleet-b');
+  if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
+  try {
+    fakegpu('fault', 'clear', '--all');
+  } catch {
+    // The cluster goes down next; its faults with it.
+  }
+  save();
+}
+process.exit(result.aborted === null ? 0 : 1);
