@@ -393,6 +393,36 @@ describe('the chart gives each account only what its code does', () => {
         onlyOwnEntry,
       );
       allowed(await pluginPatch(faultStatus, entry(OWN, some)), 'its own entry');
+      // The writers' counts, by node name, under the same rule.
+      const counts = (n: string, v: object | null) => ({ status: { writers: { [n]: v } } });
+      mustKubectl(e, [
+        'patch',
+        'gpufault',
+        'rbac-fault',
+        '--subresource',
+        'status',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify(counts(OTHER, { nodes: 1, devices: 1 })),
+      ]);
+      const onlyOwnCounts = new RegExp(`${mine} may write only its own node's counts`);
+      refused(
+        await pluginPatch(faultStatus, counts(OTHER, { nodes: 0, devices: 0 })),
+        "another node's counts",
+        onlyOwnCounts,
+      );
+      refused(
+        await pluginPatch(faultStatus, counts(OTHER, null)),
+        "another node's counts removed",
+        onlyOwnCounts,
+      );
+      allowed(
+        await pluginPatch(faultStatus, {
+          status: { ...entry(OWN, some).status, ...counts(OWN, { nodes: 1, devices: 0 }).status },
+        }),
+        'its own entry and counts, as its code writes them',
+      );
 
       // Events: only about a pod, in that pod's namespace.
       const event = (kind: string, name: string, namespace?: string): string =>
