@@ -370,17 +370,21 @@ describe('the chart gives each account only what its code does', () => {
       const faultStatus = '/apis/fakegpu.dev/v1alpha1/gpufaults/rbac-fault/status';
       const entry = (n: string, v: object | null) => ({ status: { nodes: { [n]: v } } });
       const some = { devices: [], observedGeneration: 1 };
-      mustKubectl(e, [
-        'patch',
-        'gpufault',
-        'rbac-fault',
-        '--subresource',
-        'status',
-        '--type',
-        'merge',
-        '-p',
-        JSON.stringify(entry(OTHER, some)),
-      ]);
+      // What another writer wrote, set as the cluster's admin.
+      const adminPatch = (body: object): void => {
+        mustKubectl(e, [
+          'patch',
+          'gpufault',
+          'rbac-fault',
+          '--subresource',
+          'status',
+          '--type',
+          'merge',
+          '-p',
+          JSON.stringify(body),
+        ]);
+      };
+      adminPatch(entry(OTHER, some));
       const onlyOwnEntry = new RegExp(`${mine} may write only its own node's entry`);
       refused(
         await pluginPatch(faultStatus, entry(OTHER, { ...some, observedGeneration: 2 })),
@@ -395,17 +399,7 @@ describe('the chart gives each account only what its code does', () => {
       allowed(await pluginPatch(faultStatus, entry(OWN, some)), 'its own entry');
       // The writers' counts, by node name, under the same rule.
       const counts = (n: string, v: object | null) => ({ status: { writers: { [n]: v } } });
-      mustKubectl(e, [
-        'patch',
-        'gpufault',
-        'rbac-fault',
-        '--subresource',
-        'status',
-        '--type',
-        'merge',
-        '-p',
-        JSON.stringify(counts(OTHER, { nodes: 1, devices: 1 })),
-      ]);
+      adminPatch(counts(OTHER, { nodes: 1, devices: 1 }));
       const onlyOwnCounts = new RegExp(`${mine} may write only its own node's counts`);
       refused(
         await pluginPatch(faultStatus, counts(OTHER, { nodes: 0, devices: 0 })),
