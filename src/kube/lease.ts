@@ -202,11 +202,22 @@ export class Elected {
         await this.end('the lease is held by another');
       }
       try {
-        await sleep(this.retryMs, undefined, { signal: this.wake.signal });
+        await sleep(this.pause(), undefined, { signal: this.wake.signal });
       } catch {
         return;
       }
     }
+  }
+
+  /**
+   * The retry period, except that a standby wakes just after the holder's lease runs out rather than at
+   * the next period: a dead leader is then replaced one lease duration after the standby saw its last
+   * renew, not up to a retry period later.
+   */
+  private pause(): number {
+    if (this.work || this.observed === '') return this.retryMs;
+    const left = this.observedAt + this.durationMs - this.now();
+    return left > 0 && left < this.retryMs ? left + 1 : this.retryMs;
   }
 
   /** Whether the last record seen names another holder (then stop now, not at the deadline). */

@@ -43,6 +43,12 @@ const cycles = Number(a.cycles);
 const kwokNodes = Number(a['kwok-nodes']);
 const resultFile = a.result;
 const LEASE_MS = 15_000;
+/**
+ * The most a takeover may take after a `kill -9`: the standby counts the lease from when it saw the last
+ * renew (client-go's rule, safe against clock skew), which is up to one retry period (2 s) after it was
+ * written; a second of room for a loaded machine's timers and the log line.
+ */
+const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 1_000) / 1000;
 const SETTLE_MS = 120_000;
 const QUIET_MS = 5_000;
 
@@ -248,6 +254,10 @@ async function killLeader(): Promise<string> {
     LEASE_MS * 4,
   );
   takeovers.push((took - at) / 1000);
+  if ((took - at) / 1000 > TAKEOVER_BOUND_S)
+    throw new Error(
+      `${other} led ${((took - at) / 1000).toFixed(1)}s after the kill, past ${String(TAKEOVER_BOUND_S)}s`,
+    );
   await restartReplica(r);
   return `killed ${r}, ${other} led after ${((took - at) / 1000).toFixed(1)}s`;
 }

@@ -179,6 +179,37 @@ describe('leader election over a Lease', () => {
     }
   });
 
+  it("a standby takes a dead holder's lease when it runs out, not at the next retry after that", async () => {
+    const store = new FakeObjects();
+    store.seed(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {
+      metadata: { name: NAME, namespace: NS },
+      spec: { holderIdentity: 'dead', leaseDurationSeconds: 1, renewTime: 'then', leaseTransitions: 0 },
+    });
+    // A retry period close to the lease's, so that the old rule (next poll after expiry) shows: 600 ms.
+    const retry = DURATION * 0.75;
+    const b = new Elected({
+      election: {
+        api: new Link(store),
+        namespace: NS,
+        name: NAME,
+        identity: 'b',
+        leaseDurationMs: DURATION,
+        renewDeadlineMs: RENEW,
+        retryPeriodMs: retry,
+      },
+      log,
+      lead: () => ({ stop: () => Promise.resolve() }),
+    });
+    live.push(b);
+    const started = performance.now();
+    b.start();
+    await until('b leads', () => b.leading, DURATION * 4);
+    const took = performance.now() - started;
+    assert.ok(took >= DURATION, `b waited out the lease (${took.toFixed(0)} ms)`);
+    assert.ok(took < DURATION + retry / 2, `b led ${took.toFixed(0)} ms after it first saw the lease`);
+    assert.equal(lease(store)?.spec.holderIdentity, 'b');
+  });
+
   it('a clean stop releases the lease, so the standby leads at once', async () => {
     const store = new FakeObjects();
     const terms = new Terms();
