@@ -14,6 +14,16 @@ import { FakeHost, probe } from '../support/process.js';
 const log = pino({ level: 'silent' });
 const CD_NS = '/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains';
 
+/** The controller on a short period, its probes on a free port. */
+const served = (api: FakeObjects) => ({
+  api,
+  namespace: 'nvidia-dra-driver-gpu',
+  image: 'daemon:1',
+  httpEndpoint: '127.0.0.1:0',
+  log,
+  periodMs: 10,
+});
+
 describe('compute-domain-controller, as its run module wires it', () => {
   it('reconciles, answers its probes on the shared server, and stops on a signal', async () => {
     const api = new FakeObjects();
@@ -23,18 +33,10 @@ describe('compute-domain-controller, as its run module wires it', () => {
     });
     const host = new FakeHost();
     let running: RunningController | undefined;
-    const done = runUntilStopped(
-      async () =>
-        (running = await runComputeDomainController({
-          api,
-          namespace: 'nvidia-dra-driver-gpu',
-          image: 'daemon:1',
-          httpEndpoint: '127.0.0.1:0',
-          log,
-          periodMs: 10,
-        })),
-      { log, host },
-    );
+    const done = runUntilStopped(async () => (running = await runComputeDomainController(served(api))), {
+      log,
+      host,
+    });
     await until('started', () => running !== undefined);
     const port = running?.probePort;
     assert.ok(typeof port === 'number' && port > 0);
@@ -58,12 +60,7 @@ describe('compute-domain-controller, as its run module wires it', () => {
     const api = new FakeObjects();
     const run = (identity: string) =>
       runComputeDomainController({
-        api,
-        namespace: 'nvidia-dra-driver-gpu',
-        image: 'daemon:1',
-        httpEndpoint: '127.0.0.1:0',
-        log,
-        periodMs: 10,
+        ...served(api),
         leaderElection: {
           namespace: 'nvidia-dra-driver-gpu',
           name: 'fakegpu-compute-domain-controller',

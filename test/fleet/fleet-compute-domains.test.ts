@@ -29,6 +29,21 @@ const gb = (rack?: string): NodeMachine => ({
   labels: rack ? { [RACK_LABEL]: rack } : {},
 });
 
+/** The fleet's label pass over `nodes`, all of rack nvl72-0, and a reader of a node's labels in the store. */
+function labelPass(api: FakeObjects, nodes: string[]) {
+  const m = machines();
+  const clique = (n: string) => m.clique(n, gb('nvl72-0'));
+  const labels = (n: string) =>
+    api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
+  const f = new FleetComputeDomains({
+    api,
+    namespace: 'nvidia-dra-driver-gpu',
+    log,
+    view: { cliqueOf: (n) => (nodes.includes(n) ? clique(n) : undefined), labels, nodes: () => nodes },
+  });
+  return { f, labels, clique };
+}
+
 function channelClaim(node: string, domainID: string, reserved = true): ResourceClaim {
   return {
     metadata: { name: `c-${node}`, namespace: 'team', uid: `u-${node}` },
@@ -128,23 +143,11 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
     for (const n of nodes)
       api.seed('/api/v1/nodes', { metadata: { name: n, labels: { [RACK_LABEL]: 'nvl72-0' } } });
     api.seed('/apis/resource.k8s.io/v1/namespaces/team/resourceclaims', channelClaim('kwok-gpu-0', uid));
-    const m = machines();
-    const labels = (n: string) =>
-      api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
-    const f = new FleetComputeDomains({
-      api,
-      namespace: 'nvidia-dra-driver-gpu',
-      log,
-      view: {
-        cliqueOf: (n) => (nodes.includes(n) ? m.clique(n, gb('nvl72-0')) : undefined),
-        labels,
-        nodes: () => nodes,
-      },
-    });
+    const { f, labels, clique } = labelPass(api, nodes);
     await f.tick();
     assert.equal(labels('kwok-gpu-0')?.[DOMAIN_LABEL], uid);
     assert.equal(labels('kwok-gpu-1')?.[DOMAIN_LABEL], undefined);
-    assert.equal(labels('kwok-gpu-1')?.[GPU_CLIQUE_LABEL], m.clique('kwok-gpu-1', gb('nvl72-0')));
+    assert.equal(labels('kwok-gpu-1')?.[GPU_CLIQUE_LABEL], clique('kwok-gpu-1'));
     api.objects.forEach((o, k) => {
       if (o.metadata.name === 'c-kwok-gpu-0') api.objects.delete(k);
     });
@@ -163,15 +166,7 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
       '/apis/resource.k8s.io/v1/namespaces/team/resourceclaims',
       channelClaim('kwok-gpu-0', String(cd.metadata.uid)),
     );
-    const m = machines();
-    const labels = (n: string) =>
-      api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
-    const f = new FleetComputeDomains({
-      api,
-      namespace: 'nvidia-dra-driver-gpu',
-      log,
-      view: { cliqueOf: (n) => m.clique(n, gb('nvl72-0')), labels, nodes: () => nodes },
-    });
+    const { f, labels } = labelPass(api, nodes);
     await f.tick();
     assert.equal(labels('kwok-gpu-0')?.[DOMAIN_LABEL], undefined);
     assert.ok(labels('kwok-gpu-0')?.[GPU_CLIQUE_LABEL], 'the clique label is still set');
@@ -181,15 +176,7 @@ describe("the fleet's ComputeDomain side for KWOK racks", () => {
     const api = new FakeObjects();
     const nodes = ['kwok-gpu-0', 'kwok-gpu-1', 'kwok-gpu-2'];
     for (const n of nodes) api.seed('/api/v1/nodes', { metadata: { name: n, labels: {} } });
-    const m = machines();
-    const labels = (n: string) =>
-      api.read<{ metadata: { labels: Record<string, string> } }>(`/api/v1/nodes/${n}`)?.metadata.labels;
-    const f = new FleetComputeDomains({
-      api,
-      namespace: 'nvidia-dra-driver-gpu',
-      log,
-      view: { cliqueOf: (n) => m.clique(n, gb('nvl72-0')), labels, nodes: () => nodes },
-    });
+    const { f, labels } = labelPass(api, nodes);
     api.failNext = { prefix: 'PATCH /api/v1/nodes/kwok-gpu-1', code: 500 };
     await f.tick();
     assert.equal(f.failures, 1);

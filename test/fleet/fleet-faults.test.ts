@@ -8,9 +8,9 @@ import { FakeApi } from '../support/fake-api.js';
 import { testFleet } from '../support/fleet.js';
 import { FakeFaultApi, faultObject as fault } from '../support/fake-faults.js';
 import { until } from '../support/http.js';
-import { pino } from 'pino';
 import type { FleetOptions } from '../../src/fleet/fleet.js';
 import { LISTED_NODES } from '../../src/model/fault/status.js';
+import { recordingLog } from '../support/log.js';
 
 /** Faults across the fleet's nodes against in-memory API servers: taints on slices, status, repair. */
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
@@ -187,15 +187,7 @@ describe('faults on the fleet', () => {
   });
 
   it('a rejected status patch is tried again later after each failure, up to a cap', async () => {
-    const lines: { msg: string; retryInMs?: number }[] = [];
-    const log = pino(
-      { level: 'warn' },
-      {
-        write: (l: string) => {
-          lines.push(JSON.parse(l) as { msg: string; retryInMs?: number });
-        },
-      },
-    );
+    const { log, lines } = recordingLog();
     // A thousandth of each ceiling: 2 ms for the first retry, doubling, capped at 60 ms (a minute).
     const s = setup(2, DEFAULT_RELEASE, { log, random: () => 0.001 });
     await s.fleet.start();

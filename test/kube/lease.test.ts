@@ -123,6 +123,19 @@ afterEach(async () => {
   live = [];
 });
 
+/** `a` leading and `b` standing by, b having read the lease a few times. */
+async function leaderAndStandby() {
+  const store = new FakeObjects();
+  const terms = new Terms();
+  const a = terms.candidate(store, 'a');
+  a.e.start();
+  await until('a leads', () => a.e.leading);
+  const b = terms.candidate(store, 'b');
+  b.e.start();
+  await sleep(RETRY * 3);
+  return { store, terms, a, b };
+}
+
 const lease = (store: FakeObjects) => store.read<LeaseObj>(leasePath(NS, NAME));
 
 describe('leader election over a Lease', () => {
@@ -150,14 +163,7 @@ describe('leader election over a Lease', () => {
 
   it('a leader cut off stops before the lease runs out, and only then does the standby take over', async () => {
     for (const mode of ['fail', 'hang'] as const) {
-      const store = new FakeObjects();
-      const terms = new Terms();
-      const a = terms.candidate(store, 'a');
-      a.e.start();
-      await until('a leads', () => a.e.leading);
-      const b = terms.candidate(store, 'b');
-      b.e.start();
-      await sleep(RETRY * 3);
+      const { store, terms, a, b } = await leaderAndStandby();
       a.link.mode = mode;
       const cut = performance.now();
       await until(`b leads (${mode})`, () => b.e.leading, DURATION * 5);
@@ -211,14 +217,7 @@ describe('leader election over a Lease', () => {
   });
 
   it('a clean stop releases the lease, so the standby leads at once', async () => {
-    const store = new FakeObjects();
-    const terms = new Terms();
-    const a = terms.candidate(store, 'a');
-    a.e.start();
-    await until('a leads', () => a.e.leading);
-    const b = terms.candidate(store, 'b');
-    b.e.start();
-    await sleep(RETRY * 3);
+    const { store, terms, a, b } = await leaderAndStandby();
     const stopped = performance.now();
     await a.e.stop();
     assert.equal(lease(store)?.spec.holderIdentity, '', 'released');

@@ -9,6 +9,7 @@ import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 import { buildSlices } from '../../src/model/slice/build.js';
 import { FakeFaultApi, faultObject as fault } from '../support/fake-faults.js';
+import { recordingLog } from '../support/log.js';
 
 const NODE = 'node-a';
 const log = pino({ level: 'silent' });
@@ -142,15 +143,7 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
   });
 
   it('a rejected status patch is written again later after each failure, with no change or publish to prompt it', async () => {
-    const lines: { msg: string; retryInMs?: number }[] = [];
-    const capture = pino(
-      { level: 'warn' },
-      {
-        write: (l: string) => {
-          lines.push(JSON.parse(l) as { msg: string; retryInMs?: number });
-        },
-      },
-    );
+    const { log: capture, lines } = recordingLog();
     // A thousandth of each ceiling: 2 ms for the first retry, doubling.
     const s = setup('0.5', newModel('0.5'), { log: capture, random: () => 0.001 });
     s.health.start();
@@ -166,7 +159,7 @@ describe("the plugin's faults: GpuFault → mock NVML → NVIDIA's monitor → s
     const delays = lines
       .filter((l) => l.msg === 'writing the fault status failed; again later')
       .map((l) => l.retryInMs)
-      .filter((d) => d !== undefined);
+      .filter((d) => typeof d === 'number');
     // A failure while a retry waits (another report) is counted, not armed: the delays only grow.
     assert.equal(delays[0], 2);
     assert.ok(delays.length >= 3, `${delays.join(', ')} ms`);
