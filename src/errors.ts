@@ -10,7 +10,8 @@ export class FakegpuError extends Error {
     readonly field: string,
     readonly detail: string,
   ) {
-    super(`${field}: ${detail}`);
+    // An empty field (an empty path as `validate ""` gets it) would read as a line starting with ": ".
+    super(`${field === '' ? '""' : field}: ${detail}`);
     this.name = 'FakegpuError';
   }
 }
@@ -27,7 +28,13 @@ export function show(value: unknown): string {
   if (typeof value === 'string' && value.length > SHOWN) {
     return `${JSON.stringify(value.slice(0, SHOWN))}… (${value.length} characters)`;
   }
-  const text = JSON.stringify(value);
+  // JSON has no NaN or Infinity and would print them as null, which is not what the input said (YAML's
+  // `.nan` and `.inf` are numbers).
+  if ((typeof value === 'number' && !Number.isFinite(value)) || typeof value === 'bigint')
+    return String(value);
+  const text = JSON.stringify(value, (_k, v: unknown) =>
+    (typeof v === 'number' && !Number.isFinite(v)) || typeof v === 'bigint' ? String(v) : v,
+  );
   return text.length > SHOWN ? `${text.slice(0, SHOWN)}… (${text.length} characters of JSON)` : text;
 }
 

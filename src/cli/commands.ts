@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { modelLookup } from '../model/hardware/models.js';
-import { DEFAULT_RELEASE, parseRelease } from '../model/device/release.js';
+import { parseRelease } from '../model/device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../model/hardware/build.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
@@ -9,11 +9,11 @@ import { capturesOf } from '../model/preset/captures.js';
 import { profileSource } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
 import type { ProfileSpec } from '../model/preset/machine-spec.js';
-import { checkNodeName, renderNode, renderSlices } from '../model/render.js';
+import { checkNodeName, renderSlices, validateProfile } from '../model/render.js';
 import { renderTopology, topology } from '../model/topology/topology.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
-import { DEFAULT_KUBERNETES_VERSION, layoutVersionOption, releaseChoiceOption } from './options.js';
+import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize, table, type Format } from './output.js';
 import { isDriverName } from '../kube/types/names.js';
 
@@ -185,15 +185,7 @@ export function validateCommand(write: (s: string) => void): Command {
     .action((file: string, opts: { dynamicMig?: boolean }) => {
       const source = profileSource(file);
       const profile = resolveProfile(file, source);
-      // The whole of render with its defaults, so that what validates also renders.
-      const { machine } = renderNode(profile, {
-        nodeName: 'validate',
-        dynamicMig: opts.dynamicMig === true,
-        driverName: DRIVER_NAME,
-        kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
-        release: DEFAULT_RELEASE,
-        nics: { driverName: DRANET, standardNumaNode: false },
-      }).model;
+      const { machine } = validateProfile(profile, { dynamicMig: opts.dynamicMig === true });
       const models = gpuSummary({
         models: profile.spec.models,
         gpus: machine.gpus.map((g) => ({ model: g.model.key })),

@@ -1,18 +1,19 @@
 import { buildDevices, type GpuDevices } from './device/allocatable.js';
 import { discoverGpus } from './device/discover.js';
-import { RELEASES, type DriverRelease } from './device/release.js';
+import { DEFAULT_RELEASE, RELEASES, type DriverRelease } from './device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { applyTaints, type DeviceTaints } from './health/taints.js';
 import { buildMachine } from './hardware/build.js';
 import type { Machine } from './hardware/machine.js';
 import { machineTopology } from './hardware/sysfs.js';
 import type { List, ResourceSlice } from '../kube/types/resource.js';
-import type { Semver } from '../kube/types/version.js';
+import { compareSemver, formatSemver, type Semver } from '../kube/types/version.js';
+import { RELEASE_LIMITS } from '../kube/types/limits.js';
 import { MockNvml } from './nvml/mock.js';
 import { MemoryMigStateStore, type MigStateStore } from './nvml/state.js';
 import type { ResolvedProfile } from './profile/load.js';
-import { buildNicSlices, buildSlices, checkSliceNames } from './slice/build.js';
-import { nicDevices, type NicAttributeOptions } from './nic/attributes.js';
+import { buildNicSlices, buildSlices, checkSliceNames, DRIVER_NAME } from './slice/build.js';
+import { DRANET, nicDevices, type NicAttributeOptions } from './nic/attributes.js';
 import { isDnsSubdomain } from '../kube/types/names.js';
 
 export interface RenderOptions {
@@ -70,11 +71,32 @@ export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): Lis
   return { apiVersion: 'v1', kind: 'List', metadata: {}, items: renderNode(profile, opts).items };
 }
 
+/**
+ * The oldest release whose `RELEASE_LIMITS` fakegpu knows, 1.34, is the first to serve `resource.k8s.io/v1`,
+ * the only version slices are rendered in.
+ */
+const FIRST_V1 = RELEASE_LIMITS[0]?.release ?? { major: 1, minor: 34, patch: 0 };
+
+/** What slices are rendered for must be able to store them, and two drivers of a node must differ. */
+function checkRenderTarget(opts: RenderOptions): void {
+  if (compareSemver(opts.kubernetesVersion, FIRST_V1) < 0)
+    throw new FakegpuError(
+      '--kubernetes-version',
+      `${formatSemver(opts.kubernetesVersion)} has no resource.k8s.io/v1, the API fakegpu renders ResourceSlices in; give ${FIRST_V1.major}.${FIRST_V1.minor} or later`,
+    );
+  if (opts.nics?.driverName === opts.driverName)
+    throw new FakegpuError(
+      '--driver-name',
+      `${show(opts.driverName)} is the NIC slices' driver name too (--nic-driver-name): the GPU and NIC slices would be one pool of two conflicting publishers; give each its own name, or --no-nics`,
+    );
+}
+
 /** The node's slices with the model they came from. */
 export function renderNode(
   profile: ResolvedProfile,
   opts: RenderOptions,
 ): { model: NodeModel; items: ResourceSlice[] } {
+  checkRenderTarget(opts);
   checkSliceNames(
     opts.nodeName,
     { driverName: opts.driverName, indexedNames: RELEASES[opts.release].indexedSliceNames },
@@ -93,6 +115,24 @@ export function renderNode(
   });
   if (opts.nics) items.push(...renderNicSlices(machine, opts.nics));
   return { model, items };
+}
+
+/** The API server version a profile is validated for: the first with today's limits and layout. */
+const VALIDATED_FOR = RELEASE_LIMITS.at(-1)?.release ?? FIRST_V1;
+
+/**
+ * The one check every profile passes, wherever it comes from (`validate`, what `capture node` is about
+ * to write): the whole render with its defaults, GPUs and NICs, so that what validates also renders.
+ */
+export function validateProfile(profile: ResolvedProfile, opts: { dynamicMig: boolean }): NodeModel {
+  return renderNode(profile, {
+    nodeName: 'validate',
+    dynamicMig: opts.dynamicMig,
+    driverName: DRIVER_NAME,
+    kubernetesVersion: VALIDATED_FOR,
+    release: DEFAULT_RELEASE,
+    nics: { driverName: DRANET, standardNumaNode: false },
+  }).model;
 }
 
 export function renderNicSlices(machine: Machine, opts: NicRenderOptions): ResourceSlice[] {

@@ -568,7 +568,7 @@ describe('validate and render agree', () => {
   it('--kubernetes-version takes what real API servers report, suffixes ignored', () => {
     for (const [real, plain] of [
       ['v1.34.2-eks-113cf36', '1.34.2'],
-      ['v1.33.1+k3s1', '1.33.1'],
+      ['v1.34.1+k3s1', '1.34.1'],
       ['1.35.0-rc.1', '1.35.0'],
     ] as const) {
       const r = fakegpu(

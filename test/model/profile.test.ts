@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakegpuError } from '../../src/errors.js';
+import { FakegpuError, show } from '../../src/errors.js';
+import { type RenderOptions, renderSlices } from '../../src/model/render.js';
 import { buildMachine } from '../../src/model/hardware/build.js';
 import { parseKubernetesVersion } from '../../src/kube/types/version.js';
 import { PRESET_NAMES } from '../../src/model/preset/index.js';
@@ -461,5 +462,173 @@ describe('machines the real driver can describe', () => {
       parseProfileText(nic(', ipv4: 255.0.10.1/32'), 'f.yaml').spec.nics?.[0]?.ipv4,
       '255.0.10.1/32',
     );
+  });
+});
+
+/** Profiles that validated, and rendered slices the API server refuses or stores otherwise. */
+describe('accepted but wrong: refused in one line', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+  const custom = (extra: string): string =>
+    doc(
+      `  models: [{key: Z9, name: "${extra}", architecture: Hopper, computeCapability: "9.0", memoryMiB: 1024, pciDeviceId: "2329"}]\n  gpus: [{model: Z9}]\n`,
+    );
+
+  it('a custom model name over 64 bytes, the limit of the productName attribute', () => {
+    const name = `NVIDIA ${'é'.repeat(29)}`; // 65 bytes in 36 characters
+    exact(
+      () => parseProfileText(custom(name), 'f.yaml'),
+      `spec.models[0].name: must be at most 64 bytes: it is published as the productName attribute, and the API server refuses longer string attributes (got ${JSON.stringify(name)})`,
+    );
+    assert.equal(
+      parseProfileText(custom(name.slice(0, -1)), 'f.yaml').spec.models?.[0]?.name,
+      name.slice(0, -1),
+    );
+  });
+
+  it('memory whose bytes do not fit the int64 of a quantity', () => {
+    exact(
+      () =>
+        parseProfileText(
+          custom('NVIDIA Z9').replace('memoryMiB: 1024', 'memoryMiB: 8796093022208'),
+          'f.yaml',
+        ),
+      'spec.models[0].memoryMiB: must be at most 8796093022207 (2^43 - 1): the memory capacity in bytes must fit a signed 64-bit integer (got 8796093022208)',
+    );
+  });
+
+  it('two overrides of one GPU', () => {
+    exact(
+      () =>
+        parseProfileText(
+          doc(
+            '  preset: dgx-h100\n  overrides: [{index: 2, numaNode: 1}, {index: 3}, {index: 2, numaNode: 0}]\n',
+          ),
+          'f.yaml',
+        ),
+      'spec.overrides[2].index: duplicate override of GPU 2; spec.overrides[0] changes it already: merge the two (got 2)',
+    );
+  });
+
+  it('more overrides or models than a node has GPUs', () => {
+    const many = (item: string): string => `[${Array.from({ length: 256 }, () => item).join(', ')}]`;
+    assert.throws(
+      () => parseProfileText(doc(`  preset: dgx-h100\n  overrides: ${many('{index: 0}')}\n`), 'f.yaml'),
+      (e: unknown) =>
+        e instanceof FakegpuError &&
+        /^spec\.overrides: 256 items; at most 255 are allowed, one per GPU of a node at most \(got \[/.test(
+          e.message,
+        ),
+    );
+    assert.throws(
+      () =>
+        parseProfileText(
+          doc(
+            `  preset: dgx-h100\n  models: ${many('{key: Z, name: Z, architecture: Hopper, computeCapability: "9.0", memoryMiB: 1, pciDeviceId: "2329"}')}\n`,
+          ),
+          'f.yaml',
+        ),
+      (e: unknown) =>
+        e instanceof FakegpuError &&
+        /^spec\.models: 256 items; at most 255 are allowed, one per GPU of a node at most \(got \[/.test(
+          e.message,
+        ),
+    );
+  });
+
+  it('two NICs with one MAC', () => {
+    exact(
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [
+            { ifName: 'a', busId: '0000:10:00.0', model: 'ConnectX-7', mac: '0e:96:fe:e8:a3:f5' },
+            { ifName: 'b', busId: '0000:11:00.0', model: 'ConnectX-7', mac: '0e:96:fe:e8:a3:f5' },
+          ],
+        }),
+      'spec.nics[1].mac: duplicate MAC address "0e:96:fe:e8:a3:f5"; spec.nics[0].mac has it already',
+    );
+  });
+
+  it('a GPU or NIC under a PCIe root of another PCI domain', () => {
+    exact(
+      () => machineOf({ gpus: [{ model: 'T4', busId: '0000:3b:00.0', pcieRoot: 'pci0001:3a' }] }),
+      'spec.gpus[0].pcieRoot: "pci0001:3a" is in PCI domain 0001 but the bus ID "0000:3b:00.0" is in domain 0000; a device sits under a root of its own domain, e.g. "pci0000:00"',
+    );
+    exact(
+      () =>
+        machineOf({
+          gpus: [{ model: 'T4' }],
+          nics: [{ ifName: 'a', busId: '0002:10:00.0', model: 'ConnectX-7', pcieRoot: 'pci0000:10' }],
+        }),
+      'spec.nics[0].pcieRoot: "pci0000:10" is in PCI domain 0000 but the bus ID "0002:10:00.0" is in domain 0002; a device sits under a root of its own domain, e.g. "pci0002:00"',
+    );
+    assert.equal(
+      machineOf({ gpus: [{ model: 'T4', busId: '0008:3b:00.0', pcieRoot: 'PCI0008:3A' }] }).gpus[0]?.pcieRoot,
+      'pci0008:3a',
+    );
+  });
+
+  const renderOpts = (more: Partial<RenderOptions>): RenderOptions => ({
+    nodeName: 'n1',
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: '0.5',
+    nics: { driverName: 'dra.net', standardNumaNode: false },
+    ...more,
+  });
+
+  it('a GPU driver of the NIC driver name: two publishers of one pool', () => {
+    exact(
+      () => renderSlices(resolveProfile('dgx-h100'), renderOpts({ driverName: 'dra.net' })),
+      '--driver-name: "dra.net" is the NIC slices\' driver name too (--nic-driver-name): the GPU and NIC slices would be one pool of two conflicting publishers; give each its own name, or --no-nics',
+    );
+    assert.ok(
+      renderSlices(resolveProfile('dgx-h100'), renderOpts({ driverName: 'dra.net', nics: undefined })),
+    );
+  });
+
+  it('a Kubernetes release without resource.k8s.io/v1', () => {
+    exact(
+      () =>
+        renderSlices(
+          resolveProfile('dgx-h100'),
+          renderOpts({ kubernetesVersion: { major: 1, minor: 20, patch: 0 } }),
+        ),
+      '--kubernetes-version: 1.20.0 has no resource.k8s.io/v1, the API fakegpu renders ResourceSlices in; give 1.34 or later',
+    );
+    exact(
+      () =>
+        renderSlices(
+          resolveProfile('dgx-h100'),
+          renderOpts({ kubernetesVersion: { major: 1, minor: 33, patch: 9 } }),
+        ),
+      '--kubernetes-version: 1.33.9 has no resource.k8s.io/v1, the API fakegpu renders ResourceSlices in; give 1.34 or later',
+    );
+    assert.ok(
+      renderSlices(
+        resolveProfile('dgx-h100'),
+        renderOpts({ kubernetesVersion: { major: 1, minor: 34, patch: 0 } }),
+      ),
+    );
+  });
+
+  it('NaN and Infinity shown as such, and an empty field as ""', () => {
+    exact(
+      () => parseProfileText(doc('  gpus: [{model: T4, numaNode: .nan}]\n'), 'f.yaml'),
+      'spec.gpus[0].numaNode: Invalid input: expected number, received NaN (got NaN)',
+    );
+    exact(
+      () => parseProfileText(doc('  gpus: [{model: T4, numaNode: .inf}]\n'), 'f.yaml'),
+      'spec.gpus[0].numaNode: Invalid input: expected number, received Infinity (got Infinity)',
+    );
+    assert.equal(show([1, -Infinity, 2n]), '[1,"-Infinity","2"]');
+    exact(() => resolveProfile('', ''), `"": unknown preset ""; known presets: ${PRESET_NAMES.join(', ')}`);
   });
 });

@@ -10,7 +10,7 @@ import { captureCluster, type ClusterNode, type Taint } from '../../src/tools/ca
 import { compareNode } from '../../src/tools/capture/compare.js';
 import { writeCapture } from '../../src/tools/capture/write.js';
 import { parsePools } from '../../src/fleet/pools.js';
-import { diffSlices } from '../../src/tools/capture/diff.js';
+import { diffSlices, renderDiff } from '../../src/tools/capture/diff.js';
 import { readNodeInputs } from '../../src/tools/capture/inputs.js';
 import { captureNode } from '../../src/tools/capture/node.js';
 import { anonymizeNics } from '../../src/tools/capture/anonymize.js';
@@ -24,7 +24,7 @@ import { FakegpuError } from '../../src/errors.js';
 import type { ResourceSlice } from '../../src/kube/types/resource.js';
 import { PRESETS } from '../../src/model/preset/index.js';
 import { REAL_CAPTURES } from '../../src/model/preset/captures.js';
-import { mergeOverPreset, parseProfileText } from '../../src/model/profile/load.js';
+import { mergeOverPreset, parseProfileText, profileFromText } from '../../src/model/profile/load.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { type RenderOptions, renderSlices } from '../../src/model/render.js';
 import { buildMachine } from '../../src/model/hardware/build.js';
@@ -384,6 +384,172 @@ function readLspciText(): string {
   ].join('\n');
 }
 
+/** The T4 fixture's one GPU repeated `n` times, each with its own bus ID, minor and UUID. */
+function manyT4s(n: number): string {
+  const xml = read('k8s-test-infra-t4.xml');
+  const start = xml.indexOf('<gpu id=');
+  const end = xml.lastIndexOf('</gpu>') + '</gpu>'.length;
+  const gpu = xml.slice(start, end);
+  const copies = Array.from({ length: n }, (_, i) => {
+    const bus = `0000${(i >> 5).toString(16).padStart(4, '0')}:${(i & 31).toString(16).padStart(2, '0')}:00.0`;
+    return gpu
+      .replaceAll('00000000:00:1E.0', bus)
+      .replace('<minor_number>0<', `<minor_number>${i % 255}<`)
+      .replace(
+        'GPU-00000000-0000-0000-0000-000000000000',
+        `GPU-${i.toString(16).padStart(8, '0')}-0000-0000-0000-000000000000`,
+      );
+  });
+  return xml.slice(0, start) + copies.join('\n') + xml.slice(end);
+}
+
+/** A ConnectX-7 beside the A100 of the telegraf fixture, named and described by the network inputs. */
+function nicNode(net: { ibdev2netdev?: string; ipLink?: string; ipAddr?: string; lspci?: string }) {
+  const xml = read('telegraf-a100-sxm4-80gb-mig.xml').replace(/00000000:01:00\.0/g, '00000000:1B:00.0');
+  return readNodeInputs({
+    'nvidia-smi-xml': { text: xml, source: 'x.xml' },
+    lspci: { text: net.lspci ?? readLspciText(), source: 'lspci.txt' },
+    ...(net.ibdev2netdev ? { ibdev2netdev: { text: net.ibdev2netdev, source: 'ib' } } : {}),
+    ...(net.ipLink ? { 'ip-link': { text: net.ipLink, source: 'link' } } : {}),
+    ...(net.ipAddr ? { 'ip-addr': { text: net.ipAddr, source: 'addr' } } : {}),
+  });
+}
+
+describe('capture node writes only what validate accepts', () => {
+  const exact = (run: () => unknown, message: string): void => {
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof FakegpuError, `not a FakegpuError: ${String(e)}`);
+      assert.equal(e.message, message);
+      return true;
+    });
+  };
+  const capture = (xml: string, name?: string) =>
+    captureNode(readNodeInputs({ 'nvidia-smi-xml': { text: xml, source: 'x.xml' } }).node, {
+      anonymize: false,
+      name,
+    });
+  const h100 = read('k8s-test-infra-h100.xml');
+  const tail = '; the profile captured from x.xml would not validate, so nothing was written';
+
+  it('refuses GPUs that share a bus ID, a minor or a UUID, naming the GPU', () => {
+    exact(
+      () => capture(h100.replace(/00000000:64:00\.0/g, '00000000:53:00.0')),
+      `spec.gpus[1].busId (the GPU at 0000:53:00.0): duplicate bus ID "0000:53:00.0"; spec.gpus[0].busId has it already${tail}`,
+    );
+    exact(
+      () => capture(h100.replace('<minor_number>1<', '<minor_number>0<')),
+      `spec.gpus[1].minor (the GPU at 0000:64:00.0): duplicate minor number "0"; spec.gpus[0].minor has it already${tail}`,
+    );
+    exact(
+      () =>
+        capture(
+          h100.replace(
+            'GPU-00000001-0000-0000-0000-000000000001',
+            'GPU-00000000-0000-0000-0000-000000000000',
+          ),
+        ),
+      `spec.gpus[1].uuid (the GPU at 0000:64:00.0): duplicate UUID "GPU-00000000-0000-0000-0000-000000000000"; spec.gpus[0].uuid has it already${tail}`,
+    );
+  });
+
+  it('refuses 256 GPUs, as the README says a node has at most 255', () => {
+    assert.equal(capture(manyT4s(255)).profile.spec.gpus?.length, 255);
+    refused(
+      () => capture(manyT4s(256)),
+      /^spec\.gpus: 256 items; at most 255 are allowed, as a node has at most 255 GPUs \(got \[\{"model":"T4",.*\); the profile captured from x\.xml would not validate, so nothing was written$/,
+    );
+  });
+
+  it('refuses a driver version that is not one, beyond the warning of an unknown branch', () => {
+    exact(
+      () => capture(h100.replace('<driver_version>580.105.08', '<driver_version>banana')),
+      `spec.driver.version: "banana" is not a version; expected numbers separated by dots, e.g. "580.126.20"${tail}`,
+    );
+  });
+
+  it('refuses an empty or a 300-character --name', () => {
+    const t4 = read('k8s-test-infra-t4.xml');
+    exact(() => capture(t4, ''), `--name: Too small: expected string to have >=1 characters (got "")${tail}`);
+    exact(
+      () => capture(t4, 'n'.repeat(300)),
+      `--name: Too big: expected string to have <=253 characters (got "${'n'.repeat(80)}"… (300 characters))${tail}`,
+    );
+  });
+
+  it('refuses a product name longer than a slice attribute holds, though it is a custom model', () => {
+    const xml = read('telegraf-a100-sxm4-80gb-mig.xml').replace(
+      'NVIDIA A100-SXM4-80GB',
+      `NVIDIA ${'Z'.repeat(1_000_000)}`,
+    );
+    assert.throws(
+      () => capture(xml),
+      (e: unknown) =>
+        e instanceof FakegpuError &&
+        e.message.startsWith(
+          'spec.models[0].name: must be at most 64 bytes: it is published as the productName attribute, and the API server refuses longer string attributes (got "NVIDIA ZZZ',
+        ) &&
+        e.message.endsWith(`… (1000007 characters))${tail}`),
+    );
+  });
+
+  it('refuses NUMA -5, MTU -5, a bad IPv4 address and an interface name with "/", naming the NIC', () => {
+    const named = {
+      ibdev2netdev: '0000:18:00.0 mlx5_0 (MT4129 - NV) fw 28.39 port 1 (ACTIVE) ==> ibp24s0 (Up)\n',
+    };
+    exact(
+      () =>
+        captureNode(
+          nicNode({ ...named, lspci: readLspciText().replace('NUMANode:\t0\n', 'NUMANode:\t-5\n') }).node,
+          {
+            anonymize: false,
+          },
+        ),
+      `spec.gpus[0].numaNode (the GPU at 0000:1b:00.0): Too small: expected number to be >=-1 (got -5)${tail}`,
+    );
+    exact(
+      () =>
+        captureNode(nicNode({ ...named, ipLink: '[{"ifname":"ibp24s0","mtu":-5}]' }).node, {
+          anonymize: false,
+        }),
+      `spec.nics[0].mtu (the NIC at 0000:18:00.0): Too small: expected number to be >=68 (got -5)${tail}`,
+    );
+    exact(
+      () =>
+        captureNode(
+          nicNode({
+            ...named,
+            ipAddr:
+              '[{"ifname":"ibp24s0","addr_info":[{"family":"inet","local":"10.0.0.300","prefixlen":24}]}]',
+          }).node,
+          { anonymize: false },
+        ),
+      `spec.nics[0].ipv4 (the NIC at 0000:18:00.0): must be an IPv4 address with prefix: four numbers from 0 to 255 and a prefix length from 0 to 32, e.g. "10.0.0.5/24" (got "10.0.0.300/24")${tail}`,
+    );
+    exact(
+      () =>
+        captureNode(
+          nicNode({ ibdev2netdev: named.ibdev2netdev.replace('ibp24s0', '../../etc/passwd') }).node,
+          {
+            anonymize: false,
+          },
+        ),
+      `spec.nics[0].ifName (the NIC at 0000:18:00.0): must be a Linux interface name: 1 to 15 bytes, not "." or "..", without "/", ":" or whitespace (got "../../etc/passwd")${tail}`,
+    );
+  });
+
+  it('leaves out, with a warning, a ConnectX that no input names the interface of', () => {
+    const { node, warnings } = nicNode({});
+    assert.deepEqual(warnings, [
+      "lspci.txt: 0000:a1:00.0 Intel Corporation Ethernet Controller E810: not in fakegpu's NIC catalog, left out",
+      'lspci.txt: 0000:18:00.0 ConnectX-7: no input names its network interface (give --ibdev2netdev, or --bundle with the net section), left out',
+    ]);
+    const { profile } = captureNode(node, { anonymize: false });
+    assert.deepEqual(profile.spec.nics, []);
+    // What capture wrote, validate takes: the same schema and render a file goes through.
+    renderSlices(profileFromText(JSON.stringify(profile), 'p'), renderOpts('n1'));
+  });
+});
+
 /** Real `nvidia-smi -q -x` outputs and the preset each is a node of: the list `fakegpu profiles` shows. */
 const REAL_XML = REAL_CAPTURES.filter((c) => c.kind === 'nvidia-smi');
 
@@ -673,6 +839,24 @@ describe('fakegpu diff', () => {
       },
       { where: 'gpu.nvidia.com gpu-7', field: 'device', capture: null, fakegpu: 'present' },
     ]);
+  });
+
+  it('counts a device published twice in one pool as a difference, never "identical"', () => {
+    const mine = renderSlices(resolveProfile('aws-g4dn.xlarge'), renderOpts('n1')).items;
+    const twice = structuredClone(mine);
+    const [slice] = twice;
+    const [device] = slice?.spec.devices ?? [];
+    assert.ok(slice && device);
+    slice.spec.devices?.push(structuredClone(device));
+    const d = diffSlices(twice, mine);
+    assert.deepEqual(d.differences, [
+      { where: 'gpu.nvidia.com gpu-0', field: 'copies', capture: '2', fakegpu: '1' },
+    ]);
+    assert.deepEqual(d.devices, { capture: 2, fakegpu: 1 });
+    assert.match(
+      renderDiff(d, { capture: 'capture', fakegpu: 'fakegpu' }),
+      /^1 difference\(s\) over 2 captured/m,
+    );
   });
 
   it('exits 3 on a difference and 0 on none, printing what differs', () => {

@@ -6,6 +6,7 @@ import type { Placed } from '../mig/placement.js';
 import type { ResolvedProfile } from '../profile/load.js';
 import {
   gpuCount,
+  MAX_GPUS,
   type GpuEntry,
   type MigSpec,
   type NicEntry,
@@ -38,11 +39,7 @@ interface Draft {
   busId: string;
 }
 
-/**
- * NVIDIA's kernel module gives GPUs the character device minors 0-254 (`/dev/nvidia0` to `/dev/nvidia254`)
- * and 255 to `/dev/nvidiactl`, and the driver names devices by minor: no node has more GPUs than that.
- */
-export const MAX_GPUS = 255;
+export { MAX_GPUS } from '../preset/machine-spec.js';
 
 const GPU_GUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -198,7 +195,17 @@ function addressingMode(
 
 function rootFor(given: string | null | undefined, busId: string, field: string): string | null {
   if (given === null) return null;
-  return given === undefined ? rootOfOwnBus(busId) : canonicalPcieRoot(given, field);
+  if (given === undefined) return rootOfOwnBus(busId);
+  const root = canonicalPcieRoot(given, field);
+  // `pci<domain>:<bus>`: a root complex only holds functions of its own PCI domain.
+  const domain = root.slice(3, 7);
+  if (domain !== busId.slice(0, 4)) {
+    throw new FakegpuError(
+      field,
+      `${show(given)} is in PCI domain ${domain} but the bus ID ${show(busId)} is in domain ${busId.slice(0, 4)}; a device sits under a root of its own domain, e.g. "pci${busId.slice(0, 4)}:00"`,
+    );
+  }
+  return root;
 }
 
 /** The kernel's names for RDMA devices: mlx5 counts its functions in bus order, EFA names its slot. */
@@ -269,6 +276,13 @@ function buildNics(entries: readonly NicEntry[], base: string, nodeName: string)
     (n) => n.rdmaDevice ?? undefined,
     'RDMA device name',
     (n) => `${n.field}.rdmaDevice`,
+  );
+  // A MAC names one interface on a link; two alike would make DRANET's mac attribute ambiguous.
+  checkUnique(
+    nics,
+    (n) => n.mac ?? undefined,
+    'MAC address',
+    (n) => `${n.field}.mac`,
   );
   return nics.map(({ field: _field, ...n }) => n);
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { show } from '../../errors.js';
+import { LIMITS } from '../../kube/types/limits.js';
 
 /**
  * The spec a machine is written in: presets are written in it, and a user's MachineProfile carries one
@@ -17,6 +18,20 @@ export function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const nonEmpty = z.string().trim().min(1);
+
+/**
+ * NVIDIA's kernel module gives GPUs the character device minors 0-254 (`/dev/nvidia0` to `/dev/nvidia254`)
+ * and 255 to `/dev/nvidiactl`, and the driver names devices by minor: no node has more GPUs than that.
+ */
+export const MAX_GPUS = 255;
+
+/** A list with at most `max` items, whose refusal says the bound and why there is one. */
+function atMost<T extends z.ZodType>(item: T, max: number, why: string) {
+  return z.array(item).max(max, {
+    error: (iss) =>
+      `${Array.isArray(iss.input) ? iss.input.length : 'too many'} items; at most ${max} are allowed, ${why}`,
+  });
+}
 
 export const ADDRESSING_MODES = ['HMM', 'ATS', 'None', 'Unsupported'] as const;
 
@@ -135,6 +150,9 @@ export const FabricSpec = strict({
 });
 export type FabricSpec = z.infer<typeof FabricSpec>;
 
+/** 2^63 - 1 bytes, in whole MiB. */
+const MAX_MEMORY_MIB = 2 ** 43 - 1;
+
 /**
  * A GPU the catalog does not have, with the facts nvidia-smi shows (`capture node` writes one for a
  * product it does not know). No MIG: a MIG table cannot be read from nvidia-smi -q -x.
@@ -142,12 +160,22 @@ export type FabricSpec = z.infer<typeof FabricSpec>;
 export const CustomModel = strict({
   /** What `gpus[].model` names it by. */
   key: nonEmpty,
-  /** `nvmlDeviceGetName`, e.g. `NVIDIA H20`. */
-  name: nonEmpty,
+  /** `nvmlDeviceGetName`, e.g. `NVIDIA H20`: the devices' `productName`, a string attribute. */
+  name: nonEmpty.refine(
+    (s) => Buffer.byteLength(s) <= LIMITS.stringAttributeBytes,
+    `must be at most ${LIMITS.stringAttributeBytes} bytes: it is published as the productName attribute, and the API server refuses longer string attributes`,
+  ),
   architecture: z.enum(['Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell']),
   /** CUDA compute capability, e.g. `9.0`. */
   computeCapability: z.string().regex(/^\d+\.\d+$/, 'must be <major>.<minor>, e.g. "9.0"'),
-  memoryMiB: z.number().int().positive(),
+  /** Published as the `memory` capacity in bytes, a quantity the API server keeps as a signed 64-bit integer. */
+  memoryMiB: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_MEMORY_MIB, {
+      error: `must be at most ${MAX_MEMORY_MIB} (2^43 - 1): the memory capacity in bytes must fit a signed 64-bit integer`,
+    }),
   /** PCI device ID in hex, e.g. `2329`. */
   pciDeviceId: z.string().regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "2329"'),
   pciSubsystemId: z
@@ -159,18 +187,36 @@ export const CustomModel = strict({
 });
 export type CustomModel = z.infer<typeof CustomModel>;
 
+/** Two overrides of one GPU would leave it to their order which wins. */
+function uniqueIndexes(overrides: readonly GpuOverride[], ctx: z.RefinementCtx): void {
+  const seen = new Map<number, number>();
+  overrides.forEach((o, i) => {
+    const first = seen.get(o.index);
+    if (first === undefined) seen.set(o.index, i);
+    else
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'index'],
+        input: o.index,
+        message: `duplicate override of GPU ${o.index}; spec.overrides[${first}] changes it already: merge the two`,
+      });
+  });
+}
+
 export const ProfileSpec = strict({
   preset: nonEmpty.optional(),
   /** GPUs the catalog does not have, for `gpus[].model` to name. */
-  models: z.array(CustomModel).optional(),
+  models: atMost(CustomModel, MAX_GPUS, 'one per GPU of a node at most').optional(),
   description: z.string().optional(),
   driver: DriverSpec.optional(),
   addressingMode: z.enum(ADDRESSING_MODES).optional(),
   /** Replaces the preset's GPUs when given. */
-  gpus: z.array(GpuEntry).min(1).optional(),
+  gpus: atMost(GpuEntry, MAX_GPUS, `as a node has at most ${MAX_GPUS} GPUs`).min(1).optional(),
   /** Default MIG settings for every GPU that does not set its own. */
   mig: MigSpec.optional(),
-  overrides: z.array(GpuOverride).optional(),
+  overrides: atMost(GpuOverride, MAX_GPUS, 'one per GPU of a node at most')
+    .superRefine(uniqueIndexes)
+    .optional(),
   /** Replaces the preset's NICs when given. */
   nics: z.array(NicEntry).optional(),
   fabric: FabricSpec.optional(),

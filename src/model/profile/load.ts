@@ -112,7 +112,17 @@ export function profileSource(ref: string): string {
 
 /** A profile file's text parsed and folded over its preset. */
 export function profileFromText(text: string, source: string): ResolvedProfile {
-  const profile = parseProfileText(text, source);
+  return resolved(parseProfileText(text, source));
+}
+
+/** A MachineProfile built in memory (`capture node`'s), checked by the schema a file is. */
+export function profileFromObject(input: unknown): ResolvedProfile {
+  const parsed = MachineProfile.safeParse(input);
+  if (!parsed.success) throw schemaError(parsed.error, input, '');
+  return resolved(parsed.data);
+}
+
+function resolved(profile: MachineProfile): ResolvedProfile {
   return {
     name: profile.metadata.name,
     preset: profile.spec.preset ?? null,

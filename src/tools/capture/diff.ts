@@ -67,22 +67,44 @@ interface Indexed {
   devices: Map<string, Device>;
   counterSets: Map<string, Record<string, string>>;
   slices: Map<string, number>;
+  /**
+   * How often each device and counter set key occurs: a pool that publishes one name twice is one the
+   * scheduler refuses, never a match for a pool that has it once.
+   */
+  copies: Map<string, number>;
 }
 
 function index(slices: readonly ResourceSlice[]): Indexed {
-  const out: Indexed = { devices: new Map(), counterSets: new Map(), slices: new Map() };
+  const out: Indexed = { devices: new Map(), counterSets: new Map(), slices: new Map(), copies: new Map() };
+  const count = (key: string): string => {
+    out.copies.set(key, (out.copies.get(key) ?? 0) + 1);
+    return key;
+  };
   for (const s of slices) {
     const { driver } = s.spec;
     out.slices.set(driver, (out.slices.get(driver) ?? 0) + 1);
-    for (const d of s.spec.devices ?? []) out.devices.set(`${driver} ${d.name}`, d);
+    for (const d of s.spec.devices ?? []) out.devices.set(count(`${driver} ${d.name}`), d);
     for (const c of s.spec.sharedCounters ?? [])
       out.counterSets.set(
-        `${driver} counterSet ${c.name}`,
+        count(`${driver} counterSet ${c.name}`),
         Object.fromEntries(Object.entries(c.counters).map(([k, v]) => [k, v.value])),
       );
   }
   return out;
 }
+
+/** Keys published more than once on either side, as differences in how many times. */
+function copiesDiffer(c: Indexed, f: Indexed, out: Difference[]): void {
+  for (const key of union(c.copies, f.copies)) {
+    const cn = c.copies.get(key) ?? 0;
+    const fn = f.copies.get(key) ?? 0;
+    if ((cn > 1 || fn > 1) && cn !== fn)
+      out.push({ where: key, field: 'copies', capture: String(cn), fakegpu: String(fn) });
+  }
+}
+
+const total = (copies: ReadonlyMap<string, number>, keys: ReadonlyMap<string, unknown>): number =>
+  [...keys.keys()].reduce((n, k) => n + (copies.get(k) ?? 0), 0);
 
 /** Keys of both sides in the capture's order, then what only fakegpu has. */
 function union<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>): string[] {
@@ -150,6 +172,7 @@ export function diffSlices(
   keyed(c.counterSets, f.counterSets, 'counterSet', (key, x, y) => {
     compareRecords(key, 'counter', x, y, all);
   });
+  copiesDiffer(c, f, all);
   for (const driver of union(c.slices, f.slices)) {
     const cn = c.slices.get(driver);
     const fn = f.slices.get(driver);
@@ -168,7 +191,7 @@ export function diffSlices(
   return {
     differences: all.filter((d) => !ignored(d)),
     ignored: all.filter(ignored),
-    devices: { capture: c.devices.size, fakegpu: f.devices.size },
+    devices: { capture: total(c.copies, c.devices), fakegpu: total(f.copies, f.devices) },
   };
 }
 

@@ -61,6 +61,10 @@ export function readNodeInputs(inputs: Inputs): { node: NodeInputs; warnings: st
     nics = { entries: found.entries, from: found.inputs.join(', ') };
     for (const u of found.unknown)
       warnings.push(`${inputs.lspci?.source ?? 'lspci'}: ${u}: not in fakegpu's NIC catalog, left out`);
+    for (const u of found.unnamed)
+      warnings.push(
+        `${inputs.lspci?.source ?? 'lspci'}: ${u}: no input names its network interface (give --ibdev2netdev, or --bundle with the net section), left out`,
+      );
   }
   return {
     node: {

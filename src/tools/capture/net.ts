@@ -76,7 +76,7 @@ export function captureNics(
   lspci: readonly LspciFunction[],
   sysfs: readonly SysfsFunction[],
   net: NetInputs,
-): { entries: NicEntry[]; inputs: string[]; unknown: string[] } {
+): { entries: NicEntry[]; inputs: string[]; unknown: string[]; unnamed: string[] } {
   const inputs = ['lspci -D -vmm'];
   const ifByBus = new Map<string, string>();
   const rdmaByBus = new Map<string, string>();
@@ -109,11 +109,17 @@ export function captureNics(
   const place = new Map(sysfs.map((s) => [s.busId, s]));
 
   const entries: NicEntry[] = [];
+  const unnamed: string[] = [];
   for (const f of lspci) {
     const model = nicModel(f);
     if (!model) continue;
     const rdmaDevice = rdmaByBus.get(f.busId);
     const ifName = ifByBus.get(f.busId) ?? (rdmaDevice ? rdmaToIf.get(rdmaDevice) : undefined);
+    // A function with a netdev is published by its interface name, which only the network inputs know.
+    if (!ifName && model.encapsulation !== null) {
+      unnamed.push(`${f.busId} ${model.key}`);
+      continue;
+    }
     const e: NicEntry = { busId: f.busId, model: model.key };
     if (ifName) e.ifName = ifName;
     const root = place.get(f.busId)?.pcieRoot;
@@ -134,5 +140,5 @@ export function captureNics(
   const unknown = lspci
     .filter((f) => /ethernet|infiniband|network/i.test(f.className) && !nicModel(f))
     .map((f) => `${f.busId} ${f.vendor} ${f.device}`);
-  return { entries, inputs, unknown };
+  return { entries, inputs, unknown, unnamed };
 }

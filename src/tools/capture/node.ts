@@ -11,6 +11,8 @@ import {
 } from '../../model/preset/machine-spec.js';
 import { modelLookup } from '../../model/hardware/models.js';
 import { API_VERSION, KIND, type MachineProfile, type Provenance } from '../../model/profile/schema.js';
+import { profileFromObject } from '../../model/profile/load.js';
+import { validateProfile } from '../../model/render.js';
 import { anonymizeFabric, anonymizeNics } from './anonymize.js';
 import { identifyInstance } from './mig.js';
 import { checkMigTables, type LgipRow, type LgippRow } from './mig-tables.js';
@@ -140,16 +142,35 @@ export function captureNode(inputs: NodeInputs, opts: CaptureOptions): Captured 
     if (spec.fabric) spec.fabric = anonymizeFabric(spec.fabric);
   }
   const provenance = provenanceOf(inputs, opts.anonymize, gpus);
-  return {
-    profile: {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: opts.name ?? defaultName(gpus.entries) },
-      spec,
-      provenance,
-    },
-    warnings,
+  const profile: Captured['profile'] = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: opts.name ?? defaultName(gpus.entries) },
+    spec,
+    provenance,
   };
+  checkCaptured(profile, inputs.names.smi);
+  return { profile, warnings };
+}
+
+/**
+ * What capture writes must be what `validate` accepts, through the same check; a node whose inputs make
+ * no valid profile is refused in one line naming the profile's field, and which GPU or NIC it is.
+ */
+function checkCaptured(profile: Captured['profile'], src: string): void {
+  try {
+    validateProfile(profileFromObject(profile), { dynamicMig: false });
+  } catch (e) {
+    if (!(e instanceof FakegpuError)) throw e;
+    const m = /^spec\.(gpus|nics)\[(\d+)\]/.exec(e.field);
+    const item = m ? profile.spec[m[1] === 'gpus' ? 'gpus' : 'nics']?.[Number(m[2])] : undefined;
+    const which =
+      item?.busId === undefined ? '' : ` (the ${m?.[1] === 'gpus' ? 'GPU' : 'NIC'} at ${item.busId})`;
+    throw new FakegpuError(
+      e.field.startsWith('metadata.name') ? '--name' : `${e.field}${which}`,
+      `${e.detail}; the profile captured from ${src} would not validate, so nothing was written`,
+    );
+  }
 }
 
 /** A driver or XML newer than this reader may print what it does not know, so the profile wants a check. */
