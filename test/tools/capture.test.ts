@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { CAPTURE_SCRIPT, parseBundle } from '../../src/tools/capture/bundle.js';
+import { CAPTURE_SCRIPT, parseBundle, SECTIONS, type Section } from '../../src/tools/capture/bundle.js';
 import { captureCluster, type ClusterNode, type Taint } from '../../src/tools/capture/cluster.js';
 import { compareNode } from '../../src/tools/capture/compare.js';
 import { writeCapture } from '../../src/tools/capture/write.js';
@@ -608,6 +608,41 @@ describe('capture node --anonymize', () => {
       );
       assert.match(anonymous.spec.nics?.[0]?.ipv4 ?? '', /^192\.0\.2\.1\/19$/);
     }
+  });
+
+  it('takes every section of the bundle as a file of its own too, each by its own flag, to the same profile', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capture-flags-'));
+    const { text } = nodeBundle(read(REAL_XML[0]?.file ?? ''));
+    const bundle = join(dir, 'capture.txt');
+    writeFileSync(bundle, text);
+    const sections = parseBundle(text, bundle).sections;
+    // The script's section → its stand-alone flag; a new section without one fails here.
+    const flag: Record<Section, string> = {
+      'nvidia-smi-xml': '--nvidia-smi-xml',
+      topo: '--topo',
+      'mig-lgip': '--mig-lgip',
+      'mig-lgipp': '--mig-lgipp',
+      lspci: '--lspci',
+      pci: '--sysfs',
+      net: '--net',
+      rdma: '--rdma',
+      ibdev2netdev: '--ibdev2netdev',
+      'ip-link': '--ip-link',
+      'ip-addr': '--ip-addr',
+      'ip-route': '--ip-route',
+    };
+    assert.deepEqual(Object.keys(flag).sort(), [...SECTIONS].sort());
+    const args = Object.entries(sections).flatMap(([name, body]) => {
+      const file = join(dir, `${name}.txt`);
+      writeFileSync(file, body);
+      return [flag[name as Section], file];
+    });
+    for (const name of ['net', 'rdma', 'ip-route']) assert.ok(name in sections, name);
+    const separate = fakegpu('capture', 'node', ...args);
+    assert.equal(separate.code, 0, separate.stderr);
+    // Provenance names the input: `capture.txt (lspci)` there, `lspci.txt` here.
+    const together = fakegpu('capture', 'node', '--bundle', bundle).stdout;
+    assert.equal(separate.stdout, together.replace(/capture\.txt \(([a-z0-9-]+)\)/g, '$1.txt'));
   });
 
   it('maps IPv4 addresses one to one into the documentation ranges, keeping prefix lengths, and refuses more than they hold', () => {
