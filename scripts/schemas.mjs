@@ -1,5 +1,6 @@
-// `npm run schemas`: regenerates the CRDs of deploy/crds/, their copies in the Helm chart and the chart's
-// values.schema.json from the zod schemas (src/tools/schemas).
+// `npm run schemas`: regenerates the CRDs of deploy/crds/, their copies in the Helm chart, the chart's
+// values.schema.json and docs/machine-profile.md (the MachineProfile field reference) from the zod
+// schemas (src/tools/schemas).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -13,6 +14,7 @@ import {
   manifestObjects,
   readExample,
 } from './support/examples.js';
+import { docCommands, docFiles, kindOf, outputMatches, variants } from './support/doc-commands.js';
 
 /** `fakegpu validate <file>`'s one line, or its refusal thrown. */
 async function validate(file: string): Promise<string> {
@@ -143,5 +145,131 @@ describe('examples/ and the docs that show them', () => {
         assert.deepEqual(exampleProblems(root), []);
       },
     );
+  });
+});
+
+/** A folder where a doc's commands run as a reader runs them: `fakegpu` and `npx fakegpu` on the PATH. */
+function readerShell(): { bin: string; cleanup(): void } {
+  const bin = mkdtempSync(join(tmpdir(), 'fakegpu-docs-bin-'));
+  writeFileSync(
+    join(bin, 'fakegpu'),
+    `#!/bin/sh\nexec "${process.execPath}" "${join(REPO_ROOT, 'bin', 'fakegpu.js')}" "$@"\n`,
+    {
+      mode: 0o755,
+    },
+  );
+  writeFileSync(join(bin, 'npx'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+  return {
+    bin,
+    cleanup: () => {
+      rmSync(bin, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The files a reader brings that the docs name: their own profile, and the capture script's output from
+ * a GPU node (here one of NVIDIA's real `nvidia-smi -q -x`, as the script wraps it).
+ */
+function readerFiles(): Record<string, string> {
+  const xml = readFileSync(
+    join(REPO_ROOT, 'test', 'fixtures', 'nvidia-smi', 'k8s-test-infra-h100.xml'),
+    'utf8',
+  );
+  return {
+    'my-machine.yaml': readExample('examples/profiles/lab-box.yaml'),
+    'capture.txt': `fakegpu-capture v1\n=== fakegpu-capture nvidia-smi-xml ===\n${xml}=== fakegpu-capture-exit nvidia-smi-xml 0 ===\n`,
+  };
+}
+
+describe('the fakegpu commands the docs show', () => {
+  const commands = docFiles(REPO_ROOT).flatMap((d) => docCommands(REPO_ROOT, d));
+
+  it('are each sorted into run offline here or shown only, since they need a cluster', () => {
+    const unknown = commands.filter((c) => kindOf(c.command).startsWith('unknown'));
+    assert.deepEqual(
+      unknown.map((c) => `${c.where}: ${kindOf(c.command)}`),
+      [],
+    );
+    assert.ok(commands.filter((c) => kindOf(c.command) === 'run').length >= 8, 'offline examples found');
+  });
+
+  it('run offline as printed, exit 0, and print what the doc shows under them', () => {
+    const shell = readerShell();
+    try {
+      for (const block of new Set(commands.map((c) => c.block))) {
+        const runnable = commands.filter((c) => c.block === block && kindOf(c.command) === 'run');
+        if (runnable.length === 0) continue;
+        withRepo(readerFiles(), (cwd) => {
+          for (const dir of ['examples', 'test', 'deploy']) symlinkSync(join(REPO_ROOT, dir), join(cwd, dir));
+          for (const c of runnable)
+            for (const command of variants(c.command)) {
+              const r = spawnSync('sh', ['-c', command], {
+                cwd,
+                encoding: 'utf8',
+                timeout: 60_000,
+                maxBuffer: 64 << 20,
+                env: { ...process.env, PATH: `${shell.bin}:${process.env['PATH'] ?? ''}` },
+              });
+              assert.equal(r.status, 0, `${c.where}: ${command}\n${r.stderr}`);
+              if (c.output !== undefined)
+                assert.ok(
+                  outputMatches(c.output, r.stdout),
+                  `${c.where}: ${command} prints\n${r.stdout}\nwhere the doc shows\n${c.output}`,
+                );
+            }
+        });
+      }
+    } finally {
+      shell.cleanup();
+    }
+  });
+
+  it('finds each command of a block, folds comments and continuations, and expands [--optional] flags', () => {
+    const doc = [
+      '```sh',
+      'npx fakegpu render -p dgx-h100 \\',
+      '  -n n1   # a comment',
+      "kubectl get cm p -o jsonpath='{.data.p}' | npx fakegpu validate -",
+      'npx fakegpu frobnicate',
+      '```',
+      '',
+      '```console',
+      '$ fakegpu topo -p dgx-h100',
+      'first line',
+      '…',
+      '```',
+      '',
+    ].join('\n');
+    withRepo({ 'docs/a.md': doc, 'README.md': '# R\n' }, (root) => {
+      const found = docFiles(root).flatMap((d) => docCommands(root, d));
+      assert.deepEqual(
+        found.map((c) => [c.where, c.command, kindOf(c.command), c.output]),
+        [
+          ['docs/a.md:2', 'npx fakegpu render -p dgx-h100 -n n1', 'run', undefined],
+          [
+            'docs/a.md:4',
+            "kubectl get cm p -o jsonpath='{.data.p}' | npx fakegpu validate -",
+            'cluster',
+            undefined,
+          ],
+          ['docs/a.md:5', 'npx fakegpu frobnicate', 'unknown: frobnicate', undefined],
+          ['docs/a.md:9', 'fakegpu topo -p dgx-h100', 'run', 'first line\n…'],
+        ],
+      );
+    });
+    assert.deepEqual(variants('fakegpu export karpenter [--dynamic-mig] -o json'), [
+      'fakegpu export karpenter -o json',
+      'fakegpu export karpenter --dynamic-mig -o json',
+    ]);
+  });
+
+  it('holds output to the doc line for line, `…` standing for lines or text left out', () => {
+    const out = 'header\nNUMA 0\n  gpu-0\n  gpu-1\nalignment: possible\n  hint\n';
+    assert.ok(outputMatches('header\nNUMA 0\n…\nalignment: …\n  hint', out));
+    // The sample that lacked the output's first and last lines.
+    assert.ok(!outputMatches('NUMA 0\n…\nalignment: possible', out));
+    assert.ok(!outputMatches('header\nNUMA 0\n…\nalignment: possible', out));
+    assert.ok(!outputMatches('header\nNUMA 1\n…', out));
   });
 });

@@ -40,6 +40,9 @@ interface NodeFlags {
   ibdev2netdev?: string;
   ipLink?: string;
   ipAddr?: string;
+  net?: string;
+  rdma?: string;
+  ipRoute?: string;
   name?: string;
   anonymize?: boolean;
   output?: string;
@@ -56,6 +59,9 @@ const FLAGS: readonly [keyof NodeFlags, Section, string][] = [
   ['ibdev2netdev', 'ibdev2netdev', '--ibdev2netdev'],
   ['ipLink', 'ip-link', '--ip-link'],
   ['ipAddr', 'ip-addr', '--ip-addr'],
+  ['net', 'net', '--net'],
+  ['rdma', 'rdma', '--rdma'],
+  ['ipRoute', 'ip-route', '--ip-route'],
 ];
 
 function nodeCommand(write: (s: string) => void): Command {
@@ -71,6 +77,15 @@ function nodeCommand(write: (s: string) => void): Command {
     .option('--ibdev2netdev <file>', 'ibdev2netdev [-v] (RDMA device → interface)')
     .option('--ip-link <file>', 'ip -j link (MAC, MTU)')
     .option('--ip-addr <file>', 'ip -j addr (IPv4 addresses)')
+    .option(
+      '--net <file>',
+      "interfaces' PCI functions, a line `<ifname> <readlink -f /sys/class/net/<ifname>/device>` each",
+    )
+    .option(
+      '--rdma <file>',
+      "RDMA devices' PCI functions, a line `<dev> <readlink -f /sys/class/infiniband/<dev>/device>` each",
+    )
+    .option('--ip-route <file>', 'ip -j route show default (which interface is the front end)')
     .option('--name <name>', 'metadata.name of the profile (default: from the GPUs)')
     .option(
       '--anonymize',

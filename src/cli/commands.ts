@@ -13,7 +13,7 @@ import { checkNodeName, renderSlices, validateProfile } from '../model/render.js
 import { renderTopology, topology } from '../model/topology/topology.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
-import { layoutVersionOption, releaseChoiceOption } from './options.js';
+import { layoutVersionOption, noComputeDomainsOption, releaseChoiceOption } from './options.js';
 import { serialize, table, type Format } from './output.js';
 import { isDriverName } from '../kube/types/names.js';
 
@@ -99,12 +99,15 @@ interface RenderFlags {
   nics: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
+  computeDomains: boolean;
   output: Format;
 }
 
 export function renderCommand(write: (s: string) => void): Command {
   return new Command('render')
-    .description('print the ResourceSlices the node plugin would publish for a node, as a v1 List')
+    .description(
+      "print the ResourceSlices the node plugin and the fleet would publish for a node, as a v1 List: the GPUs', the NICs' (DRANET's) and, on GB200 and GB300, NVIDIA's compute-domain slice",
+    )
     .option(
       '-p, --profile <preset|file.yaml>',
       'a preset name (see `fakegpu profiles`) or a MachineProfile file',
@@ -125,6 +128,7 @@ export function renderCommand(write: (s: string) => void): Command {
     .option('--no-nics', "leave out the NIC slices (DRANET's) that a profile with NICs gets")
     .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
     .addOption(nicNumaOption())
+    .addOption(noComputeDomainsOption('show the compute-domain.nvidia.com slice'))
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .action((opts: RenderFlags) => {
       if ((opts.profile === undefined) === (opts.instanceType === undefined))
@@ -143,6 +147,7 @@ export function renderCommand(write: (s: string) => void): Command {
               standardNumaNode: opts.nicNumaAttribute === 'standard',
             }
           : undefined,
+        computeDomains: opts.computeDomains,
         nodeName: opts.node,
         dynamicMig: opts.dynamicMig === true,
         driverVersion: opts.driverVersion,

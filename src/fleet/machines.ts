@@ -6,7 +6,6 @@ import { type ResolvedProfile } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
 import type { DeviceTaints } from '../model/health/taints.js';
 import { RACK_LABEL } from '../model/compute-domain/resource.js';
-import { computeDomainSlices } from '../model/compute-domain/slice.js';
 import { cliqueOf } from '../model/device/clique.js';
 import { buildMachine, nodeFabric } from '../model/hardware/build.js';
 import { INSTANCE_TYPE_LABEL, presetForInstanceType } from '../model/preset/index.js';
@@ -65,16 +64,6 @@ export class Machines {
   }
 
   /**
-   * The node's slices, of every driver, with the taints of its faulted devices; an error: the node's
-   * machine cannot be rendered.
-   */
-  desired(node: string, st: NodeMachine, taints?: DeviceTaints): NodeSlice[] | FakegpuError {
-    const gpus = this.gpuSlices(node, st, taints);
-    if (gpus instanceof FakegpuError || !this.o.computeDomains || this.clique(node, st) === null) return gpus;
-    return [...gpus, ...nodeSlices(computeDomainSlices({ nodeName: node }))];
-  }
-
-  /**
    * The clique NVIDIA's compute-domain plugin would read on the node (`<clusterUUID>.<cliqueId>`, from
    * its profile's fabric and its rack label); null: no NVLink fabric.
    */
@@ -94,7 +83,11 @@ export class Machines {
     return cliqueOf(nodeFabric(m.profile.spec.fabric, node, st.labels?.[this.rackLabel]));
   }
 
-  private gpuSlices(node: string, st: NodeMachine, asked?: DeviceTaints): NodeSlice[] | FakegpuError {
+  /**
+   * The node's slices, of every driver (the compute-domain one as `renderNode` decides), with the taints
+   * of its faulted devices; an error: the node's machine cannot be rendered.
+   */
+  desired(node: string, st: NodeMachine, asked?: DeviceTaints): NodeSlice[] | FakegpuError {
     const m = this.machineOf(st);
     if (m === null) return [];
     if (m instanceof FakegpuError) return m;
@@ -157,6 +150,7 @@ export class Machines {
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
       nics: this.o.nics,
+      computeDomains: this.o.computeDomains,
     };
   }
 

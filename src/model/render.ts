@@ -15,6 +15,7 @@ import type { ResolvedProfile } from './profile/load.js';
 import { buildNicSlices, buildSlices, checkSliceNames, DRIVER_NAME } from './slice/build.js';
 import { DRANET, nicDevices, type NicAttributeOptions } from './nic/attributes.js';
 import { isDnsSubdomain } from '../kube/types/names.js';
+import { COMPUTE_DOMAIN_DRIVER, computeDomainSlices } from './compute-domain/slice.js';
 
 export interface RenderOptions {
   nodeName: string;
@@ -29,6 +30,11 @@ export interface RenderOptions {
   nics?: NicRenderOptions | undefined;
   /** Taints NVIDIA's health monitor put on devices (by name). */
   taints?: DeviceTaints | undefined;
+  /**
+   * NVIDIA's compute-domain slice too, on a machine with an NVLink fabric, as the plugin and the fleet
+   * publish it by default; absent: GPUs (and NICs) only.
+   */
+  computeDomains?: boolean | undefined;
 }
 
 export interface NicRenderOptions extends NicAttributeOptions {
@@ -114,6 +120,7 @@ export function renderNode(
     release: opts.release,
   });
   if (opts.nics) items.push(...renderNicSlices(machine, opts.nics));
+  if (opts.computeDomains) items.push(...renderComputeDomainSlices(machine));
   return { model, items };
 }
 
@@ -133,6 +140,17 @@ export function validateProfile(profile: ResolvedProfile, opts: { dynamicMig: bo
     release: DEFAULT_RELEASE,
     nics: { driverName: DRANET, standardNumaNode: false },
   }).model;
+}
+
+/**
+ * The slice of NVIDIA's compute-domain driver for a node of this machine: one where the GPUs are in an
+ * NVLink fabric (GB200, GB300), none elsewhere. The plugin, the fleet, `render` and `export karpenter`
+ * all take it from here, so what a tool shows is what a node publishes.
+ */
+export function renderComputeDomainSlices(machine: Machine): ResourceSlice[] {
+  if (machine.fabric === null) return [];
+  checkSliceNames(machine.nodeName, { driverName: COMPUTE_DOMAIN_DRIVER, indexedNames: true }, '--node');
+  return computeDomainSlices({ nodeName: machine.nodeName });
 }
 
 export function renderNicSlices(machine: Machine, opts: NicRenderOptions): ResourceSlice[] {

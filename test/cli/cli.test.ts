@@ -4,7 +4,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { Machines } from '../../src/fleet/machines.js';
 import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
+import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { takenEndpoint, unusedKubeconfig } from '../support/process.js';
 
@@ -103,6 +106,48 @@ describe('fakegpu render', () => {
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /--nic-driver-name: "DRANET" is not a valid DRA driver name/);
     assert.equal(bad.stdout, '');
+  });
+
+  it('shows every slice the fleet publishes for the node: on a GB200 the compute-domain one too', () => {
+    const machines = new Machines({
+      profileLabel: 'fakegpu.dev/profile',
+      dynamicMig: false,
+      driverName: 'gpu.nvidia.com',
+      release: DEFAULT_RELEASE,
+      nics: { driverName: 'dra.net', standardNumaNode: false },
+      computeDomains: true,
+      log: pino({ level: 'silent' }),
+    });
+    for (const profile of ['oci-bm.gpu.gb200.4', 'azure-nd-gb300-v6', 'dgx-h100']) {
+      const r = fakegpu('render', '-p', profile, '-n', 'n1', '-o', 'json');
+      assert.equal(r.code, 0, r.stderr);
+      const desired = machines.desired('n1', { profile, pool: null });
+      assert.ok(Array.isArray(desired), profile);
+      assert.deepEqual(
+        (JSON.parse(r.stdout) as List<ResourceSlice>).items.map((s) => [s.metadata.generateName, s.spec]),
+        desired.map((s) => [s.generateName, JSON.parse(s.spec(1)) as unknown]),
+        profile,
+      );
+      assert.equal(
+        desired.some((s) => s.driver === 'compute-domain.nvidia.com'),
+        profile !== 'dgx-h100',
+        profile,
+      );
+    }
+    const off = fakegpu(
+      'render',
+      '-p',
+      'oci-bm.gpu.gb200.4',
+      '-n',
+      'n1',
+      '--no-compute-domains',
+      '-o',
+      'json',
+    );
+    assert.deepEqual(
+      (JSON.parse(off.stdout) as List<ResourceSlice>).items.map((s) => s.spec.driver),
+      ['gpu.nvidia.com', 'dra.net'],
+    );
   });
 
   it('topo draws roots, GPUs and NICs and says which alignments a claim can get', () => {

@@ -4,26 +4,23 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { DriverRelease } from '../../src/model/device/release.js';
 import { mergeOverPreset, parseProfileText } from '../../src/model/profile/load.js';
-import type { ResourceSliceSpec } from '../../src/kube/types/resource.js';
+import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { render } from '../support/render.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
 /**
- * Slices captured from real nodes running NVIDIA's driver, re-typed as fixtures. Each is rendered from
- * the matching preset with only the board UUIDs (random per GPU) taken from the capture; everything else
- * must come out identical.
+ * Slices captured from real nodes running NVIDIA's driver, re-typed as fixtures in the form `kubectl get
+ * resourceslices -o json` prints (`<capture>.json`), each beside the profile it is rendered from
+ * (`<capture>.profile.yaml`: the preset with only the board UUIDs, random per GPU, and the NICs' MACs
+ * and addresses taken from the capture); everything else must come out identical. Sources and what was
+ * trimmed: test/fixtures/captures/README.md.
  */
 const dir = join(REPO_ROOT, 'test', 'fixtures', 'captures');
 
-interface Capture {
-  source: string;
-  node: string;
-  draDriverRelease: DriverRelease;
-  profile: unknown;
-  expected: { metadata: { generateName: string }; spec: unknown };
-  /** The node's dra.net slice; `exact: false` for hand-trimmed captures, whose every attribute must match. */
-  nicExpected: { spec: ResourceSliceSpec; exact: boolean };
-}
+/** Every capture here is of NVIDIA's driver v25.12: its slice names say so (`diff` reads it from them). */
+const RELEASE: DriverRelease = '25.12';
+/** Captures whose dra.net slice was trimmed by hand: each attribute left must match, not the whole. */
+const TRIMMED = new Set(['oci-bm.gpu.gb200.4.json']);
 
 describe('real captured slices', () => {
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
@@ -32,25 +29,30 @@ describe('real captured slices', () => {
   });
   for (const f of files) {
     it(`match ${f}`, () => {
-      const c = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Capture;
-      const profile = parseProfileText(JSON.stringify(c.profile), f);
+      const captured = JSON.parse(readFileSync(join(dir, f), 'utf8')) as List<ResourceSlice>;
+      assert.equal(captured.kind, 'List', 'as kubectl get -o json prints it');
+      const [gpus, nics] = captured.items;
+      assert.ok(gpus && nics, 'one GPU slice and one NIC slice');
+      const profileFile = f.replace(/\.json$/, '.profile.yaml');
+      const profile = parseProfileText(readFileSync(join(dir, profileFile), 'utf8'), profileFile);
       const list = render(
         {
           name: profile.metadata.name,
           preset: profile.spec.preset ?? null,
           spec: mergeOverPreset(profile.spec),
         },
-        { node: c.node, release: c.draDriverRelease, nics: true },
+        { node: gpus.spec.nodeName, release: RELEASE, nics: true },
       );
       assert.equal(list.items.length, 2, 'one GPU slice and one NIC slice');
       const [slice, nicSlice] = list.items;
-      assert.deepEqual(slice?.metadata, c.expected.metadata);
-      assert.deepEqual(slice.spec, c.expected.spec);
-      assert.equal(JSON.stringify(slice.spec), JSON.stringify(c.expected.spec), 'key order too');
+      assert.deepEqual(slice?.metadata, { generateName: gpus.metadata.generateName });
+      assert.deepEqual(slice.spec, gpus.spec);
+      assert.equal(JSON.stringify(slice.spec), JSON.stringify(gpus.spec), 'key order too');
 
-      const want = c.nicExpected.spec;
+      const want = nics.spec;
       assert.ok(nicSlice);
-      if (c.nicExpected.exact) {
+      assert.equal(nicSlice.metadata.generateName, nics.metadata.generateName);
+      if (!TRIMMED.has(f)) {
         assert.equal(JSON.stringify(nicSlice.spec), JSON.stringify(want), 'NIC slice, key order too');
         return;
       }

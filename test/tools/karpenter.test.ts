@@ -9,13 +9,15 @@ import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
 import { INSTANCE_TYPE_LABEL, INSTANCE_TYPES, PRESETS } from '../../src/model/preset/index.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../../src/model/compute-domain/slice.js';
 import { FakeApi } from '../support/fake-api.js';
+import { FakeObjects } from '../support/fake-objects.js';
 import { testFleet } from '../support/fleet.js';
 import { until } from '../support/http.js';
 
 /**
  * What an autoscaler is told a node of an instance type will have (`fakegpu export karpenter`) is what the
- * fleet publishes once such a node exists: every instance type with a preset, node by node, both drivers.
+ * fleet publishes once such a node exists: every instance type with a preset, node by node, every driver.
  */
 describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
   let fleet: Fleet | undefined;
@@ -33,10 +35,12 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
       exported.forEach((t, i) => {
         api.putNode(`node-${i}`, { [INSTANCE_TYPE_LABEL]: t.instanceType }, { [KWOK_ANNOTATION]: 'fake' });
       });
+      // As the fleet runs by default: the compute-domain side on, so GB200 and GB300 nodes get its slice.
       fleet = testFleet(api, {
         defaultProfile: undefined,
         dynamicMig,
         nics: { driverName: DRANET, standardNumaNode: false },
+        computeDomains: { namespace: 'fakegpu', api: new FakeObjects(), periodMs: 3_600_000 },
         concurrency: 4,
       });
       await fleet.start();
@@ -46,7 +50,7 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
         const published = [...api.slices.values()]
           .filter((s) => s.spec.nodeName === `node-${i}`)
           .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
-        for (const driver of [DRIVER_NAME, DRANET]) {
+        for (const driver of [DRIVER_NAME, DRANET, COMPUTE_DOMAIN_DRIVER]) {
           const mine = (xs: { driver: string }[]) => xs.filter((x) => x.driver === driver);
           assert.deepEqual(
             mine(templatesOf(published, new Set(t.perNodeAttributes))),
@@ -62,6 +66,10 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
           });
         assert.equal(gpus.length, t.gpus, t.instanceType);
       });
+      const domains = exported.filter((t) =>
+        t.resourceSliceTemplates.some((s) => s.driver === COMPUTE_DOMAIN_DRIVER),
+      );
+      assert.deepEqual(domains.map((t) => t.preset).sort(), ['azure-nd-gb300-v6', 'oci-bm.gpu.gb200.4']);
     });
   }
 });

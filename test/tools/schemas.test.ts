@@ -40,9 +40,36 @@ describe('the generated schemas (npm run schemas)', () => {
         'deploy/crds/gpufault.yaml',
         `${CHART}/crds/gpufault.yaml`,
         `${CHART}/values.schema.json`,
+        'docs/machine-profile.md',
       ],
     );
     assert.deepEqual(stale(onDisk), [], 'run npm run schemas and commit what it writes');
+  });
+
+  it('describe every MachineProfile field in the reference: a description each, a default for each optional value', () => {
+    const text = generatedFiles().find((f) => f.path === 'docs/machine-profile.md')?.text ?? '';
+    const rows = text
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .map((l) => l.split(/(?<!\\)\|/).map((c) => c.trim()));
+    assert.ok(rows.length > 50, 'a row per field');
+    for (const [, field = '', type = '', required = '', , dflt = '', description = ''] of rows) {
+      assert.notEqual(description, '', `${field} has no description: give it .describe() in the zod schema`);
+      if (required === 'no' && type !== 'object')
+        assert.notEqual(dflt, '', `${field} is optional: its description should end with "Default: …"`);
+    }
+    for (const field of [
+      'spec.gpus[].busId',
+      'spec.nics[].mtu',
+      'spec.fabric.cliqueId',
+      'provenance.<name>.status',
+    ])
+      assert.ok(
+        rows.some((r) => r[1] === `\`${field}\``),
+        field,
+      );
+    const mtu = rows.find((r) => r[1] === '`spec.nics[].mtu`');
+    assert.deepEqual(mtu?.slice(2, 6), ['integer', 'no', '68 to 65535', "the model's"]);
   });
 
   it('find a file edited by hand stale', () => {

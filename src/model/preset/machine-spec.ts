@@ -36,33 +36,68 @@ function atMost<T extends z.ZodType>(item: T, max: number, why: string) {
 export const ADDRESSING_MODES = ['HMM', 'ATS', 'None', 'Unsupported'] as const;
 
 export const MigSpec = strict({
-  /** MIG mode as `nvidia-smi -mig` sets it. Unset: disabled, except Ampere GPUs under dynamic MIG. */
-  mode: z.enum(['enabled', 'disabled']).optional(),
-  /** Static MIG instances present at boot, e.g. `1g.10gb x7` or `[3g.40gb@0, 2g.20gb@4]`. */
-  layout: z.union([z.string(), z.array(z.string())]).optional(),
+  mode: z
+    .enum(['enabled', 'disabled'])
+    .optional()
+    .describe(
+      'MIG mode, as `nvidia-smi -mig` sets it. Default: disabled, except on Ampere GPUs under dynamic MIG and where a layout is given.',
+    ),
+  layout: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe(
+      'Static MIG instances present at boot, e.g. `1g.10gb x7` or `[3g.40gb@0, 2g.20gb@4]` (profile, optionally `@<placement>`). Default: none.',
+    ),
 });
 export type MigSpec = z.infer<typeof MigSpec>;
 
 /** Per-GPU facts of the machine; any omitted one is derived. */
 const gpuPlacement = {
-  busId: nonEmpty.optional(),
-  /** `null` where sysfs shows no root complex; the driver then omits the attribute. */
-  pcieRoot: nonEmpty.nullable().optional(),
-  numaNode: z.number().int().min(-1).optional(),
-  /** `/dev/nvidia<minor>`: 255 is `/dev/nvidiactl`, never a GPU. */
-  minor: z.number().int().min(0).max(254).optional(),
-  uuid: nonEmpty.optional(),
-  mig: MigSpec.optional(),
-  /**
-   * Whether NVML can register health events on this GPU (`unsupported`: `nvmlDeviceGetSupportedEventTypes`
-   * answers NOT_SUPPORTED, as on GPUs and vGPUs that do not report XIDs). Default: supported.
-   */
-  nvmlEvents: z.enum(['supported', 'unsupported']).optional(),
+  busId: nonEmpty
+    .optional()
+    .describe(
+      'PCI bus ID, e.g. `0000:18:00.0`. Default: `0000:01:00.0`, `0000:02:00.0`, … for the GPUs without one.',
+    ),
+  pcieRoot: nonEmpty
+    .nullable()
+    .optional()
+    .describe(
+      'PCIe root complex, e.g. `pci0000:15`; `null` where sysfs shows none, and the driver then omits the attribute. Default: the root of its own bus, `pci<domain>:<bus>`.',
+    ),
+  numaNode: z.number().int().min(-1).optional().describe('NUMA node; -1: none. Default: 0.'),
+  /** 255 is `/dev/nvidiactl`, never a GPU. */
+  minor: z
+    .number()
+    .int()
+    .min(0)
+    .max(254)
+    .optional()
+    .describe('Device minor, `/dev/nvidia<minor>`. Default: the NVML index (PCI bus order).'),
+  uuid: nonEmpty
+    .optional()
+    .describe(
+      'GPU UUID, `GPU-` and a lower-case UUID. Default: derived from node name, bus ID and model, stable per node.',
+    ),
+  mig: MigSpec.optional().describe("This GPU's MIG settings. Default: `spec.mig`."),
+  nvmlEvents: z
+    .enum(['supported', 'unsupported'])
+    .optional()
+    .describe(
+      'Whether NVML can register health events on this GPU (`unsupported`: `nvmlDeviceGetSupportedEventTypes` answers NOT_SUPPORTED, as on GPUs and vGPUs that report no XIDs). Default: supported.',
+    ),
 };
 
 export const GpuEntry = strict({
-  model: nonEmpty,
-  count: z.number().int().min(1).max(64).optional(),
+  model: nonEmpty.describe(
+    'A GPU model of the catalog (`H100-SXM5-80GB`, …; `fakegpu profiles` lists the presets using them) or a `spec.models[].key`.',
+  ),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('How many GPUs this entry stands for; one with a bus ID, UUID or minor must be 1. Default: 1.'),
   ...gpuPlacement,
 });
 export type GpuEntry = z.infer<typeof GpuEntry>;
@@ -73,8 +108,11 @@ export function gpuCount(entries: readonly GpuEntry[] | undefined): number {
 }
 
 export const GpuOverride = strict({
-  /** NVML index (position in PCI bus order) of the GPU to change. */
-  index: z.number().int().min(0),
+  index: z
+    .number()
+    .int()
+    .min(0)
+    .describe("NVML index (position in PCI bus order) of the GPU to change, the preset's or `spec.gpus`'."),
   ...gpuPlacement,
 });
 export type GpuOverride = z.infer<typeof GpuOverride>;
@@ -97,41 +135,65 @@ const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
 const IPV4_CIDR = new RegExp(`^${OCTET}(\\.${OCTET}){3}/(3[0-2]|[12]?[0-9])$`);
 
 export const NicEntry = strict({
-  /** Kernel interface name; absent for RDMA-only functions (EFA, InfiniBand VFs) that have no netdev. */
-  ifName: ifName.optional(),
-  busId: nonEmpty,
-  /** `null` where sysfs shows no root complex (Hyper-V vPCI). */
-  pcieRoot: nonEmpty.nullable().optional(),
-  numaNode: z.number().int().min(-1).optional(),
-  /** A key of the NIC catalog, e.g. `ConnectX-7`, `EFA`, `ENA`. */
-  model: nonEmpty,
-  /** The RDMA device's name (`mlx5_0`, `rdmap16s27`); defaults to `mlx5_<n>` or EFA's `rdmap<bus>s<slot>`. */
-  rdmaDevice: rdmaDevice.optional(),
-  /** Defaults to a locally administered address derived from node and bus ID. */
+  ifName: ifName
+    .optional()
+    .describe(
+      'Kernel interface name, e.g. `ens33`: 1 to 15 bytes, not `.` or `..`, without `/`, `:` or whitespace. Default: none, for RDMA-only functions (EFA, InfiniBand VFs) that have no netdev.',
+    ),
+  busId: nonEmpty.describe('PCI bus ID of the function, e.g. `0000:10:1b.0`.'),
+  pcieRoot: nonEmpty
+    .nullable()
+    .optional()
+    .describe(
+      'PCIe root complex; `null` where sysfs shows none (Hyper-V vPCI). Default: the root of its own bus, `pci<domain>:<bus>`.',
+    ),
+  numaNode: z.number().int().min(-1).optional().describe('NUMA node; -1: none. Default: -1.'),
+  model: nonEmpty.describe('A key of the NIC catalog, e.g. `ConnectX-7`, `ConnectX-8`, `EFA`, `ENA`.'),
+  rdmaDevice: rdmaDevice
+    .optional()
+    .describe(
+      "The RDMA device's name (`mlx5_0`, `rdmap16s27`), for models with RDMA: 1 to 63 bytes, without `/` or whitespace. Default: `mlx5_<n>` in bus order, or EFA's `rdmap<bus>s<slot>`.",
+    ),
   mac: z
     .string()
     .regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/, 'must be six lower-case hex pairs, e.g. "0e:96:fe:e8:a3:f5"')
-    .optional(),
-  mtu: z.number().int().min(68).max(65535).optional(),
-  /** Address with prefix length, e.g. `192.168.155.224/19`, published as DRANET does. */
+    .optional()
+    .describe(
+      'MAC address, for functions with a netdev. Default: a locally administered address derived from node name and bus ID.',
+    ),
+  mtu: z.number().int().min(68).max(65535).optional().describe("MTU of the netdev. Default: the model's."),
   ipv4: z
     .string()
     .regex(
       IPV4_CIDR,
       'must be an IPv4 address with prefix: four numbers from 0 to 255 and a prefix length from 0 to 32, e.g. "10.0.0.5/24"',
     )
-    .optional(),
-  /** Carries the node's default route: DRANET leaves it out of its slices. */
-  primary: z.boolean().optional(),
-  speedGbps: z.number().int().positive().optional(),
+    .optional()
+    .describe(
+      'Address with prefix length, e.g. `192.168.155.224/19`, published as DRANET does. Default: none.',
+    ),
+  primary: z
+    .boolean()
+    .optional()
+    .describe("Carries the node's default route: DRANET leaves it out of its slices. Default: false."),
+  speedGbps: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Link speed in Gb/s, shown by `fakegpu topo`. Default: none.'),
 });
 export type NicEntry = z.infer<typeof NicEntry>;
 
 export const DriverSpec = strict({
-  /** `nvidia-smi` driver version, e.g. `580.126.20`. */
-  version: nonEmpty.optional(),
-  /** CUDA driver API version the driver reports, e.g. `13.0`. */
-  cudaVersion: nonEmpty.optional(),
+  version: nonEmpty
+    .optional()
+    .describe(
+      'NVIDIA driver version as `nvidia-smi` shows it, e.g. `580.126.20`; `render --driver-version` overrides it. Default: 580.126.20.',
+    ),
+  cudaVersion: nonEmpty
+    .optional()
+    .describe("CUDA driver API version the driver reports, e.g. `13.0`. Default: the driver branch's."),
 });
 
 /**
@@ -139,14 +201,23 @@ export const DriverSpec = strict({
  * GPU of a rack (one NVLink partition) the same cluster UUID and clique. Unset: derived from the rack.
  */
 export const FabricSpec = strict({
-  /** Names the rack (NVLink domain) the node is in; nodes of one rack share a clique. Default: the node. */
-  rack: nonEmpty.optional(),
+  rack: nonEmpty
+    .optional()
+    .describe(
+      "Names the rack (NVLink domain) the node is in; nodes of one rack share a clique. A node's `fakegpu.dev/rack` label wins over it. Default: the node itself.",
+    ),
   clusterUuid: z
     .string()
     .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'must be a lower-case UUID')
-    .optional(),
-  /** NVML's `cliqueId`: the NVLink partition within the cluster. */
-  cliqueId: z.number().int().min(0).max(0xffffffff).optional(),
+    .optional()
+    .describe("NVML's fabric `clusterUuid`, lower case. Default: derived from the rack."),
+  cliqueId: z
+    .number()
+    .int()
+    .min(0)
+    .max(0xffffffff)
+    .optional()
+    .describe("NVML's `cliqueId`: the NVLink partition within the cluster. Default: derived from the rack."),
 });
 export type FabricSpec = z.infer<typeof FabricSpec>;
 
@@ -158,32 +229,46 @@ const MAX_MEMORY_MIB = 2 ** 43 - 1;
  * product it does not know). No MIG: a MIG table cannot be read from nvidia-smi -q -x.
  */
 export const CustomModel = strict({
-  /** What `gpus[].model` names it by. */
-  key: nonEmpty,
-  /** `nvmlDeviceGetName`, e.g. `NVIDIA H20`: the devices' `productName`, a string attribute. */
-  name: nonEmpty.refine(
-    (s) => Buffer.byteLength(s) <= LIMITS.stringAttributeBytes,
-    `must be at most ${LIMITS.stringAttributeBytes} bytes: it is published as the productName attribute, and the API server refuses longer string attributes`,
-  ),
-  architecture: z.enum(['Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell']),
-  /** CUDA compute capability, e.g. `9.0`. */
-  computeCapability: z.string().regex(/^\d+\.\d+$/, 'must be <major>.<minor>, e.g. "9.0"'),
-  /** Published as the `memory` capacity in bytes, a quantity the API server keeps as a signed 64-bit integer. */
+  key: nonEmpty.describe('What `gpus[].model` names it by.'),
+  name: nonEmpty
+    .refine(
+      (s) => Buffer.byteLength(s) <= LIMITS.stringAttributeBytes,
+      `must be at most ${LIMITS.stringAttributeBytes} bytes: it is published as the productName attribute, and the API server refuses longer string attributes`,
+    )
+    .describe('`nvmlDeviceGetName`, e.g. `NVIDIA H20`: the `productName` attribute.'),
+  architecture: z
+    .enum(['Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell'])
+    .describe('GPU architecture.'),
+  computeCapability: z
+    .string()
+    .regex(/^\d+\.\d+$/, 'must be <major>.<minor>, e.g. "9.0"')
+    .describe('CUDA compute capability, e.g. `9.0`.'),
   memoryMiB: z
     .number()
     .int()
     .positive()
     .max(MAX_MEMORY_MIB, {
       error: `must be at most ${MAX_MEMORY_MIB} (2^43 - 1): the memory capacity in bytes must fit a signed 64-bit integer`,
-    }),
-  /** PCI device ID in hex, e.g. `2329`. */
-  pciDeviceId: z.string().regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "2329"'),
+    })
+    .describe(
+      'Memory in MiB, as `nvidia-smi` shows it; at most 2^43 - 1, so that the bytes fit a 64-bit quantity.',
+    ),
+  pciDeviceId: z
+    .string()
+    .regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "2329"')
+    .describe('PCI device ID in hex, e.g. `2329`.'),
   pciSubsystemId: z
     .string()
     .regex(/^(0x)?[0-9a-fA-F]{4}$/, 'must be 4 hex digits, e.g. "1996"')
-    .optional(),
-  multiprocessors: z.number().int().positive().optional(),
-  powerLimitW: z.number().positive().optional(),
+    .optional()
+    .describe('PCI subsystem ID in hex, e.g. `1996`. Default: none.'),
+  multiprocessors: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Streaming multiprocessors. Default: none.'),
+  powerLimitW: z.number().positive().optional().describe('Power limit in watts. Default: none.'),
 });
 export type CustomModel = z.infer<typeof CustomModel>;
 
@@ -204,21 +289,42 @@ function uniqueIndexes(overrides: readonly GpuOverride[], ctx: z.RefinementCtx):
 }
 
 export const ProfileSpec = strict({
-  preset: nonEmpty.optional(),
-  /** GPUs the catalog does not have, for `gpus[].model` to name. */
-  models: atMost(CustomModel, MAX_GPUS, 'one per GPU of a node at most').optional(),
-  description: z.string().optional(),
-  driver: DriverSpec.optional(),
-  addressingMode: z.enum(ADDRESSING_MODES).optional(),
-  /** Replaces the preset's GPUs when given. */
-  gpus: atMost(GpuEntry, MAX_GPUS, `as a node has at most ${MAX_GPUS} GPUs`).min(1).optional(),
-  /** Default MIG settings for every GPU that does not set its own. */
-  mig: MigSpec.optional(),
+  preset: nonEmpty
+    .optional()
+    .describe(
+      "A built-in preset (`fakegpu profiles`) this spec is folded over: each field given replaces the preset's, `driver` and `mig` field by field, `overrides` added to its own. Default: none.",
+    ),
+  models: atMost(CustomModel, MAX_GPUS, 'one per GPU of a node at most')
+    .optional()
+    .describe('GPUs the catalog does not have, for `gpus[].model` to name. Default: none.'),
+  description: z
+    .string()
+    .optional()
+    .describe('Free text, shown by `fakegpu profiles` for presets. Default: none.'),
+  driver: DriverSpec.optional().describe('The NVIDIA driver the node runs.'),
+  addressingMode: z
+    .enum(ADDRESSING_MODES)
+    .optional()
+    .describe(
+      "The GPUs' `addressingMode` attribute (`Unsupported`: not published). Default: ATS on cache-coherent (Grace) machines, else HMM, where the driver has the call.",
+    ),
+  gpus: atMost(GpuEntry, MAX_GPUS, `as a node has at most ${MAX_GPUS} GPUs`)
+    .min(1)
+    .optional()
+    .describe(
+      "The GPUs, in entries of one model; replaces the preset's GPUs when given. Default: the preset's.",
+    ),
+  mig: MigSpec.optional().describe('MIG settings of every GPU that does not set its own.'),
   overrides: atMost(GpuOverride, MAX_GPUS, 'one per GPU of a node at most')
     .superRefine(uniqueIndexes)
-    .optional(),
-  /** Replaces the preset's NICs when given. */
-  nics: z.array(NicEntry).optional(),
-  fabric: FabricSpec.optional(),
+    .optional()
+    .describe('Changes to single GPUs, by NVML index, after `gpus` is laid out. Default: none.'),
+  nics: z
+    .array(NicEntry)
+    .optional()
+    .describe("The NICs; replaces the preset's NICs when given. Default: the preset's, else none."),
+  fabric: FabricSpec.optional().describe(
+    "The machine's place in a multi-node NVLink fabric (GB200, GB300); ignored for GPUs without one.",
+  ),
 });
 export type ProfileSpec = z.infer<typeof ProfileSpec>;

@@ -5,7 +5,8 @@ import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import { ComputeDomainClaims } from '../compute-domain/claims.js';
 import { DaemonStandIn } from '../imex-daemon/daemon.js';
 import { GPU_CLIQUE_LABEL } from '../../model/compute-domain/resource.js';
-import { COMPUTE_DOMAIN_DRIVER, computeDomainSlices } from '../../model/compute-domain/slice.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../../model/compute-domain/slice.js';
+import type { ResourceSlice } from '../../kube/types/resource.js';
 import { nodeClique } from '../../model/device/clique.js';
 import { KubeObjects } from '../../kube/objects.js';
 import type { Nvml } from '../../model/nvml/types.js';
@@ -27,6 +28,8 @@ export function computeDomainNode(
   nvml: Nvml,
   o: ComputeDomainNodeOptions & {
     nodeName: string;
+    /** The node's slice, as `renderComputeDomainSlices` decides it for the machine. */
+    slices: ResourceSlice[];
     kc: KubeConfig;
     cdiRoot: string;
     kubeletPluginsDir: string;
@@ -70,7 +73,7 @@ export function computeDomainNode(
       name: COMPUTE_DOMAIN_DRIVER,
       checkpoint,
       state,
-      slices: () => computeDomainSlices({ nodeName: o.nodeName }),
+      slices: () => o.slices,
     },
     async start() {
       if (o.gpuCliqueLabel && clique) await label(clique);

@@ -24,7 +24,13 @@ import type { ClaimLifecycle } from '../prepare/lifecycle.js';
 import { DeviceState } from '../prepare/state.js';
 import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
 import type { Publisher } from '../../kube/publish/publisher.js';
-import { modelNode, renderNicSlices, type NicRenderOptions, type NodeModel } from '../../model/render.js';
+import {
+  modelNode,
+  renderComputeDomainSlices,
+  renderNicSlices,
+  type NicRenderOptions,
+  type NodeModel,
+} from '../../model/render.js';
 import { withoutPartitions } from '../../model/device/allocatable.js';
 import { buildSlices } from '../../model/slice/build.js';
 import { draHandlers } from './handlers.js';
@@ -352,10 +358,12 @@ async function startPlugin(
   const gpu = gpuDriver(o, node, health, kc, log);
   const nics = nicDriver(o, model);
   // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
+  const domainSlices = o.computeDomains ? renderComputeDomainSlices(model.machine) : [];
   const domains =
-    o.computeDomains && model.machine.fabric
+    o.computeDomains && domainSlices.length > 0
       ? computeDomainNode(model.nvml, {
           ...o.computeDomains,
+          slices: domainSlices,
           nodeName: o.nodeName,
           kc,
           cdiRoot: o.cdiRoot,

@@ -88,6 +88,7 @@ export function karpenterTemplates(o: TemplateOptions): InstanceTypeTemplates[] 
         kubernetesVersion: o.kubernetesVersion,
         release: o.release,
         nics: { driverName: DRANET, standardNumaNode: false },
+        computeDomains: true,
       }).items;
     const slices = render('template-a');
     const perNode = perNodeAttributes(slices, render('template-b'));

@@ -2,11 +2,12 @@ import { Document, isScalar, visit } from 'yaml';
 import { CHART_EXTRAS, ChartValues, VALUES_SCHEMA_DIALECT } from './chart-values.js';
 import { jsonSchema, type JsonObject } from './convert.js';
 import { crdObject, CRDS } from './crds.js';
+import { PROFILE_REFERENCE, profileReference } from './profile-reference.js';
 
 /**
  * Every file `npm run schemas` writes, by its path in the repository: the CRDs of deploy/crds/, their
- * copies in the Helm chart (which installs its crds/ before its templates) and the chart's
- * values.schema.json. test/tools/schemas.test.ts fails while a file on disk differs.
+ * copies in the Helm chart (which installs its crds/ before its templates), the chart's
+ * values.schema.json and the MachineProfile field reference. test/tools/schemas.test.ts fails while a file on disk differs.
  */
 
 export const CHART = 'deploy/helm/fakegpu';
@@ -53,5 +54,6 @@ export function generatedFiles(): GeneratedFile[] {
     path: `${CHART}/values.schema.json`,
     text: `${JSON.stringify({ $schema: VALUES_SCHEMA_DIALECT, ...values }, null, 2)}\n`,
   });
+  out.push({ path: PROFILE_REFERENCE, text: profileReference() });
   return out;
 }
