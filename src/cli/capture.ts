@@ -1,4 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs';
 import { captureCluster, type ClusterNode } from '../tools/capture/cluster.js';
 import { writeCapture } from '../tools/capture/write.js';
 import { parsePools } from '../fleet/pools.js';
@@ -6,7 +5,8 @@ import { listEvery, listPage, NODES_PATH, SLICES_PATH } from '../kube/api.js';
 import { clientOf, loadKubeconfigInto } from '../kube/client.js';
 import type { ResourceSlice } from '../kube/types/resource.js';
 import { parseListItems } from '../model/profile/load.js';
-import { readText, resolveProfile } from '../process/profile-file.js';
+import { resolveProfile } from '../process/profile-file.js';
+import { MiB, readBounded, type ReadLimit, writeOutput } from '../process/files.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { checkKubeconfig, layoutVersionOption } from './options.js';
 import { gpuSummaryText as gpuSummary } from './commands.js';
@@ -19,7 +19,7 @@ import { captureNode } from '../tools/capture/node.js';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError } from '../errors.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
-import { readSlices } from '../model/slice/read.js';
+import { checkSliceNames, readSlices } from '../model/slice/read.js';
 import { OutputWithStatus, serialize, table } from './output.js';
 
 const warn = (w: string): void => {
@@ -47,6 +47,15 @@ interface NodeFlags {
   anonymize?: boolean;
   output?: string;
 }
+
+/** One input of `capture node`: nvidia-smi -q -x of 255 GPUs with MIG is under 10 MiB. */
+const NODE_INPUT: ReadLimit = { bytes: 32 * MiB, what: 'one input of capture node' };
+const BUNDLE: ReadLimit = { bytes: 64 * MiB, what: 'a capture bundle' };
+/**
+ * Saved ResourceSlices or Nodes: about 3,000 nodes of 8 GPUs and 8 NICs as YAML. Parsing takes some
+ * 25 times the text's size; a larger cluster is captured live (--kubeconfig).
+ */
+const SAVED_OBJECTS: ReadLimit = { bytes: 64 * MiB, what: 'saved Kubernetes objects' };
 
 /** Flag → bundle section: a flag given wins over the bundle's section. */
 const FLAGS: readonly [keyof NodeFlags, Section, string][] = [
@@ -95,14 +104,15 @@ function nodeCommand(write: (s: string) => void): Command {
     .action((f: NodeFlags) => {
       const inputs: Inputs = {};
       if (f.bundle !== undefined) {
-        const bundle = parseBundle(readText(f.bundle, '--bundle'), f.bundle);
+        const bundle = parseBundle(readBounded(f.bundle, '--bundle', BUNDLE), f.bundle);
         for (const failed of bundle.failed) warn(`${f.bundle}: ${failed}: its command failed; left out`);
         for (const [name, text] of Object.entries(bundle.sections))
           inputs[name as Section] = { text, source: `${f.bundle} (${name})` };
       }
       for (const [key, section, flag] of FLAGS) {
         const path = f[key];
-        if (typeof path === 'string') inputs[section] = { text: readText(path, flag), source: path };
+        if (typeof path === 'string')
+          inputs[section] = { text: readBounded(path, flag, NODE_INPUT), source: path };
       }
       if (!inputs['nvidia-smi-xml'])
         throw new FakegpuError(
@@ -116,7 +126,7 @@ function nodeCommand(write: (s: string) => void): Command {
       for (const w of [...read.warnings, ...captured.warnings]) warn(w);
       const text = serialize(captured.profile, 'yaml');
       if (f.output === undefined) write(text);
-      else writeFileSync(f.output, text);
+      else writeOutput(f.output, text, '--output');
     });
 }
 
@@ -136,7 +146,7 @@ async function listAll<T>(kubeconfig: string | undefined, path: string): Promise
 }
 
 function readNodes(path: string): ClusterNode[] {
-  return parseListItems(readText(path, '--nodes'), '--nodes', 'NodeList') as ClusterNode[];
+  return parseListItems(readBounded(path, '--nodes', SAVED_OBJECTS), '--nodes', 'NodeList') as ClusterNode[];
 }
 
 function clusterCommand(write: (s: string) => void): Command {
@@ -159,7 +169,8 @@ function clusterCommand(write: (s: string) => void): Command {
       let slices: ResourceSlice[];
       let nodes: ClusterNode[];
       if (f.slices !== undefined) {
-        slices = readSlices(readText(f.slices, '--slices'), f.slices, '--slices');
+        slices = readSlices(readBounded(f.slices, '--slices', SAVED_OBJECTS), f.slices, '--slices');
+        checkSliceNames(slices, f.slices, '--slices');
         nodes = f.nodes === undefined ? [] : readNodes(f.nodes);
       } else {
         if (f.kubeconfig !== undefined) await checkKubeconfig(f.kubeconfig, '--kubeconfig');
@@ -182,7 +193,7 @@ function clusterCommand(write: (s: string) => void): Command {
         );
       const written = writeCapture(f.output, captured, source);
       // What was written must load as the fleet loads it: every pool resolved and rendered once.
-      parsePools(readFileSync(written.pools, 'utf8'), written.pools);
+      parsePools(written.text, written.pools);
       write(
         table(
           ['POOL', 'NODES', 'GPUS', 'DYNAMIC MIG'],
@@ -252,7 +263,7 @@ export function diffCommand(write: (s: string) => void): Command {
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action((f: DiffFlags) => {
-      const captured = readSlices(readText(f.capture, '--capture'), f.capture, '--capture');
+      const captured = readSlices(readBounded(f.capture, '--capture', SAVED_OBJECTS), f.capture, '--capture');
       const ignore = new Set(
         (f.ignore ?? '')
           .split(',')

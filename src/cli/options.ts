@@ -12,6 +12,7 @@ import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../process/endpoint.js';
+import { checkSmallFile, MiB } from '../process/files.js';
 import { DCGM_EXPORTER_VERSION, styleOf } from '../model/dcgm/version.js';
 import type { Style } from '../model/dcgm/exposition.js';
 import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
@@ -136,6 +137,8 @@ export async function checkKubeconfig(path: string | undefined, field: string): 
     }
     return;
   }
+  // The client reads the file itself, whole and more than once: only a small regular file is given it.
+  checkSmallFile(path, field, { bytes: 16 * MiB, what: 'a kubeconfig' });
   try {
     kc.loadFromFile(path);
   } catch (e) {

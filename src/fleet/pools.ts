@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { DEFAULT_RELEASE } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import { mergeOverPreset, parseYamlAs, type ResolvedProfile } from '../model/profile/load.js';
-import { readText, resolveProfile } from '../process/profile-file.js';
+import { MiB, readBounded } from '../process/files.js';
+import { resolveProfile } from '../process/profile-file.js';
 import { nonEmpty, ProfileSpec, strict } from '../model/preset/machine-spec.js';
 import { API_VERSION } from '../model/profile/schema.js';
 import { renderSlices } from '../model/render.js';
@@ -125,5 +126,6 @@ export function parsePools(text: string, source: string): Pools {
 }
 
 export function loadPools(path: string, field = '--pools'): Pools {
-  return parsePools(readText(path, field), path);
+  // 100,000 node names and a spec per pool are a few MiB.
+  return parsePools(readBounded(path, field, { bytes: 16 * MiB, what: 'a FleetPools file' }), path);
 }

@@ -7,6 +7,7 @@ import { KubeApi } from '../../kube/api.js';
 import { ApiClient } from '../../kube/client.js';
 import type { ResourceSlice } from '../../kube/types/resource.js';
 import { type ResolvedProfile } from '../../model/profile/load.js';
+import { MiB, readBounded } from '../../process/files.js';
 import { resolveProfile } from '../../process/profile-file.js';
 import { readSlices } from '../../model/slice/read.js';
 import type { PluginOptions } from './run.js';
@@ -15,7 +16,8 @@ import type { PluginOptions } from './run.js';
 
 /** Slices replayed from a file: the node's name goes where the capture had its own. */
 export function slicesFromFile(path: string, nodeName: string, driverName: string): ResourceSlice[] {
-  const items = readSlices(readFileSync(path, 'utf8'), path, '--slices-file');
+  const text = readBounded(path, '--slices-file', { bytes: 64 * MiB, what: 'saved Kubernetes objects' });
+  const items = readSlices(text, path, '--slices-file');
   return items.map((s, i) => ({
     apiVersion: 'resource.k8s.io/v1',
     kind: 'ResourceSlice',

@@ -83,6 +83,22 @@ const safeName = (s: string): string =>
     .replace(/^-+|-+$/g, '')
     .slice(0, 63) || 'pool';
 
+/**
+ * The most devices of fakegpu's drivers one node may show: 255 GPUs under dynamic MIG publish 6,630
+ * (26 a GPU), and NICs a few more. A node past it is no real node, and reading it back and rendering
+ * it to compare would take minutes and gigabytes.
+ */
+export const MAX_NODE_DEVICES = 8192;
+
+function checkNodeSize(name: string, slices: readonly ResourceSlice[]): void {
+  const count = slices.reduce((n, s) => n + (s.spec.devices?.length ?? 0), 0);
+  if (count > MAX_NODE_DEVICES)
+    throw new FakegpuError(
+      `node ${name}`,
+      `${count} devices of ${DRIVER_NAME} and ${DRANET}; a node has at most ${MAX_NODE_DEVICES} (255 GPUs with dynamic MIG publish 6630)`,
+    );
+}
+
 export function captureCluster(
   nodes: readonly ClusterNode[],
   slices: readonly ResourceSlice[],
@@ -90,15 +106,22 @@ export function captureCluster(
 ): ClusterCapture {
   const byNode = new Map<string, ResourceSlice[]>();
   const otherDrivers = new Map<string, ResourceSlice[]>();
+  // Appended in place: copying the list for each slice was quadratic in a driver's or node's slices.
+  const add = (m: Map<string, ResourceSlice[]>, key: string, s: ResourceSlice): void => {
+    const list = m.get(key);
+    if (list) list.push(s);
+    else m.set(key, [s]);
+  };
   for (const s of slices) {
     const driver = s.spec.driver;
     if (driver !== DRIVER_NAME && driver !== DRANET) {
-      otherDrivers.set(driver, [...(otherDrivers.get(driver) ?? []), s]);
+      add(otherDrivers, driver, s);
       continue;
     }
     if (!s.spec.nodeName) continue;
-    byNode.set(s.spec.nodeName, [...(byNode.get(s.spec.nodeName) ?? []), s]);
+    add(byNode, s.spec.nodeName, s);
   }
+  for (const [name, mine] of byNode) checkNodeSize(name, mine);
   const nodeByName = new Map(nodes.map((n) => [n.metadata.name ?? '', n]));
   const shapes = new Map<string, { spec: ProfileSpec; dynamicMig: boolean; nodes: ClusterNode[] }>();
   const verbatim: ClusterCapture['verbatim'] = [];

@@ -1,5 +1,5 @@
 import { NIC_MODELS, type NicModel } from '../../model/catalog/nics.js';
-import { FakegpuError } from '../../errors.js';
+import { clip, FakegpuError } from '../../errors.js';
 import { canonicalBusId } from '../../model/hardware/pci.js';
 import type { NicEntry } from '../../model/preset/machine-spec.js';
 import type { LspciFunction, SysfsFunction } from './pci.js';
@@ -54,7 +54,8 @@ function json(text: string | undefined, source: string): unknown[] {
   } catch (e) {
     throw new FakegpuError(
       source,
-      `not JSON (${e instanceof Error ? e.message : String(e)}); run ip with -j`,
+      // JSON.parse quotes the input, new lines and all.
+      `not JSON (${clip(e instanceof Error ? e.message : String(e))}); run ip with -j`,
     );
   }
   if (!Array.isArray(v)) throw new FakegpuError(source, 'expected a JSON array, as ip -j prints');

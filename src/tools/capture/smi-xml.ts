@@ -1,6 +1,6 @@
 import { XMLParser } from 'fast-xml-parser';
 import { SyntaxValidator } from 'fast-xml-validator';
-import { FakegpuError, show } from '../../errors.js';
+import { clip, FakegpuError, show } from '../../errors.js';
 
 /**
  * `nvidia-smi -q -x` as read from a real node: the facts a machine profile is made of, nothing else.
@@ -51,6 +51,18 @@ export interface SmiXmlLog {
 
 type Node = Record<string, unknown>;
 
+/**
+ * The parser's guards against nesting and entity bombs, written out so the refusal can name them.
+ * nvidia-smi nests elements six deep and declares no entities of its own.
+ */
+const XML_LIMITS = {
+  maxNestedTags: 100,
+  maxEntityCount: 100,
+  maxEntitySize: 10_000,
+  maxTotalExpansions: 10_000,
+  maxExpandedLength: 100_000,
+};
+
 const parser = new XMLParser({
   ignoreAttributes: false,
   attributeNamePrefix: '@',
@@ -58,8 +70,31 @@ const parser = new XMLParser({
   parseAttributeValue: false,
   trimValues: true,
   isArray: (name) => name === 'gpu' || name === 'mig_device',
-  processEntities: true,
+  maxNestedTags: XML_LIMITS.maxNestedTags,
+  processEntities: {
+    enabled: true,
+    maxEntityCount: XML_LIMITS.maxEntityCount,
+    maxEntitySize: XML_LIMITS.maxEntitySize,
+    maxTotalExpansions: XML_LIMITS.maxTotalExpansions,
+    maxExpandedLength: XML_LIMITS.maxExpandedLength,
+  },
 });
+
+/** The parser's message, which names no file and may quote the input, as one line naming the limit. */
+function parserRefusal(message: string): string {
+  const l = XML_LIMITS;
+  const limits: [RegExp, string][] = [
+    [/nested tags/i, `more than ${l.maxNestedTags} nested elements`],
+    [/entity count/i, `more than ${l.maxEntityCount} entity declarations`],
+    [/entity .* size/i, `an entity longer than ${l.maxEntitySize} characters`],
+    [/expansion count/i, `more than ${l.maxTotalExpansions} entity expansions`],
+    [/expanded content length/i, `entities that expand to more than ${l.maxExpandedLength} characters`],
+  ];
+  const hit = limits.find(([re]) => re.test(message));
+  return hit
+    ? `${hit[1]}: past the XML parser's limit, which guards against XML bombs; nvidia-smi -q -x never comes near it`
+    : `not accepted by the XML parser (${clip(message)}); give the whole output of nvidia-smi -q -x`;
+}
 
 const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -212,14 +247,19 @@ function checkWellFormed(xml: string, source: string): void {
     }
     throw new FakegpuError(
       source,
-      `not well-formed XML at line ${at.line ?? '?'}, column ${at.col ?? '?'} (${e.message.replace(/\.$/, '')}); give the whole output of nvidia-smi -q -x`,
+      `not well-formed XML at line ${at.line ?? '?'}, column ${at.col ?? '?'} (${clip(e.message).replace(/\.$/, '')}); give the whole output of nvidia-smi -q -x`,
     );
   }
 }
 
 export function parseSmiXml(xml: string, source: string): SmiXmlLog {
   checkWellFormed(xml, source);
-  const doc: unknown = parser.parse(xml);
+  let doc: unknown;
+  try {
+    doc = parser.parse(xml);
+  } catch (e) {
+    throw new FakegpuError(source, parserRefusal(e instanceof Error ? e.message : String(e)));
+  }
   const log = isNode(doc) ? doc.nvidia_smi_log : undefined;
   if (!isNode(log))
     throw new FakegpuError(source, 'no <nvidia_smi_log> element; expected the output of nvidia-smi -q -x');
