@@ -1,18 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { FakegpuError, show } from '../errors.js';
-import { clusterCommand } from './cluster.js';
-import { computeDomainControllerCommand } from './compute-domain.js';
-import { demoCommand } from './demo.js';
-import { faultCommand } from './fault.js';
-import { pluginCommand } from './plugin.js';
-import { fleetCommand } from './fleet.js';
-import { captureCommand, diffCommand } from './capture.js';
-import { OutputWithStatus } from './output.js';
-import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
-import { exportCommand } from './export.js';
-import { imageCommand } from './image.js';
-import { uninstallCheckCommand } from './uninstall-check.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -61,10 +49,53 @@ function unknownHelpTopic(program: Command, argv: readonly string[]): string | n
 }
 
 /**
+ * Every command, from modules loaded here rather than at the top: `--version` needs none of them. Each
+ * module imports what its actions need (the API client, gRPC, the cluster's code) when they run, so that
+ * defining the commands costs little.
+ */
+async function addCommands(program: Command, write: (s: string) => void): Promise<void> {
+  const [commands, exp, capture, fleet, cluster, image, plugin, computeDomain, demo, fault, uninstall] =
+    await Promise.all([
+      import('./commands.js'),
+      import('./export.js'),
+      import('./capture.js'),
+      import('./fleet.js'),
+      import('./cluster.js'),
+      import('./image.js'),
+      import('./plugin.js'),
+      import('./compute-domain.js'),
+      import('./demo.js'),
+      import('./fault.js'),
+      import('./uninstall-check.js'),
+    ]);
+  program.addCommand(commands.profilesCommand(write));
+  program.addCommand(commands.renderCommand(write));
+  program.addCommand(exp.exportCommand(write));
+  program.addCommand(commands.validateCommand(write));
+  program.addCommand(commands.topoCommand(write));
+  program.addCommand(capture.diffCommand(write));
+  program.addCommand(capture.captureCommand(write));
+  program.addCommand(fleet.fleetCommand());
+  program.addCommand(cluster.clusterCommand(write));
+  program.addCommand(image.imageCommand(write));
+  program.addCommand(plugin.pluginCommand());
+  program.addCommand(computeDomain.computeDomainControllerCommand());
+  program.addCommand(demo.demoCommand(write));
+  program.addCommand(fault.faultCommand(write));
+  program.addCommand(uninstall.uninstallCheckCommand(write));
+}
+
+/**
  * Runs the CLI. Output is collected and written only on success, so a failing command prints nothing
  * to stdout and one line to stderr.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  // Answered before any command's module loads (as commander would answer it): it needs none.
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const { OutputWithStatus } = await import('./output.js');
   let out = '';
   const write = (s: string): void => {
     out += s;
@@ -87,21 +118,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       },
     })
     .showHelpAfterError(false);
-  program.addCommand(profilesCommand(write));
-  program.addCommand(renderCommand(write));
-  program.addCommand(exportCommand(write));
-  program.addCommand(validateCommand(write));
-  program.addCommand(topoCommand(write));
-  program.addCommand(diffCommand(write));
-  program.addCommand(captureCommand(write));
-  program.addCommand(fleetCommand());
-  program.addCommand(clusterCommand(write));
-  program.addCommand(imageCommand(write));
-  program.addCommand(pluginCommand());
-  program.addCommand(computeDomainControllerCommand());
-  program.addCommand(demoCommand(write));
-  program.addCommand(faultCommand(write));
-  program.addCommand(uninstallCheckCommand(write));
+  await addCommands(program, write);
   inherit(program);
   const topic = unknownHelpTopic(program, argv);
   if (topic !== null) {
