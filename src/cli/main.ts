@@ -48,41 +48,39 @@ function unknownHelpTopic(program: Command, argv: readonly string[]): string | n
   return null;
 }
 
+type Write = (s: string) => void;
+
 /**
- * Every command, from modules loaded here rather than at the top: `--version` needs none of them. Each
- * module imports what its actions need (the API client, gRPC, the cluster's code) when they run, so that
- * defining the commands costs little.
+ * Every command, in the order help lists them, and how to make it. Modules load here rather than at the
+ * top (`--version` needs none), and a command line that starts with a command's name loads that
+ * command's module alone (every command is needed only for help and for a name that is none of them).
+ * Each module imports what its actions need (the API client, gRPC, the cluster's code) when they run.
  */
-async function addCommands(program: Command, write: (s: string) => void): Promise<void> {
-  const [commands, exp, capture, fleet, cluster, image, plugin, computeDomain, demo, fault, uninstall] =
-    await Promise.all([
-      import('./commands.js'),
-      import('./export.js'),
-      import('./capture.js'),
-      import('./fleet.js'),
-      import('./cluster.js'),
-      import('./image.js'),
-      import('./plugin.js'),
-      import('./compute-domain.js'),
-      import('./demo.js'),
-      import('./fault.js'),
-      import('./uninstall-check.js'),
-    ]);
-  program.addCommand(commands.profilesCommand(write));
-  program.addCommand(commands.renderCommand(write));
-  program.addCommand(exp.exportCommand(write));
-  program.addCommand(commands.validateCommand(write));
-  program.addCommand(commands.topoCommand(write));
-  program.addCommand(capture.diffCommand(write));
-  program.addCommand(capture.captureCommand(write));
-  program.addCommand(fleet.fleetCommand());
-  program.addCommand(cluster.clusterCommand(write));
-  program.addCommand(image.imageCommand(write));
-  program.addCommand(plugin.pluginCommand());
-  program.addCommand(computeDomain.computeDomainControllerCommand());
-  program.addCommand(demo.demoCommand(write));
-  program.addCommand(fault.faultCommand(write));
-  program.addCommand(uninstall.uninstallCheckCommand(write));
+export const COMMANDS: readonly (readonly [string, (write: Write) => Promise<Command>])[] = [
+  ['profiles', async (w) => (await import('./commands.js')).profilesCommand(w)],
+  ['render', async (w) => (await import('./commands.js')).renderCommand(w)],
+  ['export', async (w) => (await import('./export.js')).exportCommand(w)],
+  ['validate', async (w) => (await import('./commands.js')).validateCommand(w)],
+  ['topo', async (w) => (await import('./commands.js')).topoCommand(w)],
+  ['diff', async (w) => (await import('./capture.js')).diffCommand(w)],
+  ['capture', async (w) => (await import('./capture.js')).captureCommand(w)],
+  ['fleet', async () => (await import('./fleet.js')).fleetCommand()],
+  ['cluster', async (w) => (await import('./cluster.js')).clusterCommand(w)],
+  ['image', async (w) => (await import('./image.js')).imageCommand(w)],
+  ['plugin', async () => (await import('./plugin.js')).pluginCommand()],
+  [
+    'compute-domain-controller',
+    async () => (await import('./compute-domain.js')).computeDomainControllerCommand(),
+  ],
+  ['demo', async (w) => (await import('./demo.js')).demoCommand(w)],
+  ['fault', async (w) => (await import('./fault.js')).faultCommand(w)],
+  ['uninstall-check', async (w) => (await import('./uninstall-check.js')).uninstallCheckCommand(w)],
+];
+
+async function addCommands(program: Command, write: Write, argv: readonly string[]): Promise<void> {
+  const named = COMMANDS.filter(([name]) => name === argv[0]);
+  const made = await Promise.all((named.length > 0 ? named : COMMANDS).map(([, make]) => make(write)));
+  for (const c of made) program.addCommand(c);
 }
 
 /**
@@ -118,7 +116,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       },
     })
     .showHelpAfterError(false);
-  await addCommands(program, write);
+  await addCommands(program, write, argv);
   inherit(program);
   const topic = unknownHelpTopic(program, argv);
   if (topic !== null) {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { COMMANDS } from '../../src/cli/main.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
 const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
@@ -26,7 +27,7 @@ function loaded(...args: string[]): { packages: Set<string>; modules: string[] }
   assert.equal(r.status, 0, `fakegpu ${args.join(' ')}: ${r.stderr}`);
   const urls = readFileSync(log, 'utf8').split('\n');
   const packages = new Set(urls.flatMap((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1] ?? []));
-  const modules = urls.flatMap((u) => /\/dist\/(src\/.+)$/.exec(u)?.[1] ?? []);
+  const modules = [...new Set(urls.flatMap((u) => /\/dist\/(src\/.+)$/.exec(u)?.[1] ?? []))];
   return { packages, modules };
 }
 
@@ -69,5 +70,22 @@ describe('offline commands load no cluster code', () => {
       modules.filter((m) => !m.startsWith('src/cli/main.js') && !m.startsWith('src/errors.js')),
       [],
     );
+  });
+
+  it("fakegpu render loads no other command's module", () => {
+    const { modules } = loaded('render', '-p', 'dgx-h100', '-n', 'n1');
+    const cli = modules.filter((m) => m.startsWith('src/cli/')).sort();
+    assert.deepEqual(cli, [
+      'src/cli/commands.js',
+      'src/cli/main.js',
+      'src/cli/options.js',
+      'src/cli/output.js',
+    ]);
+  });
+});
+
+describe('the command table of main', () => {
+  it('names each command as the command it makes', async () => {
+    for (const [name, make] of COMMANDS) assert.equal((await make(() => undefined)).name(), name);
   });
 });
