@@ -3,14 +3,15 @@
 // before node_modules exists.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-function run(cmd, args, what) {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+function run(cmd, args, what, cwd = root) {
+  // Their output goes to standard error: standard output is the command's (`npm run -s fakegpu … > x.json`).
+  const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 2, 'inherit'] });
   if (r.error) throw new Error(`${what}: cannot start ${cmd}: ${r.error.message}`);
   if (r.status !== 0) {
     process.stderr.write(`fakegpu: ${what} failed (exit ${r.status}); see the output above\n`);
@@ -46,12 +47,54 @@ export function ensureDependencies() {
   markDependencies();
 }
 
-export function build() {
+/** What the build reads (tsconfig.json's `include`), and what it compiles against. */
+const BUILD_INPUTS = ['src', 'test', 'bench'];
+const stampOf = (dir) => join(dir, 'dist', '.fakegpu-build-inputs');
+
+function tsFiles(dir, out) {
+  if (!existsSync(dir)) return out;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) tsFiles(p, out);
+    else if (e.name.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Every input's path, size and modification time, and the lock file and tsconfig.json whole: an edit,
+ * a new or deleted file, a checkout or new dependencies change it. Stat calls only, so that checking
+ * costs milliseconds where compiling costs seconds.
+ */
+function buildInputs(dir) {
+  const h = createHash('sha256');
+  h.update(readFileSync(join(dir, 'package-lock.json')));
+  h.update(readFileSync(join(dir, 'tsconfig.json')));
+  for (const f of BUILD_INPUTS.flatMap((d) => tsFiles(join(dir, d), [])).sort()) {
+    const s = statSync(f);
+    h.update(`${f}\0${s.size}\0${s.mtimeMs}\n`);
+  }
+  return h.digest('hex');
+}
+
+/** Compiles, and records what it compiled so that `ensureBuilt` can skip the next one. */
+export function build(dir = root) {
+  const inputs = buildInputs(dir);
   run(
     process.execPath,
-    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    [join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
     'TypeScript build',
+    dir,
   );
+  mkdirSync(join(dir, 'dist'), { recursive: true });
+  writeFileSync(stampOf(dir), `${inputs}\n`);
+}
+
+/** Compiles unless dist/ was built from exactly these inputs (a checkout that did not change). */
+export function ensureBuilt(dir = root) {
+  const stamp = stampOf(dir);
+  const built = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
+  if (built !== buildInputs(dir)) build(dir);
 }
 
 export function bootstrap() {

@@ -1,8 +1,4 @@
-import { captureCluster, type ClusterNode } from '../tools/capture/cluster.js';
-import { writeCapture } from '../tools/capture/write.js';
-import { parsePools } from '../fleet/pools.js';
-import { listEvery, listPage, NODES_PATH, SLICES_PATH } from '../kube/api.js';
-import { clientOf, loadKubeconfigInto } from '../kube/client.js';
+import type { ClusterNode } from '../tools/capture/cluster.js';
 import type { ResourceSlice } from '../kube/types/resource.js';
 import { parseListItems } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
@@ -11,11 +7,8 @@ import { DRIVER_NAME } from '../model/slice/build.js';
 import { checkKubeconfig, layoutVersionOption } from './options.js';
 import { gpuSummaryText as gpuSummary } from './commands.js';
 import { Command, Option } from 'commander';
-import { parseBundle, CAPTURE_SCRIPT, type Section } from '../tools/capture/bundle.js';
-import { compareNode } from '../tools/capture/compare.js';
-import { renderDiff } from '../tools/capture/diff.js';
-import { type Inputs, readNodeInputs } from '../tools/capture/inputs.js';
-import { captureNode } from '../tools/capture/node.js';
+import type { Section } from '../tools/capture/bundle.js';
+import type { Inputs } from '../tools/capture/inputs.js';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError } from '../errors.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
@@ -101,7 +94,13 @@ function nodeCommand(write: (s: string) => void): Command {
       "leave GPU UUIDs and MACs out (each node derives its own), replace IPv4 addresses by documentation ones and the fabric's cluster UUID by a hash",
     )
     .option('-o, --output <file>', 'write the profile here instead of standard output')
-    .action((f: NodeFlags) => {
+    .action(async (f: NodeFlags) => {
+      // Loaded when used, as in every command: the XML parsers are no part of other commands' start-up.
+      const [{ parseBundle }, { readNodeInputs }, { captureNode }] = await Promise.all([
+        import('../tools/capture/bundle.js'),
+        import('../tools/capture/inputs.js'),
+        import('../tools/capture/node.js'),
+      ]);
       const inputs: Inputs = {};
       if (f.bundle !== undefined) {
         const bundle = parseBundle(readBounded(f.bundle, '--bundle', BUNDLE), f.bundle);
@@ -140,7 +139,11 @@ interface ClusterFlags {
 
 /** Every object at `path`, through the kubeconfig given or the default one. */
 async function listAll<T>(kubeconfig: string | undefined, path: string): Promise<T[]> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  const [{ KubeConfig }, { clientOf, loadKubeconfigInto }, { listEvery, listPage }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../kube/client.js'),
+    import('../kube/api.js'),
+  ]);
   const http = clientOf(loadKubeconfigInto(new KubeConfig(), kubeconfig));
   return listEvery<T>((q) => listPage<T>(http, path, q, 'application/json'));
 }
@@ -160,6 +163,11 @@ function clusterCommand(write: (s: string) => void): Command {
     .requiredOption('-o, --output <dir>', 'write pools.yaml, profiles/ and slices/ here')
     .addOption(layoutVersionOption())
     .action(async (f: ClusterFlags) => {
+      const [{ captureCluster }, { writeCapture }, { parsePools }] = await Promise.all([
+        import('../tools/capture/cluster.js'),
+        import('../tools/capture/write.js'),
+        import('../fleet/pools.js'),
+      ]);
       const kubernetesVersion = parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version');
       if (f.slices !== undefined && f.kubeconfig !== undefined)
         throw new FakegpuError('--slices', 'give --slices (saved) or --kubeconfig (live), not both');
@@ -174,6 +182,7 @@ function clusterCommand(write: (s: string) => void): Command {
         nodes = f.nodes === undefined ? [] : readNodes(f.nodes);
       } else {
         if (f.kubeconfig !== undefined) await checkKubeconfig(f.kubeconfig, '--kubeconfig');
+        const { NODES_PATH, SLICES_PATH } = await import('../kube/api.js');
         try {
           slices = await listAll<ResourceSlice>(f.kubeconfig, SLICES_PATH);
           nodes = await listAll<ClusterNode>(f.kubeconfig, NODES_PATH);
@@ -223,7 +232,8 @@ export function captureCommand(write: (s: string) => void): Command {
     .addCommand(
       new Command('script')
         .description('print the shell script that collects what `capture node --bundle` reads')
-        .action(() => {
+        .action(async () => {
+          const { CAPTURE_SCRIPT } = await import('../tools/capture/bundle.js');
           write(CAPTURE_SCRIPT);
         }),
     );
@@ -262,7 +272,11 @@ export function diffCommand(write: (s: string) => void): Command {
       'attributes or capacities (e.g. uuid) the capture cannot know, comma-separated',
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .action((f: DiffFlags) => {
+    .action(async (f: DiffFlags) => {
+      const [{ compareNode }, { renderDiff }] = await Promise.all([
+        import('../tools/capture/compare.js'),
+        import('../tools/capture/diff.js'),
+      ]);
       const captured = readSlices(readBounded(f.capture, '--capture', SAVED_OBJECTS), f.capture, '--capture');
       const ignore = new Set(
         (f.ignore ?? '')

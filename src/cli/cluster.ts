@@ -1,20 +1,15 @@
 import { resolve as resolvePath } from 'node:path';
 import { Argument, Command, Option } from 'commander';
+import type { ClusterOptions, ComponentStatus } from '../local-cluster/cluster.js';
+import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../local-cluster/releases.js';
 import {
-  clusterDown,
-  clusterRestart,
-  RESTARTABLE,
-  type Restartable,
-  clusterStatus,
-  clusterUp,
   DEFAULT_NODE,
   defaultClusterDir,
-  exportLines,
-  type ClusterOptions,
-  type ComponentStatus,
-} from '../local-cluster/cluster.js';
-import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../local-cluster/releases.js';
-import { INTEGRATIONS, type Integration } from '../local-cluster/state.js';
+  INTEGRATIONS,
+  RESTARTABLE,
+  type Integration,
+  type Restartable,
+} from '../local-cluster/state.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
 import { isProfileFile } from '../model/profile/load.js';
@@ -64,6 +59,7 @@ export function clusterCommand(write: (s: string) => void): Command {
       ),
     ),
   ).action(async (f: UpFlags) => {
+    const { clusterUp, exportLines } = await import('../local-cluster/cluster.js');
     const e = await clusterUp(upOptions(f));
     write(`${exportLines(e)}\n`);
   });
@@ -73,6 +69,7 @@ export function clusterCommand(write: (s: string) => void): Command {
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
     .option('--purge', 'also delete the cluster directory (certificates, etcd data, logs)')
     .action(async (opts: { dir: string; purge?: boolean }) => {
+      const { clusterDown } = await import('../local-cluster/cluster.js');
       await clusterDown({ dir: opts.dir, purge: opts.purge === true, log: progress });
     });
   cluster
@@ -81,13 +78,15 @@ export function clusterCommand(write: (s: string) => void): Command {
     .addArgument(new Argument('<component>', 'what to restart').choices(RESTARTABLE))
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
     .action(async (component: Restartable, opts: { dir: string }) => {
+      const { clusterRestart } = await import('../local-cluster/cluster.js');
       await clusterRestart(opts.dir, component, progress);
     });
   cluster
     .command('status')
     .description('which components run, and where their logs are')
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
-    .action((opts: { dir: string }) => {
+    .action(async (opts: { dir: string }) => {
+      const { clusterStatus } = await import('../local-cluster/cluster.js');
       write(statusTable(clusterStatus(opts.dir)));
     });
   return cluster;

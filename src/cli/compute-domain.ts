@@ -1,10 +1,8 @@
 import { Command } from 'commander';
-import { pino } from 'pino';
-import { runComputeDomainController, type ControllerRunOptions } from '../controllers/compute-domain/run.js';
+import type { ControllerRunOptions } from '../controllers/compute-domain/run.js';
 import { DAEMON_IMAGE } from '../local-cluster/image.js';
 import { FakegpuError, show } from '../errors.js';
-import { checkNamespace } from '../kube/objects.js';
-import { runUntilStopped } from '../process/shutdown.js';
+import { checkNamespace } from '../kube/types/names.js';
 import {
   checkEndpoint,
   checkKubeconfig,
@@ -16,7 +14,6 @@ import {
   sourceOf,
   type LeaderElectionFlags,
 } from './options.js';
-import { leaseIdentity } from '../kube/lease.js';
 
 interface Flags extends LeaderElectionFlags {
   kubeconfig?: string;
@@ -76,6 +73,14 @@ async function controllerAction(f: Flags, cmd: Command): Promise<void> {
     throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
   if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
   await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  // Loaded once the flags are checked: the API client and the logger are no part of other commands' start-up.
+  const [{ pino }, { runComputeDomainController }, { leaseIdentity }, { runUntilStopped }] =
+    await Promise.all([
+      import('pino'),
+      import('../controllers/compute-domain/run.js'),
+      import('../kube/lease.js'),
+      import('../process/shutdown.js'),
+    ]);
   const log = pino({ name: 'fakegpu-compute-domain-controller' }, pino.destination(2));
   const options: ControllerRunOptions = {
     kubeconfig: f.kubeconfig,

@@ -1,16 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
-import {
-  clusterDown,
-  clusterStatus,
-  clusterUp,
-  DEFAULT_NODE,
-  defaultClusterDir,
-  applyObjects,
-  exportLines,
-  kubectl,
-} from '../local-cluster/cluster.js';
-import { layout } from '../local-cluster/config.js';
+import { DEFAULT_NODE, defaultClusterDir } from '../local-cluster/state.js';
 import { FakegpuError } from '../errors.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
@@ -67,6 +57,8 @@ export function demoCommand(write: (s: string) => void): Command {
     .option('--keep', 'leave the cluster running afterwards (it always stays up if it was running before)')
     .action(async (opts: { dir: string; node: string; profile: string; keep?: boolean }) => {
       resolveProfile(opts.profile);
+      const [{ applyObjects, clusterDown, clusterStatus, clusterUp, exportLines, kubectl }, { layout }] =
+        await Promise.all([import('../local-cluster/cluster.js'), import('../local-cluster/config.js')]);
       // A cluster the demo started goes again, so the ports are free for `npm test`; one it found stays.
       const wasRunning = clusterStatus(opts.dir).every((c) => c.running);
       const e = await clusterUp({

@@ -1,7 +1,5 @@
 import { Command, Option } from 'commander';
 import { parseRelease } from '../model/device/release.js';
-import { kwokInstanceTypes } from '../tools/karpenter/instance-types.js';
-import { karpenterTemplates } from '../tools/karpenter/templates.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
@@ -19,12 +17,13 @@ export function exportCommand(write: (s: string) => void): Command {
     .addOption(releaseChoiceOption())
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .action(
-      (opts: {
+      async (opts: {
         dynamicMig?: boolean;
         kubernetesVersion: string;
         draDriverRelease: string;
         output: 'yaml' | 'json';
       }) => {
+        const { karpenterTemplates } = await import('../tools/karpenter/templates.js');
         write(
           serialize(
             {
@@ -46,7 +45,8 @@ export function exportCommand(write: (s: string) => void): Command {
     .description(
       "every instance type with a preset as Karpenter's KWOK provider reads them (INSTANCE_TYPES_FILE_PATH): the cloud's CPUs, memory, pods, price and nvidia.com/gpu",
     )
-    .action(() => {
+    .action(async () => {
+      const { kwokInstanceTypes } = await import('../tools/karpenter/instance-types.js');
       write(`${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
     });
   return exp;

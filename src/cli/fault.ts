@@ -1,7 +1,6 @@
 import { Command, Option } from 'commander';
 import { FakegpuError, schemaError, show } from '../errors.js';
-import { KubeFaultApi } from '../kube/gpufault/api.js';
-import { clearFaults, injectFault, listFaults, type FaultsToClear } from '../kube/gpufault/requests.js';
+import type { FaultsToClear } from '../kube/gpufault/requests.js';
 import {
   checkGpuFault,
   FAULT_LIMITS,
@@ -18,7 +17,6 @@ import {
 } from '../model/fault/resource.js';
 import { formatSelector, parseSelector } from '../model/fault/selector.js';
 import { totalsOf } from '../model/fault/status.js';
-import { clientOf } from '../kube/client.js';
 import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
@@ -318,6 +316,10 @@ function objectFlags(c: Command): Command {
 async function injectAction(f: InjectFlags, c: Command, write: (s: string) => void): Promise<void> {
   const fault = faultFromFlags(f, Date.now());
   const kc = await loadKubeconfig(f.kubeconfig, c);
+  const [{ injectFault }, { clientOf }] = await Promise.all([
+    import('../kube/gpufault/requests.js'),
+    import('../kube/client.js'),
+  ]);
   write(`${await injectFault(clientOf(kc), fault, f.node)}\n`);
 }
 
@@ -352,6 +354,11 @@ async function clearAction(
 ): Promise<void> {
   const which = faultsToClear(names, f);
   const kc = await loadKubeconfig(f.kubeconfig, c);
+  const [{ KubeFaultApi }, { clearFaults }, { clientOf }] = await Promise.all([
+    import('../kube/gpufault/api.js'),
+    import('../kube/gpufault/requests.js'),
+    import('../kube/client.js'),
+  ]);
   const doomed = await clearFaults(new KubeFaultApi(clientOf(kc)), which);
   write(doomed.map((n) => `${n}\n`).join(''));
 }
@@ -363,6 +370,11 @@ interface ListFlags {
 
 async function listAction(f: ListFlags, c: Command, write: (s: string) => void): Promise<void> {
   const kc = await loadKubeconfig(f.kubeconfig, c);
+  const [{ KubeFaultApi }, { listFaults }, { clientOf }] = await Promise.all([
+    import('../kube/gpufault/api.js'),
+    import('../kube/gpufault/requests.js'),
+    import('../kube/client.js'),
+  ]);
   const all = await listFaults(new KubeFaultApi(clientOf(kc)), 'fault list');
   if (f.output !== 'table') {
     write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));

@@ -1,18 +1,13 @@
 import { Command, Option } from 'commander';
-import { pino } from 'pino';
 import { FakegpuError } from '../errors.js';
-import { checkNamespace } from '../kube/objects.js';
+import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, type DriverRelease } from '../model/device/release.js';
-import { deleteFleetSlices } from '../fleet/cleanup.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
-import { fleetKubeConfig, runFleet, type FleetRunOptions } from '../fleet/run.js';
-import { KubeApi } from '../kube/api.js';
-import { leaseIdentity } from '../kube/lease.js';
+import type { FleetRunOptions } from '../fleet/run.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { resolveProfile } from '../process/profile-file.js';
-import { runUntilStopped } from '../process/shutdown.js';
 import { renderSlices } from '../model/render.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION } from './commands.js';
 import {
@@ -236,6 +231,12 @@ function checkCommon(f: Flags, cmd: Command): Common {
 async function deleteSlices(f: Flags, cmd: Command, c: Common): Promise<void> {
   // Only what selects nodes and names drivers matters here: the chart's hook sets nothing else.
   await checkKubeconfig(f.kubeconfig, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  const [{ pino }, { deleteFleetSlices }, { fleetKubeConfig }, { KubeApi }] = await Promise.all([
+    import('pino'),
+    import('../fleet/cleanup.js'),
+    import('../fleet/run.js'),
+    import('../kube/api.js'),
+  ]);
   const done = await deleteFleetSlices({
     api: new KubeApi(fleetKubeConfig(f.kubeconfig, c.concurrency, c.timeoutMs)),
     nodeSelector: f.nodeSelector || undefined,
@@ -278,6 +279,14 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
   checkProfile(f, c);
   const pools = f.pools ? loadPools(f.pools) : undefined;
   const dcgmStyle = await checkServingFlags(f, cmd);
+  // Loaded once the flags are checked: the API client, metrics and the logger are no part of other
+  // commands' start-up.
+  const [{ pino }, { runFleet }, { leaseIdentity }, { runUntilStopped }] = await Promise.all([
+    import('pino'),
+    import('../fleet/run.js'),
+    import('../kube/lease.js'),
+    import('../process/shutdown.js'),
+  ]);
   const log = pino({ name: 'fakegpu-fleet' }, pino.destination(2));
   const options: FleetRunOptions = {
     nodeSelector: f.nodeSelector || undefined,

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { buildFakegpuImage } from '../local-cluster/fakegpu-image.js';
 
 /** `fakegpu image build`: fakegpu's container image as an OCI archive, without Docker or a registry. */
 export function imageCommand(write: (s: string) => void): Command {
@@ -14,7 +13,8 @@ export function imageCommand(write: (s: string) => void): Command {
       '-o, --output <file>',
       'where the archive goes (default: the cache, images/fakegpu-<version>.tar)',
     )
-    .action((opts: { output?: string }) => {
+    .action(async (opts: { output?: string }) => {
+      const { buildFakegpuImage } = await import('../local-cluster/fakegpu-image.js');
       const r = buildFakegpuImage(
         (l) => {
           process.stderr.write(`fakegpu: ${l}\n`);

@@ -1,18 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { FakegpuError, show } from '../errors.js';
-import { clusterCommand } from './cluster.js';
-import { computeDomainControllerCommand } from './compute-domain.js';
-import { demoCommand } from './demo.js';
-import { faultCommand } from './fault.js';
-import { pluginCommand } from './plugin.js';
-import { fleetCommand } from './fleet.js';
-import { captureCommand, diffCommand } from './capture.js';
-import { OutputWithStatus } from './output.js';
-import { profilesCommand, renderCommand, topoCommand, validateCommand } from './commands.js';
-import { exportCommand } from './export.js';
-import { imageCommand } from './image.js';
-import { uninstallCheckCommand } from './uninstall-check.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -60,11 +48,52 @@ function unknownHelpTopic(program: Command, argv: readonly string[]): string | n
   return null;
 }
 
+type Write = (s: string) => void;
+
+/**
+ * Every command, in the order help lists them, and how to make it. Modules load here rather than at the
+ * top (`--version` needs none), and a command line that starts with a command's name loads that
+ * command's module alone (every command is needed only for help and for a name that is none of them).
+ * Each module imports what its actions need (the API client, gRPC, the cluster's code) when they run.
+ */
+export const COMMANDS: readonly (readonly [string, (write: Write) => Promise<Command>])[] = [
+  ['profiles', async (w) => (await import('./commands.js')).profilesCommand(w)],
+  ['render', async (w) => (await import('./commands.js')).renderCommand(w)],
+  ['export', async (w) => (await import('./export.js')).exportCommand(w)],
+  ['validate', async (w) => (await import('./commands.js')).validateCommand(w)],
+  ['topo', async (w) => (await import('./commands.js')).topoCommand(w)],
+  ['diff', async (w) => (await import('./capture.js')).diffCommand(w)],
+  ['capture', async (w) => (await import('./capture.js')).captureCommand(w)],
+  ['fleet', async () => (await import('./fleet.js')).fleetCommand()],
+  ['cluster', async (w) => (await import('./cluster.js')).clusterCommand(w)],
+  ['image', async (w) => (await import('./image.js')).imageCommand(w)],
+  ['plugin', async () => (await import('./plugin.js')).pluginCommand()],
+  [
+    'compute-domain-controller',
+    async () => (await import('./compute-domain.js')).computeDomainControllerCommand(),
+  ],
+  ['demo', async (w) => (await import('./demo.js')).demoCommand(w)],
+  ['fault', async (w) => (await import('./fault.js')).faultCommand(w)],
+  ['uninstall-check', async (w) => (await import('./uninstall-check.js')).uninstallCheckCommand(w)],
+];
+
+async function addCommands(program: Command, write: Write, argv: readonly string[]): Promise<void> {
+  const named = COMMANDS.filter(([name]) => name === argv[0]);
+  const made = await Promise.all((named.length > 0 ? named : COMMANDS).map(([, make]) => make(write)));
+  for (const c of made) program.addCommand(c);
+}
+
 /**
  * Runs the CLI. Output is collected and written only on success, so a failing command prints nothing
  * to stdout and one line to stderr.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  // Answered before any command's module loads (as commander would answer it): it needs none.
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const { OutputWithStatus } = await import('./output.js');
   let out = '';
   const write = (s: string): void => {
     out += s;
@@ -87,21 +116,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       },
     })
     .showHelpAfterError(false);
-  program.addCommand(profilesCommand(write));
-  program.addCommand(renderCommand(write));
-  program.addCommand(exportCommand(write));
-  program.addCommand(validateCommand(write));
-  program.addCommand(topoCommand(write));
-  program.addCommand(diffCommand(write));
-  program.addCommand(captureCommand(write));
-  program.addCommand(fleetCommand());
-  program.addCommand(clusterCommand(write));
-  program.addCommand(imageCommand(write));
-  program.addCommand(pluginCommand());
-  program.addCommand(computeDomainControllerCommand());
-  program.addCommand(demoCommand(write));
-  program.addCommand(faultCommand(write));
-  program.addCommand(uninstallCheckCommand(write));
+  await addCommands(program, write, argv);
   inherit(program);
   const topic = unknownHelpTopic(program, argv);
   if (topic !== null) {

@@ -4,9 +4,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeconfigInto } from '../kube/client.js';
-import { checkNamespace } from '../kube/objects.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { checkNamespace, isDnsSubdomain } from '../kube/types/names.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
 import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
@@ -17,7 +16,6 @@ import { DCGM_EXPORTER_VERSION, styleOf } from '../model/dcgm/version.js';
 import type { Style } from '../model/dcgm/exposition.js';
 import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
-import { isDnsSubdomain } from '../kube/types/names.js';
 
 /** The API server version assumed where none is asked: the default release's, `<minor>.0`. */
 export const DEFAULT_KUBERNETES_VERSION = `${DEFAULT_KUBERNETES_RELEASE}.0`;
@@ -174,6 +172,12 @@ export function kubeconfigOption(): Option {
 /** The kubeconfig checked as the plugin and fleet check theirs, then loaded. */
 export async function loadKubeconfig(path: string | undefined, cmd: Command): Promise<KubeConfig> {
   await checkKubeconfig(path, sourceOf(cmd, 'kubeconfig', '--kubeconfig'));
+  // Loaded here, not at the top: the client is most of start-up, and only commands that talk to a
+  // cluster need it.
+  const [{ KubeConfig }, { loadKubeconfigInto }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../kube/client.js'),
+  ]);
   return loadKubeconfigInto(new KubeConfig(), path);
 }
 

@@ -1,11 +1,9 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { checkNamespace } from '../kube/objects.js';
-import { pino } from 'pino';
+import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { PluginOptions } from '../node/plugin/run.js';
-import { runUntilStopped } from '../process/shutdown.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
@@ -238,9 +236,14 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     nics,
   });
   const dcgmStyle = await checkServingFlags(f, cmd);
+  // Loaded here: gRPC and its protobuf parser, the API client and the logger are no part of other
+  // commands' start-up.
+  const [{ pino }, { runPlugin }, { runUntilStopped }] = await Promise.all([
+    import('pino'),
+    import('../node/plugin/run.js'),
+    import('../process/shutdown.js'),
+  ]);
   const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
-  // Loaded here: gRPC and its protobuf parser are a third of every other command's start-up.
-  const { runPlugin } = await import('../node/plugin/run.js');
   const options: PluginOptions = {
     nodeName,
     profile,

@@ -1,13 +1,10 @@
 import { Command, Option } from 'commander';
 import { COMPUTE_DOMAIN_DRIVER } from '../model/compute-domain/slice.js';
 import { FakegpuError } from '../errors.js';
-import { askingApi } from '../kube/gpufault/api.js';
-import { NODES_PATH, type Meta } from '../kube/api.js';
+import type { Meta } from '../kube/api.js';
 import { CLAIMS_PATH, type ListedClaim } from '../kube/types/claim.js';
-import { KubeObjects } from '../kube/objects.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { fleetDrivers } from '../fleet/scope.js';
-import { allClear, heldClaims, pluginNodes, refusal } from '../node/plugin/uninstall-check.js';
 import { checkDriverName } from './commands.js';
 import {
   driverNameOption,
@@ -57,7 +54,16 @@ export function uninstallCheckCommand(write: (s: string) => void): Command {
           : undefined,
         computeDomains: f.computeDomains,
       });
-      const api = new KubeObjects(await loadKubeconfig(f.kubeconfig, cmd));
+      const kc = await loadKubeconfig(f.kubeconfig, cmd);
+      // Loaded once the flags are checked: the API client is no part of other commands' start-up.
+      const [{ askingApi }, { NODES_PATH }, { KubeObjects }, { allClear, heldClaims, pluginNodes, refusal }] =
+        await Promise.all([
+          import('../kube/gpufault/api.js'),
+          import('../kube/api.js'),
+          import('../kube/objects.js'),
+          import('../node/plugin/uninstall-check.js'),
+        ]);
+      const api = new KubeObjects(kc);
       const nodes = pluginNodes(
         await askingApi(FIELD, 'listing nodes', () => api.list<Meta>(NODES_PATH, {}, true)),
       );

@@ -1,8 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { listEvery, listPage, METADATA_LIST, type ListQuery } from './api.js';
-import { FakegpuError, show } from '../errors.js';
 import { ApiClient, ApiError, clientOf } from './client.js';
-import { isDnsLabel } from './types/names.js';
 
 /**
  * Any object by its path, for the small controllers that read and write a few kinds of object each
@@ -72,12 +70,6 @@ export class KubeObjects implements ObjectApi {
   }
 }
 
-/** A namespace name as the API server takes it (an RFC 1123 label), refused in one line. */
-export function checkNamespace(name: string, field: string): string {
-  if (!isDnsLabel(name))
-    throw new FakegpuError(
-      field,
-      `${show(name)} is not a valid namespace; expected an RFC 1123 label (lower-case a-z, 0-9 and '-', at most 63 characters)`,
-    );
-  return name;
-}
+// Kept here for its callers; it lives with the other name rules so that a command's flag checks do not
+// load the API client.
+export { checkNamespace } from './types/names.js';

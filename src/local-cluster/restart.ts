@@ -8,23 +8,11 @@ import { startPlugin } from './plugin-process.js';
 import { apiserverReady, httpOk, waitFor } from './probe.js';
 import { etcdClientTls } from './credentials.js';
 import { HELM_NAMESPACE } from './helm-chart.js';
-import { kwokRuns, readState } from './state.js';
+import { kwokRuns, readState, type Restartable } from './state.js';
 import { stopComponent } from './stop.js';
 import { refuseUntrustedToolchain } from './trust.js';
 
-/** Components `restart` knows how to bring back on their own, leaving everything else running. */
-export const RESTARTABLE = [
-  'etcd',
-  'kube-apiserver',
-  'kubelet',
-  'fakegpu-plugin',
-  'fakegpu-fleet',
-  'fakegpu-compute-domain-controller',
-  'kwok',
-  'kube-scheduler',
-  'kube-controller-manager',
-] as const;
-export type Restartable = (typeof RESTARTABLE)[number];
+export { RESTARTABLE, type Restartable } from './state.js';
 
 /**
  * Stops one component and starts it again with the same configuration, as a crash and a supervisor

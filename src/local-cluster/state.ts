@@ -39,6 +39,23 @@ export function defaultClusterDir(): string {
 
 export const DEFAULT_NODE = 'fakegpu-node';
 
+/**
+ * Components `restart` knows how to bring back on their own, leaving everything else running; here, not in
+ * restart.ts, so that the CLI can list them without loading how to start each.
+ */
+export const RESTARTABLE = [
+  'etcd',
+  'kube-apiserver',
+  'kubelet',
+  'fakegpu-plugin',
+  'fakegpu-fleet',
+  'fakegpu-compute-domain-controller',
+  'kwok',
+  'kube-scheduler',
+  'kube-controller-manager',
+] as const;
+export type Restartable = (typeof RESTARTABLE)[number];
+
 /** The machine of KWOK nodes when neither --kwok-profile nor --profile names one. */
 export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
 
