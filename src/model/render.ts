@@ -53,7 +53,7 @@ export interface NodeModel {
 /** profile → hardware → mock NVML → device model, for one node. Pure apart from the state store. */
 export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeModel {
   const machine = buildMachine(profile, {
-    nodeName: checkNodeName(opts.nodeName, '--node'),
+    nodeName: checkNodeName(opts.nodeName, '--node-name'),
     dynamicMig: opts.dynamicMig,
     driverVersion: opts.driverVersion,
   });
@@ -78,10 +78,10 @@ export function renderNode(
   checkSliceNames(
     opts.nodeName,
     { driverName: opts.driverName, indexedNames: RELEASES[opts.release].indexedSliceNames },
-    '--node',
+    '--node-name',
   );
   if (opts.nics)
-    checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node');
+    checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node-name');
   const model = modelNode(profile, opts);
   const { machine, devices } = model;
   const items = buildSlices(opts.taints ? applyTaints(devices, opts.taints, opts.release) : devices, {
