@@ -69,7 +69,7 @@ for (const r of releases) {
     upArgs: [
       '--kubernetes-version',
       r.release,
-      '--node',
+      '--node-name',
       'fakegpu-matrix-node',
       '--profile',
       'dgx-h100',

@@ -11,9 +11,18 @@ import type { Section } from '../tools/capture/bundle.js';
 import type { Inputs } from '../tools/capture/inputs.js';
 import { parseRelease, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError } from '../errors.js';
-import { parseKubernetesVersion } from '../kube/types/version.js';
 import { checkSliceNames, readSlices } from '../model/slice/read.js';
 import { OutputWithStatus, serialize, table } from './output.js';
+import {
+  examplesText,
+  kubernetesVersionFlag,
+  movedOutputOption,
+  nodeNameOption,
+  OUTPUT_DIR,
+  OUTPUT_FILE,
+  outputOption,
+} from './flags.js';
+import { DRANET } from '../model/nic/attributes.js';
 
 const warn = (w: string): void => {
   process.stderr.write(`fakegpu: warning: ${w}\n`);
@@ -38,7 +47,9 @@ interface NodeFlags {
   ipRoute?: string;
   name?: string;
   anonymize?: boolean;
-  output?: string;
+  nics: boolean;
+  output: 'yaml' | 'json';
+  outputFile?: string;
 }
 
 /** One input of `capture node`: nvidia-smi -q -x of 255 GPUs with MIG is under 10 MiB. */
@@ -93,7 +104,19 @@ function nodeCommand(write: (s: string) => void): Command {
       '--anonymize',
       "leave GPU UUIDs and MACs out (each node derives its own), replace IPv4 addresses by documentation ones and the fabric's cluster UUID by a hash",
     )
-    .option('-o, --output <file>', 'write the profile here instead of standard output')
+    .option('--no-nics', 'leave the NICs out of the profile (GPUs only)')
+    .addOption(
+      outputOption(['yaml', 'json'], 'capture node', { default: 'yaml', file: OUTPUT_FILE }).default('yaml'),
+    )
+    .option(`${OUTPUT_FILE} <file>`, 'write the profile here instead of standard output')
+    .addHelpText(
+      'after',
+      examplesText([
+        'fakegpu capture script > capture.sh   # then on the GPU node: sh capture.sh > capture.txt',
+        `fakegpu capture node --bundle capture.txt ${OUTPUT_FILE} my-node.yaml --anonymize`,
+        'fakegpu capture node --nvidia-smi-xml smi.xml --lspci lspci.txt -o json',
+      ]),
+    )
     .action(async (f: NodeFlags) => {
       // Loaded when used, as in every command: the XML parsers are no part of other commands' start-up.
       const [{ parseBundle }, { readNodeInputs }, { captureNode }] = await Promise.all([
@@ -123,9 +146,11 @@ function nodeCommand(write: (s: string) => void): Command {
       const read = readNodeInputs(inputs);
       const captured = captureNode(read.node, { name: f.name, anonymize: f.anonymize === true });
       for (const w of [...read.warnings, ...captured.warnings]) warn(w);
-      const text = serialize(captured.profile, 'yaml');
-      if (f.output === undefined) write(text);
-      else writeOutput(f.output, text, '--output');
+      const { profile } = captured;
+      if (!f.nics) delete profile.spec.nics;
+      const text = serialize(profile, f.output);
+      if (f.outputFile === undefined) write(text);
+      else writeOutput(f.outputFile, text, OUTPUT_FILE);
     });
 }
 
@@ -133,7 +158,7 @@ interface ClusterFlags {
   kubeconfig?: string;
   slices?: string;
   nodes?: string;
-  output: string;
+  outputDir: string;
   kubernetesVersion: string;
 }
 
@@ -160,15 +185,24 @@ function clusterCommand(write: (s: string) => void): Command {
     .option('--kubeconfig <file>', 'read the cluster itself (default: KUBECONFIG or ~/.kube/config)')
     .option('--slices <file>', 'or read saved slices: kubectl get resourceslices -o yaml')
     .option('--nodes <file>', 'with --slices: kubectl get nodes -o yaml (labels and taints)')
-    .requiredOption('-o, --output <dir>', 'write pools.yaml, profiles/ and slices/ here')
+    .requiredOption(`${OUTPUT_DIR} <dir>`, 'write pools.yaml, profiles/ and slices/ here')
+    .addOption(movedOutputOption('capture cluster', OUTPUT_DIR))
     .addOption(layoutVersionOption())
+    .addHelpText(
+      'after',
+      examplesText([
+        `fakegpu capture cluster --kubeconfig ~/.kube/config ${OUTPUT_DIR} captured`,
+        `fakegpu capture cluster --slices slices.yaml --nodes nodes.yaml ${OUTPUT_DIR} captured`,
+        'fakegpu cluster up --kwok-pools captured/pools.yaml',
+      ]),
+    )
     .action(async (f: ClusterFlags) => {
       const [{ captureCluster }, { writeCapture }, { parsePools }] = await Promise.all([
         import('../tools/capture/cluster.js'),
         import('../tools/capture/write.js'),
         import('../fleet/pools.js'),
       ]);
-      const kubernetesVersion = parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version');
+      const kubernetesVersion = kubernetesVersionFlag(f.kubernetesVersion);
       if (f.slices !== undefined && f.kubeconfig !== undefined)
         throw new FakegpuError('--slices', 'give --slices (saved) or --kubeconfig (live), not both');
       if (f.nodes !== undefined && f.slices === undefined)
@@ -200,7 +234,7 @@ function clusterCommand(write: (s: string) => void): Command {
           f.slices ? '--slices' : '--kubeconfig',
           `${source} has no node with ${DRIVER_NAME} slices`,
         );
-      const written = writeCapture(f.output, captured, source);
+      const written = writeCapture(f.outputDir, captured, source);
       // What was written must load as the fleet loads it: every pool resolved and rendered once.
       parsePools(written.text, written.pools);
       write(
@@ -227,11 +261,23 @@ function clusterCommand(write: (s: string) => void): Command {
 export function captureCommand(write: (s: string) => void): Command {
   return new Command('capture')
     .description('make profiles from real GPU nodes and fleets from real clusters')
+    .addHelpText(
+      'after',
+      examplesText([
+        'fakegpu capture script > capture.sh',
+        `fakegpu capture node --bundle capture.txt ${OUTPUT_FILE} my-node.yaml`,
+        `fakegpu capture cluster --kubeconfig ~/.kube/config ${OUTPUT_DIR} captured`,
+      ]),
+    )
     .addCommand(nodeCommand(write))
     .addCommand(clusterCommand(write))
     .addCommand(
       new Command('script')
         .description('print the shell script that collects what `capture node --bundle` reads')
+        .addHelpText(
+          'after',
+          examplesText(['fakegpu capture script > capture.sh   # then: sh capture.sh > capture.txt']),
+        )
         .action(async () => {
           const { CAPTURE_SCRIPT } = await import('../tools/capture/bundle.js');
           write(CAPTURE_SCRIPT);
@@ -242,11 +288,12 @@ export function captureCommand(write: (s: string) => void): Command {
 interface DiffFlags {
   capture: string;
   profile: string;
-  node?: string;
+  nodeName?: string;
   draDriverRelease?: string;
   kubernetesVersion: string;
   ignore?: string;
-  output: 'text' | 'json';
+  nics: boolean;
+  output?: 'json' | 'yaml';
 }
 
 export function diffCommand(write: (s: string) => void): Command {
@@ -259,7 +306,7 @@ export function diffCommand(write: (s: string) => void): Command {
       'ResourceSlices as kubectl get resourceslices -o yaml|json saves them',
     )
     .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name or a MachineProfile file')
-    .option('-n, --node <name>', "the node to compare (default: the capture's only node)")
+    .addOption(nodeNameOption("the node to compare (default: the capture's only node)"))
     .addOption(
       new Option(
         '--dra-driver-release <release>',
@@ -271,13 +318,23 @@ export function diffCommand(write: (s: string) => void): Command {
       '--ignore <names>',
       'attributes or capacities (e.g. uuid) the capture cannot know, comma-separated',
     )
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('--no-nics', "compare the GPUs' slices only, leaving the capture's NIC slices (DRANET's) out")
+    .addOption(outputOption(['json', 'yaml'], 'diff'))
+    .addHelpText(
+      'after',
+      examplesText([
+        'kubectl get resourceslices -o yaml > slices.yaml',
+        'fakegpu diff --capture slices.yaml -p dgx-h100 -n node-1 --ignore uuid',
+        'fakegpu diff --capture slices.yaml -p my-node.yaml --no-nics -o json',
+      ]),
+    )
     .action(async (f: DiffFlags) => {
       const [{ compareNode }, { renderDiff }] = await Promise.all([
         import('../tools/capture/compare.js'),
         import('../tools/capture/diff.js'),
       ]);
-      const captured = readSlices(readBounded(f.capture, '--capture', SAVED_OBJECTS), f.capture, '--capture');
+      const read = readSlices(readBounded(f.capture, '--capture', SAVED_OBJECTS), f.capture, '--capture');
+      const captured = f.nics ? read : read.filter((s) => s.spec.driver !== DRANET);
       const ignore = new Set(
         (f.ignore ?? '')
           .split(',')
@@ -285,15 +342,15 @@ export function diffCommand(write: (s: string) => void): Command {
           .filter((s) => s !== ''),
       );
       const result = compareNode(resolveProfile(f.profile), captured, {
-        node: f.node,
+        node: f.nodeName,
         release:
           f.draDriverRelease === undefined
             ? undefined
             : parseRelease(f.draDriverRelease, '--dra-driver-release'),
-        kubernetesVersion: parseKubernetesVersion(f.kubernetesVersion, '--kubernetes-version'),
+        kubernetesVersion: kubernetesVersionFlag(f.kubernetesVersion),
         ignore,
       });
-      if (f.output === 'json') write(serialize(result, 'json'));
+      if (f.output !== undefined) write(serialize(result, f.output));
       else {
         write(
           `node ${result.node}, NVIDIA DRA driver ${result.release}${result.dynamicMig ? ', dynamic MIG' : ''}; compared ${result.drivers.join(', ')}${result.skipped.length > 0 ? `; not fakegpu's: ${result.skipped.join(', ')}` : ''}\n`,

@@ -18,6 +18,13 @@ import { checkNodeName } from '../model/render.js';
 import { nicNumaOption } from './commands.js';
 import { checkGates, intFlag, parseGates } from './options.js';
 import { table } from './output.js';
+import {
+  examples,
+  examplesOf,
+  kubernetesVersionFlag,
+  kubernetesVersionOption,
+  nodeNameOption,
+} from './flags.js';
 
 /**
  * KWOK nodes `cluster up` creates at most: 50,000 ran on a 2-core, 24 GiB machine (README, Performance),
@@ -63,6 +70,11 @@ export function clusterCommand(write: (s: string) => void): Command {
     const e = await clusterUp(upOptions(f));
     write(`${exportLines(e)}\n`);
   });
+  examples(cluster, [
+    'eval "$(fakegpu cluster up -p dgx-h100)"',
+    'fakegpu cluster status',
+    'fakegpu cluster down',
+  ]);
   cluster
     .command('down')
     .description('stop every process of the cluster, unmount and remove its network bridge')
@@ -89,12 +101,15 @@ export function clusterCommand(write: (s: string) => void): Command {
       const { clusterStatus } = await import('../local-cluster/cluster.js');
       write(statusTable(clusterStatus(opts.dir)));
     });
+  examplesOf(cluster, 'down', ['fakegpu cluster down', 'fakegpu cluster down --purge']);
+  examplesOf(cluster, 'restart', ['fakegpu cluster restart kubelet']);
+  examplesOf(cluster, 'status', ['fakegpu cluster status --dir /tmp/my-cluster']);
   return cluster;
 }
 
 interface UpFlags {
   dir: string;
-  node: string;
+  nodeName: string;
   kubernetesVersion: string;
   profile?: string;
   dynamicMig?: boolean;
@@ -111,13 +126,19 @@ interface UpFlags {
 
 /** The cluster's directory, its node and release, and the node plugin `--profile` runs on it. */
 function nodeFlags(c: Command): Command {
+  examples(c, [
+    'eval "$(fakegpu cluster up -p dgx-h100)"',
+    'fakegpu cluster up -p dgx-h100 --dynamic-mig --kwok-nodes 100 --kubernetes-version 1.35',
+    'fakegpu cluster up --kwok-pools captured/pools.yaml',
+  ]);
   return c
     .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
-    .option('--node <name>', 'name of the node', DEFAULT_NODE)
-    .option(
-      '--kubernetes-version <release>',
-      `the Kubernetes release to build and run: ${buildableReleases()}`,
-      DEFAULT_KUBERNETES_RELEASE,
+    .addOption(nodeNameOption('name of the node', { default: DEFAULT_NODE }))
+    .addOption(
+      kubernetesVersionOption(
+        `the release to build and run (${buildableReleases()})`,
+        DEFAULT_KUBERNETES_RELEASE,
+      ),
     )
     .option(
       '-p, --profile <preset|file.yaml>',
@@ -175,12 +196,13 @@ function upOptions(f: UpFlags): ClusterOptions {
       '--no-fleet',
       "leave it out with --with: the fleet gives an autoscaler's nodes their GPUs",
     );
+  kubernetesVersionFlag(f.kubernetesVersion);
   const release = releaseOf(f.kubernetesVersion, '--kubernetes-version');
   const kwokNodes = kwokNodeCount(f);
   checkPluginFlags(f);
   return {
     dir: f.dir,
-    nodeName: checkNodeName(f.node, '--node'),
+    nodeName: checkNodeName(f.nodeName, '--node-name'),
     release,
     // The plugin runs in its own process: a profile file must not depend on this shell's directory.
     profile: f.profile !== undefined && isProfileFile(f.profile) ? resolvePath(f.profile) : f.profile,

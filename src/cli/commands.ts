@@ -3,7 +3,6 @@ import { modelLookup } from '../model/hardware/models.js';
 import { parseRelease } from '../model/device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../model/hardware/build.js';
-import { parseKubernetesVersion } from '../kube/types/version.js';
 import { presetForInstanceType, PRESETS } from '../model/preset/index.js';
 import { capturesOf } from '../model/preset/captures.js';
 import { profileSource } from '../model/profile/load.js';
@@ -15,6 +14,7 @@ import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
 import { layoutVersionOption, noComputeDomainsOption, releaseChoiceOption } from './options.js';
 import { serialize, table, type Format } from './output.js';
+import { examplesText, kubernetesVersionFlag, nodeNameOption, outputOption } from './flags.js';
 import { isDriverName } from '../kube/types/names.js';
 
 export { DEFAULT_KUBERNETES_VERSION } from './options.js';
@@ -42,10 +42,12 @@ export function gpuSummaryText(spec: ProfileSpec): string {
 export function profilesCommand(write: (s: string) => void): Command {
   return new Command('profiles')
     .description('list the built-in machine presets')
-    .addOption(
-      new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'),
+    .addOption(outputOption(['json', 'yaml', 'wide', 'name'], 'profiles'))
+    .addHelpText(
+      'after',
+      examplesText(['fakegpu profiles', 'fakegpu profiles -o name', 'fakegpu profiles -o wide']),
     )
-    .action((opts: { output: 'table' | 'json' }) => {
+    .action((opts: { output?: 'json' | 'yaml' | 'wide' | 'name' }) => {
       const rows = PRESETS.map((p) => {
         const aspects = Object.entries(p.provenance);
         const confirmed = aspects.filter(([, s]) => s.confirmed).map(([k]) => k);
@@ -63,13 +65,18 @@ export function profilesCommand(write: (s: string) => void): Command {
           captures: capturesOf(p.name).map((c) => `${c.kind} ${c.file}`),
         };
       });
-      if (opts.output === 'json') {
-        write(serialize(rows, 'json'));
+      if (opts.output === 'json' || opts.output === 'yaml') {
+        write(serialize(rows, opts.output));
         return;
       }
+      if (opts.output === 'name') {
+        write(rows.map((r) => `${r.name}\n`).join(''));
+        return;
+      }
+      const wide = opts.output === 'wide' ? ['DESCRIPTION'] : [];
       write(
         table(
-          ['NAME', 'INSTANCE TYPE', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED', 'REAL CAPTURE'],
+          ['NAME', 'INSTANCE TYPE', 'GPUS', 'NICS', 'DRIVER', 'CONFIRMED', 'REAL CAPTURE', ...wide],
           rows.map((r) => [
             r.name,
             r.instanceType ?? '-',
@@ -81,6 +88,7 @@ export function profilesCommand(write: (s: string) => void): Command {
               .map(([k]) => k)
               .join(',')})`,
             r.captures.length === 0 ? 'none' : r.captures.map((c) => c.split(' ')[0]).join('+'),
+            ...(wide.length > 0 ? [r.description] : []),
           ]),
         ),
       );
@@ -90,7 +98,7 @@ export function profilesCommand(write: (s: string) => void): Command {
 interface RenderFlags {
   profile?: string;
   instanceType?: string;
-  node: string;
+  nodeName: string;
   dynamicMig?: boolean;
   driverVersion?: string;
   driverName: string;
@@ -116,7 +124,9 @@ export function renderCommand(write: (s: string) => void): Command {
       '--instance-type <type>',
       "instead of --profile: a cloud instance type, as node.kubernetes.io/instance-type has it (the fleet's mapping)",
     )
-    .requiredOption('-n, --node <name>', 'node name: pool name, nodeName and the seed of the GPU UUIDs')
+    .addOption(
+      nodeNameOption('node name: pool name, nodeName and the seed of the GPU UUIDs', { required: true }),
+    )
     .option(
       '--dynamic-mig',
       "publish every possible MIG partition with shared counters (the driver's DynamicMIG gate)",
@@ -129,7 +139,15 @@ export function renderCommand(write: (s: string) => void): Command {
     .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
     .addOption(nicNumaOption())
     .addOption(noComputeDomainsOption('show the compute-domain.nvidia.com slice'))
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .addOption(outputOption(['yaml', 'json'], 'render', { default: 'yaml' }).default('yaml'))
+    .addHelpText(
+      'after',
+      examplesText([
+        'fakegpu render -p dgx-h100 -n node-1',
+        'fakegpu render -p dgx-h100 -n node-1 --dynamic-mig -o json',
+        'fakegpu render --instance-type p5.48xlarge -n node-1 --no-nics --kubernetes-version 1.34',
+      ]),
+    )
     .action((opts: RenderFlags) => {
       if ((opts.profile === undefined) === (opts.instanceType === undefined))
         throw new FakegpuError(
@@ -148,11 +166,11 @@ export function renderCommand(write: (s: string) => void): Command {
             }
           : undefined,
         computeDomains: opts.computeDomains,
-        nodeName: opts.node,
+        nodeName: opts.nodeName,
         dynamicMig: opts.dynamicMig === true,
         driverVersion: opts.driverVersion,
         driverName: checkDriverName(opts.driverName, '--driver-name'),
-        kubernetesVersion: parseKubernetesVersion(opts.kubernetesVersion, '--kubernetes-version'),
+        kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
         release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
       });
       write(serialize(list, opts.output));
@@ -187,10 +205,19 @@ export function validateCommand(write: (s: string) => void): Command {
     .description('check a MachineProfile file and summarise the machine it describes')
     .argument('<file>', 'MachineProfile YAML or JSON file, "-" for standard input, or a preset name')
     .option('--dynamic-mig', 'validate for a node running with dynamic MIG')
-    .action((file: string, opts: { dynamicMig?: boolean }) => {
+    .option('--no-nics', "validate for a node that publishes no NIC slices (DRANET's)")
+    .addHelpText(
+      'after',
+      examplesText([
+        'fakegpu validate my-node.yaml',
+        'fakegpu validate dgx-h100 --dynamic-mig',
+        "kubectl get cm p -o jsonpath='{.data.p}' | fakegpu validate -",
+      ]),
+    )
+    .action((file: string, opts: { dynamicMig?: boolean; nics: boolean }) => {
       const source = profileSource(file);
       const profile = resolveProfile(file, source);
-      const { machine } = validateProfile(profile, { dynamicMig: opts.dynamicMig === true });
+      const { machine } = validateProfile(profile, { dynamicMig: opts.dynamicMig === true, nics: opts.nics });
       const models = gpuSummary({
         models: profile.spec.models,
         gpus: machine.gpus.map((g) => ({ model: g.model.key })),
@@ -208,15 +235,21 @@ export function topoCommand(write: (s: string) => void): Command {
   return new Command('topo')
     .description('show NUMA nodes, PCIe roots, GPUs and NICs, and which GPU–NIC alignments a claim can get')
     .requiredOption('-p, --profile <preset|file.yaml>', 'a preset name or a MachineProfile file')
-    .option('-n, --node <name>', 'node name', 'node')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .action((opts: { profile: string; node: string; output: 'text' | 'json' }) => {
-      const machine = buildMachine(resolveProfile(opts.profile), {
-        nodeName: checkNodeName(opts.node, '--node'),
+    .addOption(nodeNameOption('node name (the seed of the GPU UUIDs)', { default: 'node' }))
+    .option('--no-nics', 'GPUs only: leave the NICs out')
+    .addOption(outputOption(['json', 'yaml'], 'topo'))
+    .addHelpText(
+      'after',
+      examplesText(['fakegpu topo -p dgx-h100', 'fakegpu topo -p aws-p5.48xlarge -o json']),
+    )
+    .action((opts: { profile: string; nodeName: string; nics: boolean; output?: 'json' | 'yaml' }) => {
+      const built = buildMachine(resolveProfile(opts.profile), {
+        nodeName: checkNodeName(opts.nodeName, '--node-name'),
         dynamicMig: false,
       });
+      const machine = opts.nics ? built : { ...built, nics: [] };
       const t = topology(machine);
-      if (opts.output === 'text') {
+      if (opts.output === undefined) {
         write(renderTopology(machine, t));
         return;
       }
@@ -241,7 +274,7 @@ export function topoCommand(write: (s: string) => void): Command {
             })),
             alignment: t.alignment,
           },
-          'json',
+          opts.output,
         ),
       );
     });

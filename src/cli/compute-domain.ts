@@ -14,6 +14,7 @@ import {
   sourceOf,
   type LeaderElectionFlags,
 } from './options.js';
+import { examples } from './flags.js';
 
 interface Flags extends LeaderElectionFlags {
   kubeconfig?: string;
@@ -26,7 +27,10 @@ interface Flags extends LeaderElectionFlags {
 const PULL = ['IfNotPresent', 'Never', 'Always'] as const;
 
 export function computeDomainControllerCommand(): Command {
-  return leaderElectionOptions(new Command('compute-domain-controller'), 'fakegpu-compute-domain-controller')
+  const c = leaderElectionOptions(
+    new Command('compute-domain-controller'),
+    'fakegpu-compute-domain-controller',
+  )
     .description(
       "run NVIDIA's ComputeDomain controller, emulated: claim templates, IMEX daemon DaemonSets and status for every ComputeDomain",
     )
@@ -57,6 +61,9 @@ export function computeDomainControllerCommand(): Command {
       ),
     )
     .action(controllerAction);
+  return examples(c, [
+    'fakegpu compute-domain-controller --kubeconfig ~/.kube/config --driver-namespace nvidia-dra-driver-gpu',
+  ]);
 }
 
 async function controllerAction(f: Flags, cmd: Command): Promise<void> {

@@ -4,6 +4,7 @@ import { DEFAULT_NODE, defaultClusterDir } from '../local-cluster/state.js';
 import { FakegpuError } from '../errors.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
+import { examplesText, nodeNameOption } from './flags.js';
 
 const progress = (line: string): void => {
   process.stderr.write(`fakegpu: ${line}\n`);
@@ -52,10 +53,11 @@ export function demoCommand(write: (s: string) => void): Command {
   return new Command('demo')
     .description('the local cluster with a fake GPU node, a pod that claims a GPU, and what the pod sees')
     .option('--dir <dir>', 'cluster directory', defaultClusterDir())
-    .option('--node <name>', 'name of the node', DEFAULT_NODE)
+    .addOption(nodeNameOption('name of the node', { default: DEFAULT_NODE }))
     .option('-p, --profile <preset|file.yaml>', 'the machine the node pretends to be', 'dgx-h100')
     .option('--keep', 'leave the cluster running afterwards (it always stays up if it was running before)')
-    .action(async (opts: { dir: string; node: string; profile: string; keep?: boolean }) => {
+    .addHelpText('after', examplesText(['fakegpu demo', 'fakegpu demo -p aws-p4d.24xlarge --keep']))
+    .action(async (opts: { dir: string; nodeName: string; profile: string; keep?: boolean }) => {
       resolveProfile(opts.profile);
       const [{ applyObjects, clusterDown, clusterStatus, clusterUp, exportLines, kubectl }, { layout }] =
         await Promise.all([import('../local-cluster/cluster.js'), import('../local-cluster/config.js')]);
@@ -63,7 +65,7 @@ export function demoCommand(write: (s: string) => void): Command {
       const wasRunning = clusterStatus(opts.dir).every((c) => c.running);
       const e = await clusterUp({
         dir: opts.dir,
-        nodeName: checkNodeName(opts.node, '--node'),
+        nodeName: checkNodeName(opts.nodeName, '--node-name'),
         profile: opts.profile,
         log: progress,
       });
@@ -103,7 +105,7 @@ export function demoCommand(write: (s: string) => void): Command {
           `pod ${POD} did not complete (phase ${phase || 'unknown'}):\n${kubectl(l, bin, ['describe', 'pod', POD]).out}`,
         );
       }
-      write(`Pod ${POD} on node ${opts.node} (${opts.profile}) was allocated ${alloc} and saw:\n\n`);
+      write(`Pod ${POD} on node ${opts.nodeName} (${opts.profile}) was allocated ${alloc} and saw:\n\n`);
       write(kubectl(l, bin, ['logs', POD]).out);
       write(
         opts.keep === true || wasRunning

@@ -1,13 +1,15 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { parseRelease } from '../model/device/release.js';
-import { parseKubernetesVersion } from '../kube/types/version.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
+import { examples, kubernetesVersionFlag, outputOption } from './flags.js';
+import { DRANET } from '../model/nic/attributes.js';
 
 /** `fakegpu export karpenter`: every instance type's devices, for an autoscaler's simulation. */
 export function exportCommand(write: (s: string) => void): Command {
   const exp = new Command('export').description('what other tools must know of the presets, in their shapes');
-  exp
+  examples(exp, ['fakegpu export karpenter -o json', 'fakegpu export karpenter-kwok > instance-types.json']);
+  const karpenter = exp
     .command('karpenter')
     .description(
       "every instance type with a preset and the ResourceSlices a node of it gets, as Karpenter's DynamicResources.ResourceSliceTemplates (pool name and GPU UUIDs are the node's)",
@@ -15,32 +17,41 @@ export function exportCommand(write: (s: string) => void): Command {
     .option('--dynamic-mig', 'as nodes with every MIG partition published')
     .addOption(layoutVersionOption())
     .addOption(releaseChoiceOption())
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .option('--no-nics', "leave out the NICs' slice templates (DRANET's)")
+    .addOption(outputOption(['yaml', 'json'], 'export karpenter', { default: 'yaml' }).default('yaml'))
     .action(
       async (opts: {
         dynamicMig?: boolean;
+        nics: boolean;
         kubernetesVersion: string;
         draDriverRelease: string;
         output: 'yaml' | 'json';
       }) => {
         const { karpenterTemplates } = await import('../tools/karpenter/templates.js');
+        const all = karpenterTemplates({
+          dynamicMig: opts.dynamicMig === true,
+          kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
+          release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+        });
+        const instanceTypes = opts.nics
+          ? all
+          : all.map((t) => ({
+              ...t,
+              resourceSliceTemplates: t.resourceSliceTemplates.filter((s) => s.driver !== DRANET),
+            }));
         write(
           serialize(
-            {
-              apiVersion: 'fakegpu.dev/v1alpha1',
-              kind: 'KarpenterInstanceTypes',
-              instanceTypes: karpenterTemplates({
-                dynamicMig: opts.dynamicMig === true,
-                kubernetesVersion: parseKubernetesVersion(opts.kubernetesVersion, '--kubernetes-version'),
-                release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
-              }),
-            },
+            { apiVersion: 'fakegpu.dev/v1alpha1', kind: 'KarpenterInstanceTypes', instanceTypes },
             opts.output,
           ),
         );
       },
     );
-  exp
+  examples(karpenter, [
+    'fakegpu export karpenter > instance-types.yaml',
+    'fakegpu export karpenter --dynamic-mig --no-nics -o json',
+  ]);
+  const kwok = exp
     .command('karpenter-kwok')
     .description(
       "every instance type with a preset as Karpenter's KWOK provider reads them (INSTANCE_TYPES_FILE_PATH): the cloud's CPUs, memory, pods, price and nvidia.com/gpu",
@@ -49,5 +60,6 @@ export function exportCommand(write: (s: string) => void): Command {
       const { kwokInstanceTypes } = await import('../tools/karpenter/instance-types.js');
       write(`${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
     });
+  examples(kwok, ['fakegpu export karpenter-kwok > instance-types.json']);
   return exp;
 }

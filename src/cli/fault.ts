@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { FakegpuError, schemaError, show } from '../errors.js';
 import type { FaultsToClear } from '../kube/gpufault/requests.js';
 import {
@@ -20,12 +20,13 @@ import { totalsOf } from '../model/fault/status.js';
 import { checkNodeName } from '../model/render.js';
 import { intFlag, kubeconfigOption, loadKubeconfig } from './options.js';
 import { serialize, table } from './output.js';
+import { examples, nodeNameOption, outputOption } from './flags.js';
 import { isDnsLabel, isDnsSubdomain } from '../kube/types/names.js';
 
 /** `fakegpu fault`: GpuFault objects from the command line. Every flag is checked before any request. */
 
 interface InjectFlags {
-  node?: string;
+  nodeName?: string;
   selector?: string;
   device: string[];
   index: string[];
@@ -132,15 +133,15 @@ function faultOf(f: InjectFlags): { fault: FaultSpec; tag: string } {
 
 /** The fault the flags describe, refused in one line naming the flag; nothing is asked of the cluster. */
 export function faultFromFlags(f: InjectFlags, now: number): NewGpuFault {
-  if ((f.node === undefined) === (f.selector === undefined))
+  if ((f.nodeName === undefined) === (f.selector === undefined))
     throw new FakegpuError(
-      f.node === undefined ? '--node' : '--selector',
-      f.node === undefined
-        ? 'give exactly one of --node and --selector'
-        : 'not with --node; give exactly one of --node and --selector',
+      f.nodeName === undefined ? '--node-name' : '--selector',
+      f.nodeName === undefined
+        ? 'give exactly one of --node-name and --selector'
+        : 'not with --node-name; give exactly one of --node-name and --selector',
     );
   const spec: GpuFaultSpecInput = { fault: { type: 'GpuLost' } };
-  if (f.node !== undefined) spec.nodeName = checkNodeName(f.node, '--node');
+  if (f.nodeName !== undefined) spec.nodeName = checkNodeName(f.nodeName, '--node-name');
   if (f.selector !== undefined) spec.nodeSelector = parseSelector(f.selector, '--selector');
 
   const choices = [
@@ -200,7 +201,7 @@ export function faultFromFlags(f: InjectFlags, now: number): NewGpuFault {
   if (f.name !== undefined) metadata = { name: checkName(f.name) };
   else
     // The API server appends five random characters (and cuts a long prefix), as for a pod's name.
-    metadata = { generateName: `${tag}-${f.node === undefined ? '' : `${f.node}-`}` };
+    metadata = { generateName: `${tag}-${f.nodeName === undefined ? '' : `${f.nodeName}-`}` };
   return { apiVersion: GPUFAULT_API_VERSION, kind: GPUFAULT_KIND, metadata, spec };
 }
 
@@ -250,36 +251,49 @@ export function faultCommand(write: (s: string) => void): Command {
   const cmd = new Command('fault').description(
     'inject GPU failures as NVIDIA’s driver would report them (GpuFault objects), list and clear them',
   );
-  objectFlags(
+  examples(cmd, [
+    'fakegpu fault inject -n node-1 --index 3 --xid 79',
+    'fakegpu fault list',
+    'fakegpu fault clear --all',
+  ]);
+  const inject = objectFlags(
     faultFlags(targetFlags(cmd.command('inject').description('create a GpuFault; prints its name'))),
   )
     .addOption(kubeconfigOption())
     .action((f: InjectFlags, c: Command) => injectAction(f, c, write));
-  cmd
+  examples(inject, [
+    'fakegpu fault inject -n node-1 --device gpu-3 --xid 79',
+    'fakegpu fault inject -n node-1 --index 0 --gpu-lost --repair +10m',
+    "fakegpu fault inject --selector 'type=kwok' --fraction 0.01 --ecc-dbe --seed 7",
+  ]);
+  const clear = cmd
     .command('clear')
     .description('delete GpuFaults: by name, all of them, or those naming a node')
     .argument('[name...]', 'GpuFaults to delete')
-    .option('--all', 'every GpuFault')
-    .option('--node <name>', 'the GpuFaults whose nodeName is this node')
+    .option('--all', 'every GpuFault');
+  clear
+    .addOption(nodeNameOption('the GpuFaults whose nodeName is this node'))
     .addOption(kubeconfigOption())
     .action((names: string[], f: ClearFlags, c: Command) => clearAction(names, f, c, write));
-  cmd
+  examples(clear, [
+    'fakegpu fault clear xid-79-node-1-abcde',
+    'fakegpu fault clear -n node-1',
+    'fakegpu fault clear --all',
+  ]);
+  const list = cmd
     .command('list')
     .description('the GpuFaults: NAME FAULT TARGET START REPAIR HITS NODES')
-    .addOption(
-      new Option('-o, --output <format>', 'output format')
-        .choices(['table', 'json', 'yaml'])
-        .default('table'),
-    )
+    .addOption(outputOption(['json', 'yaml', 'name'], 'fault list'))
     .addOption(kubeconfigOption())
     .action((f: ListFlags, c: Command) => listAction(f, c, write));
+  examples(list, ['fakegpu fault list', 'fakegpu fault list -o yaml']);
   return cmd;
 }
 
 /** Which nodes and which of their GPUs. */
 function targetFlags(c: Command): Command {
   return c
-    .option('--node <name>', 'the node of the fault')
+    .addOption(nodeNameOption('the node of the fault'))
     .option('--selector <labels>', 'the nodes of the fault, by label selector ("k=v,k2 in (a,b)")')
     .option(
       '--device <name>',
@@ -320,29 +334,31 @@ async function injectAction(f: InjectFlags, c: Command, write: (s: string) => vo
     import('../kube/gpufault/requests.js'),
     import('../kube/client.js'),
   ]);
-  write(`${await injectFault(clientOf(kc), fault, f.node)}\n`);
+  write(`${await injectFault(clientOf(kc), fault, f.nodeName)}\n`);
 }
 
 interface ClearFlags {
   all?: true;
-  node?: string;
+  nodeName?: string;
   kubeconfig?: string;
 }
 
 /** Exactly one of names, --all and --node: a mix would be read two ways. */
 function faultsToClear(names: string[], f: ClearFlags): FaultsToClear {
-  const forms = [names.length > 0 && 'NAME', f.all && '--all', f.node !== undefined && '--node'].filter(
-    (x): x is string => typeof x === 'string',
-  );
+  const forms = [
+    names.length > 0 && 'NAME',
+    f.all && '--all',
+    f.nodeName !== undefined && '--node-name',
+  ].filter((x): x is string => typeof x === 'string');
   if (forms.length !== 1)
     throw new FakegpuError(
       'fault clear',
       forms.length === 0
-        ? 'give names, --all or --node'
-        : `${forms.join(' and ')} together; give names, --all or --node`,
+        ? 'give names, --all or --node-name'
+        : `${forms.join(' and ')} together; give names, --all or --node-name`,
     );
   if (names.length > 0) return { names };
-  if (f.node !== undefined) return { nodeName: checkNodeName(f.node, '--node') };
+  if (f.nodeName !== undefined) return { nodeName: checkNodeName(f.nodeName, '--node-name') };
   return { all: true };
 }
 
@@ -364,7 +380,7 @@ async function clearAction(
 }
 
 interface ListFlags {
-  output: 'table' | 'json' | 'yaml';
+  output?: 'json' | 'yaml' | 'name';
   kubeconfig?: string;
 }
 
@@ -376,7 +392,11 @@ async function listAction(f: ListFlags, c: Command, write: (s: string) => void):
     import('../kube/client.js'),
   ]);
   const all = await listFaults(new KubeFaultApi(clientOf(kc)), 'fault list');
-  if (f.output !== 'table') {
+  if (f.output === 'name') {
+    write(all.map((o) => `gpufault.fakegpu.dev/${nameOf(o)}\n`).join(''));
+    return;
+  }
+  if (f.output !== undefined) {
     write(serialize({ apiVersion: 'v1', kind: 'List', items: all }, f.output));
     return;
   }

@@ -28,6 +28,7 @@ import {
   sourceOf,
   type LeaderElectionFlags,
 } from './options.js';
+import { examples } from './flags.js';
 
 interface Flags {
   nodeSelector?: string;
@@ -170,7 +171,7 @@ function serviceFlags(c: Command): Command {
 }
 
 export function fleetCommand(): Command {
-  return leaderElectionOptions(
+  const c = leaderElectionOptions(
     serviceFlags(
       clientFlags(
         servedFlags(
@@ -182,6 +183,11 @@ export function fleetCommand(): Command {
     ),
     'fakegpu-fleet',
   ).action(fleetAction);
+  return examples(c, [
+    'fakegpu fleet --kubeconfig ~/.kube/config -p dgx-h100',
+    'fakegpu fleet --pools pools.yaml --node-selector type=kwok --nics',
+    'fakegpu fleet --pools pools.yaml --delete-slices   # what uninstalling leaves',
+  ]);
 }
 
 /** What both modes (serving, deleting slices) need, checked. */

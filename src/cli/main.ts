@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { FakegpuError, show } from '../errors.js';
+import { FakegpuError } from '../errors.js';
+import { beforeParse, oneLineErrors } from './usage.js';
+import { examples, nodeAliases } from './flags.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -21,31 +23,6 @@ function inherit(parent: Command): void {
     c.copyInheritedSettings(parent);
     inherit(c);
   }
-}
-
-/**
- * `help nope`: commander would print the whole help, as for `help`; the command line names a command that
- * does not exist, so it is a usage error like `fakegpu nope`.
- */
-function unknownHelpTopic(program: Command, argv: readonly string[]): string | null {
-  const find = (cmd: Command, name: string): Command | undefined =>
-    cmd.commands.find((c) => c.name() === name || c.aliases().includes(name));
-  let cmd = program;
-  const path: string[] = [];
-  for (const [i, arg] of argv.entries()) {
-    const sub = find(cmd, arg);
-    if (sub) {
-      cmd = sub;
-      path.push(arg);
-      continue;
-    }
-    const topic = argv[i + 1];
-    if (arg !== 'help' || topic === undefined || topic.startsWith('-') || find(cmd, topic)) return null;
-    if (cmd.commands.length === 0) return null;
-    const names = cmd.commands.map((c) => c.name()).join(', ');
-    return `${[...path, 'help'].join(' ')}: unknown command ${show(topic)}; commands: ${names}`;
-  }
-  return null;
 }
 
 type Write = (s: string) => void;
@@ -105,23 +82,24 @@ export async function main(argv: readonly string[]): Promise<number> {
     .configureOutput({
       writeOut: (s) => process.stdout.write(s),
       writeErr: (s) => process.stderr.write(s),
-      // Commander's own errors in the form of ours: one line, prefixed, its suggestion on the same line.
-      outputError: (s, w) => {
-        w(
-          `fakegpu: ${s
-            .replace(/^error: /, '')
-            .trim()
-            .replace(/\s*\n\s*/g, ' ')}\n`,
-        );
-      },
     })
     .showHelpAfterError(false);
   await addCommands(program, write, argv);
+  examples(program, [
+    'fakegpu profiles',
+    'fakegpu render -p dgx-h100 -n node-1',
+    'eval "$(fakegpu cluster up -p dgx-h100)"',
+    'fakegpu help render',
+  ]);
+  nodeAliases(program);
   inherit(program);
-  const topic = unknownHelpTopic(program, argv);
-  if (topic !== null) {
-    process.stderr.write(`fakegpu: ${topic}\n`);
-    return USAGE;
+  // After inherit, which shares the program's output settings: each command's errors name its own help.
+  oneLineErrors(program);
+  const early = beforeParse(program, argv);
+  if (early !== null) {
+    process.stdout.write(early.stdout ?? '');
+    process.stderr.write(early.stderr ?? '');
+    return early.code;
   }
   try {
     await program.parseAsync(argv, { from: 'user' });

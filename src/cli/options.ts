@@ -14,11 +14,11 @@ import { parseEndpoint } from '../process/endpoint.js';
 import { checkSmallFile, MiB } from '../process/files.js';
 import { DCGM_EXPORTER_VERSION, styleOf } from '../model/dcgm/version.js';
 import type { Style } from '../model/dcgm/exposition.js';
-import { DEFAULT_KUBERNETES_RELEASE } from '../local-cluster/releases.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 
-/** The API server version assumed where none is asked: the default release's, `<minor>.0`. */
-export const DEFAULT_KUBERNETES_VERSION = `${DEFAULT_KUBERNETES_RELEASE}.0`;
+import { kubernetesVersionOption } from './flags.js';
+
+export { DEFAULT_KUBERNETES_VERSION } from './flags.js';
 
 /** A flag that can also come from an environment variable, as in NVIDIA's chart and ours. */
 export function envOption(flags: string, desc: string, env: string, dflt?: string): Option {
@@ -67,10 +67,7 @@ export function driverNameOption(): Option {
 
 /** The API server version slices are laid out for, where no server is asked (render, diff, export). */
 export function layoutVersionOption(): Option {
-  return new Option(
-    '--kubernetes-version <version>',
-    'API server version the slices are laid out for',
-  ).default(DEFAULT_KUBERNETES_VERSION);
+  return kubernetesVersionOption('the API server the slices are laid out for');
 }
 
 /** `driverReleaseOption` without its environment variable, for commands that only print. */

@@ -26,6 +26,7 @@ import {
   parseGates,
   sourceOf,
 } from './options.js';
+import { examples } from './flags.js';
 
 interface Flags {
   nodeName: string;
@@ -59,7 +60,7 @@ interface Flags {
 /** The machine this node pretends to be and the kubelet's directories. */
 function machineFlags(c: Command): Command {
   return c
-    .addOption(envOption('--node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
+    .addOption(envOption('-n, --node-name <name>', 'this node', 'NODE_NAME').makeOptionMandatory())
     .addOption(
       envOption(
         '-p, --profile <preset|file.yaml>',
@@ -177,13 +178,17 @@ function serviceFlags(c: Command): Command {
 }
 
 export function pluginCommand(): Command {
-  return serviceFlags(
+  const c = serviceFlags(
     machineFlags(
       new Command('plugin').description(
         "run as the node's DRA kubelet plugin: publish slices, prepare claims with CDI, fake nvidia-smi",
       ),
     ),
   ).action(pluginAction);
+  return examples(c, [
+    'fakegpu plugin -n node-1 -p dgx-h100 --kubeconfig ~/.kube/config',
+    'NODE_NAME=node-1 FAKEGPU_PROFILE=dgx-h100 fakegpu plugin --dynamic-mig   # as the chart runs it',
+  ]);
 }
 
 async function pluginAction(f: Flags, cmd: Command): Promise<void> {

@@ -14,6 +14,7 @@ import {
   noComputeDomainsOption,
   sourceOf,
 } from './options.js';
+import { examples } from './flags.js';
 
 interface Flags {
   driverName: string;
@@ -31,7 +32,7 @@ const FIELD = 'uninstall-check';
  * is gone; prints one line and exits 0 otherwise.
  */
 export function uninstallCheckCommand(write: (s: string) => void): Command {
-  return new Command('uninstall-check')
+  const c = new Command('uninstall-check')
     .description(
       "refuse to uninstall while pods hold devices the node plugin prepared (the chart's pre-delete hook): without the plugin the kubelet cannot unprepare them",
     )
@@ -74,4 +75,7 @@ export function uninstallCheckCommand(write: (s: string) => void): Command {
       if (held.length > 0) throw new FakegpuError(FIELD, refusal(held, drivers));
       write(`${allClear(drivers)}\n`);
     });
+  return examples(c, [
+    'fakegpu uninstall-check --kubeconfig ~/.kube/config && helm uninstall fakegpu -n nvidia-dra-driver-gpu',
+  ]);
 }

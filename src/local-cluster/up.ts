@@ -125,7 +125,7 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   }
   if (state.nodeName !== o.nodeName) {
     throw new FakegpuError(
-      '--node',
+      '--node-name',
       `the cluster in ${dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
     );
   }

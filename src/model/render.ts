@@ -60,7 +60,7 @@ export interface NodeModel {
 /** profile → hardware → mock NVML → device model, for one node. Pure apart from the state store. */
 export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeModel {
   const machine = buildMachine(profile, {
-    nodeName: checkNodeName(opts.nodeName, '--node'),
+    nodeName: checkNodeName(opts.nodeName, '--node-name'),
     dynamicMig: opts.dynamicMig,
     driverVersion: opts.driverVersion,
   });
@@ -106,10 +106,10 @@ export function renderNode(
   checkSliceNames(
     opts.nodeName,
     { driverName: opts.driverName, indexedNames: RELEASES[opts.release].indexedSliceNames },
-    '--node',
+    '--node-name',
   );
   if (opts.nics)
-    checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node');
+    checkSliceNames(opts.nodeName, { driverName: opts.nics.driverName, indexedNames: true }, '--node-name');
   const model = modelNode(profile, opts);
   const { machine, devices } = model;
   const items = buildSlices(opts.taints ? applyTaints(devices, opts.taints, opts.release) : devices, {
@@ -131,14 +131,17 @@ const VALIDATED_FOR = RELEASE_LIMITS.at(-1)?.release ?? FIRST_V1;
  * The one check every profile passes, wherever it comes from (`validate`, what `capture node` is about
  * to write): the whole render with its defaults, GPUs and NICs, so that what validates also renders.
  */
-export function validateProfile(profile: ResolvedProfile, opts: { dynamicMig: boolean }): NodeModel {
+export function validateProfile(
+  profile: ResolvedProfile,
+  opts: { dynamicMig: boolean; nics?: boolean },
+): NodeModel {
   return renderNode(profile, {
     nodeName: 'validate',
     dynamicMig: opts.dynamicMig,
     driverName: DRIVER_NAME,
     kubernetesVersion: VALIDATED_FOR,
     release: DEFAULT_RELEASE,
-    nics: { driverName: DRANET, standardNumaNode: false },
+    nics: opts.nics === false ? undefined : { driverName: DRANET, standardNumaNode: false },
   }).model;
 }
 

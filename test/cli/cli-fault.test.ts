@@ -101,11 +101,15 @@ function serve(api: FakeFaultApi, nodes: string[]): (req: IncomingMessage, res: 
 // Each case is a process of its own, most of a second apiece: run side by side.
 describe('fakegpu fault inject: refused locally, in one line, before any request', { concurrency: 8 }, () => {
   const cases: [string, string[], string | RegExp][] = [
-    ['neither --node nor --selector', ['--xid', '79'], '--node: give exactly one of --node and --selector'],
+    [
+      'neither --node nor --selector',
+      ['--xid', '79'],
+      '--node-name: give exactly one of --node-name and --selector',
+    ],
     [
       'both --node and --selector',
       ['--node', 'n1', '--selector', 'a=b', '--xid', '79'],
-      '--selector: not with --node; give exactly one of --node and --selector',
+      '--selector: not with --node-name; give exactly one of --node-name and --selector',
     ],
     [
       'two device choices',
@@ -184,7 +188,7 @@ describe('fakegpu fault inject: refused locally, in one line, before any request
     [
       'a node name that is none',
       ['--node', 'Node_1', '--gpu-lost'],
-      `--node: "Node_1" is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`,
+      `--node-name: "Node_1" is not a valid node name; expected a DNS subdomain (lower-case a-z, 0-9, '-' and '.', at most 253 characters)`,
     ],
     [
       'a selector that is none',
@@ -233,13 +237,17 @@ describe('fakegpu fault inject: refused locally, in one line, before any request
       else assert.match(line, want);
     });
 
-  it('clear wants names, --all or --node, one of them', async () => {
+  it('clear wants names, --all or --node-name, one of them', async () => {
     for (const [args, want] of [
-      [[], 'fakegpu: fault clear: give names, --all or --node\n'],
-      [['f1', '--all'], 'fakegpu: fault clear: NAME and --all together; give names, --all or --node\n'],
+      [[], 'fakegpu: fault clear: give names, --all or --node-name\n'],
+      [['f1', '--all'], 'fakegpu: fault clear: NAME and --all together; give names, --all or --node-name\n'],
       [
         ['--all', '--node', 'n1'],
-        'fakegpu: fault clear: --all and --node together; give names, --all or --node\n',
+        'fakegpu: fault clear: --all and --node-name together; give names, --all or --node-name\n',
+      ],
+      [
+        ['--all', '-n', 'n1'],
+        'fakegpu: fault clear: --all and --node-name together; give names, --all or --node-name\n',
       ],
     ] as const) {
       const r = await fakegpu('fault', 'clear', ...args);
@@ -252,7 +260,7 @@ describe('fakegpu fault inject: refused locally, in one line, before any request
     assert.equal(r.code, 2);
     assert.match(
       r.stderr,
-      /^fakegpu: option '-o, --output <format>' argument 'xml' is invalid\. Allowed choices are table, json, yaml\.\n$/,
+      /^fakegpu: -o, --output: "xml" is not an output format of fault list; allowed: json, yaml, name \(leave -o out for the table\) \(see 'fakegpu fault list --help'\)\n$/,
     );
   });
 });
@@ -276,7 +284,7 @@ describe('fakegpu fault against an API server', () => {
     assert.deepEqual(r, {
       code: 1,
       stdout: '',
-      stderr: 'fakegpu: --node: there is no node "nope" in the cluster\n',
+      stderr: 'fakegpu: --node-name: there is no node "nope" in the cluster\n',
     });
     assert.equal(api.objects.size, 0);
   });
@@ -390,6 +398,11 @@ describe('fakegpu fault against an API server', () => {
     const json = await fakegpu('fault', 'list', '-o', 'json', '--kubeconfig', kubeconfig);
     const items = (JSON.parse(json.stdout) as { items: { metadata: { name: string } }[] }).items;
     assert.deepEqual(items.map((i) => i.metadata.name).sort(), ['broken', 'dbe', name].sort());
+    const names = await fakegpu('fault', 'list', '-o', 'name', '--kubeconfig', kubeconfig);
+    assert.deepEqual(
+      names.stdout.split('\n').filter(Boolean).sort(),
+      ['broken', 'dbe', name].map((n) => `gpufault.fakegpu.dev/${n}`).sort(),
+    );
 
     const none = await fakegpu('fault', 'clear', 'dbe', 'zzz', '--kubeconfig', kubeconfig);
     assert.deepEqual(none, { code: 1, stdout: '', stderr: 'fakegpu: fault clear: no GpuFault "zzz"\n' });

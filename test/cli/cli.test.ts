@@ -239,7 +239,7 @@ describe('bad input on the command line', () => {
     [
       'node name',
       ['render', '-p', 'dgx-h100', '-n', 'Node_1'],
-      /^fakegpu: --node: "Node_1" is not a valid node name; .*\n$/,
+      /^fakegpu: --node-name: "Node_1" is not a valid node name; .*\n$/,
     ],
     [
       'driver name',
@@ -249,12 +249,12 @@ describe('bad input on the command line', () => {
     [
       'output format',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '-o', 'xml'],
-      /argument 'xml' is invalid\. Allowed choices are yaml, json\./,
+      /^fakegpu: -o, --output: "xml" is not an output format of render; allowed: yaml, json \(see 'fakegpu render --help'\)\n$/,
     ],
     [
       'release',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--dra-driver-release', '9.9'],
-      /Allowed choices are 25\.12, 0\.4, 0\.5\./,
+      /^fakegpu: --dra-driver-release: "9\.9" is not allowed; allowed: 25\.12, 0\.4, 0\.5 \(see 'fakegpu render --help'\)\n$/,
     ],
     [
       'kubernetes version',
@@ -264,7 +264,7 @@ describe('bad input on the command line', () => {
     [
       'NIC NUMA attribute',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--nic-numa-attribute', 'both'],
-      /argument 'both' is invalid\. Allowed choices are dranet, standard\./,
+      /^fakegpu: --nic-numa-attribute: "both" is not allowed; allowed: dranet, standard \(see 'fakegpu render --help'\)\n$/,
     ],
     [
       'plugin NIC driver name',
@@ -643,7 +643,7 @@ describe('names and sizes the API server would refuse', () => {
     assert.deepEqual(r, {
       code: 1,
       stdout: '',
-      stderr: `fakegpu: --node: "${'a'.repeat(80)}"… (232 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 254 characters and the API server allows 253; the node name can have at most 231 characters\n`,
+      stderr: `fakegpu: --node-name: "${'a'.repeat(80)}"… (232 characters) is too long: the slices of driver gpu.nvidia.com would have a generateName of 254 characters and the API server allows 253; the node name can have at most 231 characters\n`,
     });
     const fits = fakegpu('render', '-p', 'dgx-h100', '-n', 'a'.repeat(231), '-o', 'json');
     assert.equal(fits.code, 0, fits.stderr);
@@ -676,28 +676,32 @@ describe('usage errors exit 2, bad input exits 1, each in one line', () => {
     [
       'unknown option of a subcommand',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--bogus'],
-      "fakegpu: unknown option '--bogus'\n",
+      "fakegpu: unknown option '--bogus' (see 'fakegpu render --help')\n",
     ],
-    ['missing argument', ['validate'], "fakegpu: missing required argument 'file'\n"],
+    [
+      'missing argument',
+      ['validate'],
+      "fakegpu: missing required argument 'file' (see 'fakegpu validate --help')\n",
+    ],
     [
       'unknown command, with the suggestion on the same line',
       ['nope'],
-      "fakegpu: unknown command 'nope' (Did you mean topo?)\n",
+      "fakegpu: unknown command 'nope' (Did you mean topo?) (see 'fakegpu --help')\n",
     ],
     [
       'help for an unknown command',
       ['help', 'nope'],
-      'fakegpu: help: unknown command "nope"; commands: profiles, render, export, validate, topo, diff, capture, fleet, cluster, image, plugin, compute-domain-controller, demo, fault, uninstall-check\n',
+      'fakegpu: help: unknown command "nope"; commands: profiles, render, export, validate, topo, diff, capture, fleet, cluster, image, plugin, compute-domain-controller, demo, fault, uninstall-check (see \'fakegpu --help\')\n',
     ],
     [
       'help for an unknown subcommand',
       ['cluster', 'help', 'nope'],
-      'fakegpu: cluster help: unknown command "nope"; commands: up, down, restart, status\n',
+      'fakegpu: cluster help: unknown command "nope"; commands: up, down, restart, status (see \'fakegpu cluster --help\')\n',
     ],
     [
       'a missing required option of the plugin',
       ['plugin', '-p', 'dgx-h100'],
-      "fakegpu: required option '--node-name <name>' not specified\n",
+      "fakegpu: required option '-n, --node-name <name>' not specified (see 'fakegpu plugin --help')\n",
     ],
   ];
   for (const [what, args, stderr] of usage) {

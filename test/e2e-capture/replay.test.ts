@@ -76,7 +76,15 @@ describe('capture cluster, then cluster up --kwok-pools in a second directory', 
     const out = mkdtempSync(join(tmpdir(), 'capture-cluster-'));
     const r = spawnSync(
       process.execPath,
-      [join(REPO_ROOT, 'bin', 'fakegpu.js'), 'capture', 'cluster', '--kubeconfig', a.KUBECONFIG, '-o', out],
+      [
+        join(REPO_ROOT, 'bin', 'fakegpu.js'),
+        'capture',
+        'cluster',
+        '--kubeconfig',
+        a.KUBECONFIG,
+        '--output-dir',
+        out,
+      ],
       { encoding: 'utf8', timeout: 120_000 },
     );
     assert.equal(r.status, 0, r.stderr);

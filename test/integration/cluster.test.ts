@@ -100,7 +100,7 @@ describe('cluster up refuses what it cannot do', () => {
     await assert.rejects(
       clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: 'someone-else', log: () => undefined }),
       {
-        message: `--node: the cluster in ${TEST_CLUSTER_DIR} runs node "${TEST_NODE}"; run "fakegpu cluster down" first to change it`,
+        message: `--node-name: the cluster in ${TEST_CLUSTER_DIR} runs node "${TEST_NODE}"; run "fakegpu cluster down" first to change it`,
       },
     );
     await assert.rejects(

@@ -222,7 +222,7 @@ describe('GpuFault on the API server', () => {
     assert.deepEqual(nope, {
       code: 1,
       stdout: '',
-      stderr: 'fakegpu: --node: there is no node "gpufault-no-such-node" in the cluster\n',
+      stderr: 'fakegpu: --node-name: there is no node "gpufault-no-such-node" in the cluster\n',
     });
     // Starting tomorrow: nothing on the node acts on it within this test.
     const inject = fakegpu(

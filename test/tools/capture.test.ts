@@ -733,7 +733,7 @@ describe('capture node --anonymize', () => {
       const bundle = join(dir, `${file}.txt`);
       writeFileSync(bundle, text);
       const out = join(dir, `${file}.yaml`);
-      const r = fakegpu('capture', 'node', '--bundle', bundle, '--anonymize', '-o', out);
+      const r = fakegpu('capture', 'node', '--bundle', bundle, '--anonymize', '--output-file', out);
       assert.equal(r.code, 0, r.stderr);
       const written = readFileSync(out, 'utf8');
       for (const secret of secrets)
@@ -914,7 +914,7 @@ describe('fakegpu diff', () => {
     );
     const nodes = fakegpu('diff', '--capture', join(dir, 'same.json'), '-p', 'dgx-a100', '--node', 'n9');
     assert.equal(nodes.code, 1);
-    assert.equal(nodes.stderr, 'fakegpu: --node: "n9" has no slice in the capture; its nodes: n1\n');
+    assert.equal(nodes.stderr, 'fakegpu: --node-name: "n9" has no slice in the capture; its nodes: n1\n');
   });
 });
 
@@ -1077,7 +1077,7 @@ describe('capture cluster', () => {
       join(dir, 'slices.json'),
       '--nodes',
       join(dir, 'nodes.json'),
-      '-o',
+      '--output-dir',
       out,
     );
     assert.equal(r.code, 0, r.stderr);
@@ -1092,7 +1092,7 @@ describe('capture cluster', () => {
       join(dir, 'slices.json'),
       '--kubeconfig',
       '/nope',
-      '-o',
+      '--output-dir',
       out,
     );
     assert.equal(both.code, 1);
@@ -1135,7 +1135,7 @@ describe('capture cluster', () => {
       'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]\n' +
         'users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
     );
-    const r = fakegpu('capture', 'cluster', '--kubeconfig', kubeconfig, '-o', join(dir, 'out'));
+    const r = fakegpu('capture', 'cluster', '--kubeconfig', kubeconfig, '--output-dir', join(dir, 'out'));
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.match(

@@ -42,12 +42,12 @@ export async function injectFault(
   nodeName: string | undefined,
 ): Promise<string> {
   if (nodeName !== undefined) {
-    await asking('--node', async () => {
+    await asking('--node-name', async () => {
       try {
         await new KubeApi(http).readNode(nodeName);
       } catch (e) {
         if (e instanceof ApiError && e.code === 404)
-          throw new FakegpuError('--node', `there is no node ${show(nodeName)} in the cluster`);
+          throw new FakegpuError('--node-name', `there is no node ${show(nodeName)} in the cluster`);
         throw e;
       }
     });

@@ -26,7 +26,7 @@ const MAGIC = 'fakegpu-capture v1';
 
 export const CAPTURE_SCRIPT = `#!/bin/sh
 # fakegpu capture script: run on a GPU node (no root needed), then
-#   fakegpu capture node --bundle capture.txt -o profile.yaml [--anonymize]
+#   fakegpu capture node --bundle capture.txt --output-file profile.yaml [--anonymize]
 # It only reads, and collects no hostname. What capture.txt holds, section by section:
 #   nvidia-smi-xml  nvidia-smi -q -x: each GPU's model, bus ID, UUID, serial numbers, board and part
 #                   IDs, driver, MIG and NVLink fabric state (cluster UUID), and the processes on the

@@ -56,7 +56,7 @@ export function captureNode(slices: readonly ResourceSlice[], given: string | un
   if (given !== undefined) {
     if (!nodes.includes(given))
       throw new FakegpuError(
-        '--node',
+        '--node-name',
         `${show(given)} has no slice in the capture; its nodes: ${oneOf(nodes)}`,
       );
     return given;
@@ -64,7 +64,7 @@ export function captureNode(slices: readonly ResourceSlice[], given: string | un
   const [only] = nodes;
   if (only === undefined || nodes.length > 1)
     throw new FakegpuError(
-      '--node',
+      '--node-name',
       nodes.length === 0
         ? 'the capture has no slice with spec.nodeName; name the node'
         : `the capture has slices of ${nodes.length} nodes (${oneOf(nodes)}); name one`,
