@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { FakegpuError } from '../errors.js';
-import { beforeParse, oneLineErrors } from './usage.js';
-import { examples, nodeAliases } from './flags.js';
 
 /** Exit status of a command line commander refuses (unknown option or command, missing argument). */
 const USAGE = 2;
@@ -70,7 +68,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
-  const { OutputWithStatus } = await import('./output.js');
+  const [{ OutputWithStatus }, { beforeParse, oneLineErrors }, { examples, nodeAliases }] = await Promise.all(
+    [import('./output.js'), import('./usage.js'), import('./flags.js')],
+  );
   let out = '';
   const write = (s: string): void => {
     out += s;

@@ -127,18 +127,18 @@ const CASES: [name: string, cmd: string, stderr: RegExp][] = [
     /^fakegpu: in\/bomb\.xml: entities that expand to more than 100000 characters/,
   ],
   [
-    'capture node -o an unwritable path',
-    `FAKEGPU capture node --nvidia-smi-xml '${smi}' -o /proc/nope/p.yaml`,
-    /^fakegpu: --output: cannot write "\/proc\/nope\/p\.yaml" \(ENOENT: no such file or directory\)/,
+    'capture node --output-file an unwritable path',
+    `FAKEGPU capture node --nvidia-smi-xml '${smi}' --output-file /proc/nope/p.yaml`,
+    /^fakegpu: --output-file: cannot write "\/proc\/nope\/p\.yaml" \(ENOENT: no such file or directory\)/,
   ],
   [
-    'capture node -o a full device',
-    `FAKEGPU capture node --nvidia-smi-xml '${smi}' -o /dev/full`,
+    'capture node --output-file a full device',
+    `FAKEGPU capture node --nvidia-smi-xml '${smi}' --output-file /dev/full`,
     /\(ENOSPC: no space left on device\)/,
   ],
   [
-    'capture node -o a directory',
-    `FAKEGPU capture node --nvidia-smi-xml '${smi}' -o in`,
+    'capture node --output-file a directory',
+    `FAKEGPU capture node --nvidia-smi-xml '${smi}' --output-file in`,
     /cannot write "in" \(EISDIR: is a directory\)/,
   ],
   [
@@ -147,33 +147,33 @@ const CASES: [name: string, cmd: string, stderr: RegExp][] = [
     /^fakegpu: ip -j link: not JSON \(Unexpected token/,
   ],
   [
-    'capture cluster -o a file',
-    'FAKEGPU capture cluster --slices in/slices.json -o in/a-file',
-    /^fakegpu: --output: cannot write under ".*in\/a-file" \(ENOTDIR/,
+    'capture cluster --output-dir a file',
+    'FAKEGPU capture cluster --slices in/slices.json --output-dir in/a-file',
+    /^fakegpu: --output-dir: cannot write under ".*in\/a-file" \(ENOTDIR/,
   ],
   [
-    'capture cluster -o under /proc',
-    'FAKEGPU capture cluster --slices in/slices.json -o /proc/x/y',
-    /^fakegpu: --output: cannot write "\/proc\/x" \(ENOENT/,
+    'capture cluster --output-dir under /proc',
+    'FAKEGPU capture cluster --slices in/slices.json --output-dir /proc/x/y',
+    /^fakegpu: --output-dir: cannot write "\/proc\/x" \(ENOENT/,
   ],
   [
     'a slice whose driver is ../../evil',
-    'FAKEGPU capture cluster --slices in/evil-driver.json -o a/b/out',
+    'FAKEGPU capture cluster --slices in/evil-driver.json --output-dir a/b/out',
     /^fakegpu: --slices: in\/evil-driver\.json: item 1: spec\.driver "\.\.\/\.\.\/evil" is not a DRA driver name/,
   ],
   [
     'a slice whose node is ../../evil',
-    'FAKEGPU capture cluster --slices in/evil-node.json -o a/b/out',
+    'FAKEGPU capture cluster --slices in/evil-node.json --output-dir a/b/out',
     /item 1: spec\.nodeName "\.\.\/\.\.\/evil" is not a node name/,
   ],
   [
     '50,000 devices in one slice',
-    'FAKEGPU capture cluster --slices in/one-slice-50k.json -o a/b/out',
+    'FAKEGPU capture cluster --slices in/one-slice-50k.json --output-dir a/b/out',
     /item 0: 50000 devices; the API allows at most 128 in one slice/,
   ],
   [
     '50,000 devices on one node',
-    'FAKEGPU capture cluster --slices in/node-50k.json -o a/b/out',
+    'FAKEGPU capture cluster --slices in/node-50k.json --output-dir a/b/out',
     /^fakegpu: node n1: 50000 devices .*; a node has at most 8192/,
   ],
   [
@@ -183,12 +183,12 @@ const CASES: [name: string, cmd: string, stderr: RegExp][] = [
   ],
   [
     '17 MiB of YAML slices',
-    'FAKEGPU capture cluster --slices in/big.yaml -o a/b/out',
+    'FAKEGPU capture cluster --slices in/big.yaml --output-dir a/b/out',
     /^fakegpu: --slices: 17\.0 MiB of YAML; at most 16 MiB is parsed as YAML/,
   ],
   [
     'a kubeconfig that is /dev/zero',
-    'FAKEGPU capture cluster --kubeconfig /dev/zero -o a/b/out',
+    'FAKEGPU capture cluster --kubeconfig /dev/zero --output-dir a/b/out',
     /^fakegpu: --kubeconfig: "\/dev\/zero" is not a regular file/,
   ],
 ];
@@ -214,8 +214,8 @@ describe('hostile input: bounded, one line, nothing written outside the output f
       assert.deepEqual(written(), [], 'nothing written beside the inputs');
     });
 
-  it('a good capture still writes only under -o', () => {
-    const r = hostile('FAKEGPU capture cluster --slices in/slices.json -o a/b/out', dir);
+  it('a good capture still writes only under --output-dir', () => {
+    const r = hostile('FAKEGPU capture cluster --slices in/slices.json --output-dir a/b/out', dir);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(written(), ['a/b/out/pools.yaml', 'a/b/out/profiles/pool-0.yaml']);
     assert.match(readFileSync(join(dir, 'a/b/out/pools.yaml'), 'utf8'), /kind: FleetPools/);

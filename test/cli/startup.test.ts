@@ -77,9 +77,11 @@ describe('offline commands load no cluster code', () => {
     const cli = modules.filter((m) => m.startsWith('src/cli/')).sort();
     assert.deepEqual(cli, [
       'src/cli/commands.js',
+      'src/cli/flags.js',
       'src/cli/main.js',
       'src/cli/options.js',
       'src/cli/output.js',
+      'src/cli/usage.js',
     ]);
   });
 });

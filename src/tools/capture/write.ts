@@ -13,7 +13,7 @@ import type { ClusterCapture } from './cluster.js';
  * from the cluster. `text` is what `pools.yaml` holds.
  */
 /** The flag that named the folder: errors on writing are about it. */
-const OUTPUT = '--output';
+const OUTPUT = '--output-dir';
 
 export function writeCapture(
   dir: string,
