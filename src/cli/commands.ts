@@ -226,7 +226,7 @@ export function validateCommand(write: (s: string) => void): Command {
       const instances = mig.reduce((n, g) => n + g.migInstances.length, 0);
       write(
         `${source}: valid MachineProfile ${JSON.stringify(profile.name)}: ${models.map((m) => `${m.count}x ${m.model}`).join(', ')}; ` +
-          `${machine.nics.length} NIC(s); driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
+          `${opts.nics ? String(machine.nics.length) : 'no'} NIC(s)${opts.nics ? '' : ' (--no-nics)'}; driver ${machine.driverVersion}; MIG on ${mig.length} GPU(s) with ${instances} instance(s)\n`,
       );
     });
 }

@@ -3,7 +3,6 @@ import { parseRelease } from '../model/device/release.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
 import { examples, kubernetesVersionFlag, outputOption } from './flags.js';
-import { DRANET } from '../model/nic/attributes.js';
 
 /** `fakegpu export karpenter`: every instance type's devices, for an autoscaler's simulation. */
 export function exportCommand(write: (s: string) => void): Command {
@@ -28,17 +27,12 @@ export function exportCommand(write: (s: string) => void): Command {
         output: 'yaml' | 'json';
       }) => {
         const { karpenterTemplates } = await import('../tools/karpenter/templates.js');
-        const all = karpenterTemplates({
+        const instanceTypes = karpenterTemplates({
           dynamicMig: opts.dynamicMig === true,
           kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
           release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+          nics: opts.nics,
         });
-        const instanceTypes = opts.nics
-          ? all
-          : all.map((t) => ({
-              ...t,
-              resourceSliceTemplates: t.resourceSliceTemplates.filter((s) => s.driver !== DRANET),
-            }));
         write(
           serialize(
             { apiVersion: 'fakegpu.dev/v1alpha1', kind: 'KarpenterInstanceTypes', instanceTypes },

@@ -247,6 +247,8 @@ describe('--no-nics wherever NICs are published or read', () => {
       const r = fakegpu(...args, '--no-nics', '-o', 'json');
       assert.equal(r.code, 0, r.stderr);
       assert.doesNotMatch(r.stdout, /"driver": "dra\.net"/);
+      // Nor any trace of the NICs: an attribute of theirs is no node's attribute.
+      assert.doesNotMatch(r.stdout, /dra\.net\//);
       if (args[0] === 'render') assert.match(fakegpu(...args, '-o', 'json').stdout, nicDriver);
     }
   });
@@ -264,7 +266,9 @@ describe('--no-nics wherever NICs are published or read', () => {
   });
 
   it('validate, capture node: accepted; capture node writes no NICs', () => {
-    assert.equal(fakegpu('validate', 'dgx-h100', '--no-nics').code, 0);
+    const v = fakegpu('validate', 'dgx-h100', '--no-nics');
+    assert.equal(v.code, 0, v.stderr);
+    assert.match(v.stdout, /no NIC\(s\) \(--no-nics\)/, 'the NICs left out are not counted');
     const r = fakegpu('capture', 'node', '--nvidia-smi-xml', SMI, '--no-nics');
     assert.equal(r.code, 0, r.stderr);
     const profile = parse(r.stdout) as { spec: { nics?: unknown } };

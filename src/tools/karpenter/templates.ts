@@ -37,6 +37,8 @@ export interface TemplateOptions {
   kubernetesVersion: Semver;
   release: DriverRelease;
   dynamicMig: boolean;
+  /** With DRANET's NIC slices (default); without them their attributes are no node's either. */
+  nics?: boolean;
 }
 
 /** One node's slices as templates: node-specific parts out, the rest as published. */
@@ -87,7 +89,7 @@ export function karpenterTemplates(o: TemplateOptions): InstanceTypeTemplates[] 
         driverName: DRIVER_NAME,
         kubernetesVersion: o.kubernetesVersion,
         release: o.release,
-        nics: { driverName: DRANET, standardNumaNode: false },
+        nics: o.nics === false ? undefined : { driverName: DRANET, standardNumaNode: false },
         computeDomains: true,
       }).items;
     const slices = render('template-a');
