@@ -268,6 +268,16 @@ describe('bad profiles', () => {
       'spec: unknown field "gpu"; allowed fields: preset, models, description, driver, addressingMode, gpus, mig, overrides, nics',
     ],
     [
+      'empty file',
+      () => parseProfileText('', 'f.yaml'),
+      'f.yaml: is empty: no YAML document, or only comments',
+    ],
+    [
+      'only comments',
+      () => parseProfileText('# a profile to come\n', 'f.yaml'),
+      'f.yaml: is empty: no YAML document, or only comments',
+    ],
+    [
       'wrong kind',
       () => parseProfileText(doc('  preset: dgx-h100\n').replace('MachineProfile', 'Machine'), 'f.yaml'),
       'kind: must be "MachineProfile" (got "Machine")',

@@ -22,6 +22,9 @@ export function parseYamlAs<T extends z.ZodType>(schema: T, text: string, source
   const doc = parseDocument(text, { prettyErrors: true });
   refuseYamlErrors(doc, source);
   const input = toPlain(doc, source);
+  // An empty file, or only comments: zod would say "expected object, received null (got null)".
+  if (input === null || input === undefined)
+    throw new FakegpuError(source, 'is empty: no YAML document, or only comments');
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw schemaError(parsed.error, input, '');
   return parsed.data;
