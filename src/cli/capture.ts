@@ -215,7 +215,7 @@ function clusterCommand(write: (s: string) => void): Command {
         checkSliceNames(slices, f.slices, '--slices');
         nodes = f.nodes === undefined ? [] : readNodes(f.nodes);
       } else {
-        if (f.kubeconfig !== undefined) await checkKubeconfig(f.kubeconfig, '--kubeconfig');
+        await checkKubeconfig(f.kubeconfig, '--kubeconfig');
         const { NODES_PATH, SLICES_PATH } = await import('../kube/api.js');
         try {
           slices = await listAll<ResourceSlice>(f.kubeconfig, SLICES_PATH);

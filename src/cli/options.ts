@@ -120,10 +120,16 @@ const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
  * ~/.kube/config, then in-cluster credentials, and else quietly picks http://localhost:8080, which it then
  * refuses to talk to.
  */
+const KUBECONFIG_LIMIT = { bytes: 16 * MiB, what: 'a kubeconfig' };
+
 export async function checkKubeconfig(path: string | undefined, field: string): Promise<void> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   if (path === undefined) {
+    // The client's own default: KUBECONFIG's files, else ~/.kube/config; each read whole, so each bounded.
+    const defaults = (process.env['KUBECONFIG'] ?? '').split(':').filter((p) => p !== '');
+    for (const p of defaults.length > 0 ? defaults : [join(homedir(), '.kube', 'config')])
+      checkSmallFile(p, `${field} (default ${show(p)})`, KUBECONFIG_LIMIT);
     if (!existsSync(join(homedir(), '.kube', 'config')) && !existsSync(IN_CLUSTER_TOKEN)) {
       throw new FakegpuError(
         field,
@@ -133,7 +139,7 @@ export async function checkKubeconfig(path: string | undefined, field: string): 
     return;
   }
   // The client reads the file itself, whole and more than once: only a small regular file is given it.
-  checkSmallFile(path, field, { bytes: 16 * MiB, what: 'a kubeconfig' });
+  checkSmallFile(path, field, KUBECONFIG_LIMIT);
   try {
     kc.loadFromFile(path);
   } catch (e) {

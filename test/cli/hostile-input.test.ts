@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
@@ -26,6 +26,11 @@ function hostile(cmd: string, cwd: string): { code: number | null; stdout: strin
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** A home whose ~/.kube/config is /dev/zero, outside the folder the test checks for stray files. */
+const zeroHome = mkdtempSync(join(tmpdir(), 'hostile-home-'));
+mkdirSync(join(zeroHome, '.kube'));
+symlinkSync('/dev/zero', join(zeroHome, '.kube', 'config'));
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
@@ -190,6 +195,16 @@ const CASES: [name: string, cmd: string, stderr: RegExp][] = [
     'a kubeconfig that is /dev/zero',
     'FAKEGPU capture cluster --kubeconfig /dev/zero --output-dir a/b/out',
     /^fakegpu: --kubeconfig: "\/dev\/zero" is not a regular file/,
+  ],
+  [
+    'a default kubeconfig (~/.kube/config) that is /dev/zero',
+    `HOME='${zeroHome}' KUBECONFIG= FAKEGPU capture cluster --output-dir a/b/out`,
+    /^fakegpu: --kubeconfig \(default ".*\/\.kube\/config"\): ".*" is not a regular file/,
+  ],
+  [
+    'a KUBECONFIG that names /dev/zero',
+    'KUBECONFIG=/dev/zero FAKEGPU capture cluster --output-dir a/b/out',
+    /^fakegpu: --kubeconfig \(default "\/dev\/zero"\): "\/dev\/zero" is not a regular file/,
   ],
 ];
 
