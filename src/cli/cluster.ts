@@ -114,6 +114,7 @@ interface UpFlags {
   profile?: string;
   dynamicMig?: boolean;
   nicNumaAttribute: 'dranet' | 'standard';
+  nics: boolean;
   featureGates?: string;
   healthService?: boolean;
   kwokNodes: string;
@@ -146,6 +147,7 @@ function nodeFlags(c: Command): Command {
     )
     .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
     .addOption(nicNumaOption())
+    .option('--no-nics', "with --profile: the node plugin publishes no NIC slices (DRANET's)")
     .option(
       '--feature-gates <gates>',
       'with --profile: NVIDIA driver gates for the node plugin, e.g. NVMLDeviceHealthCheck=true (health events become device taints)',
@@ -208,6 +210,7 @@ function upOptions(f: UpFlags): ClusterOptions {
     profile: f.profile !== undefined && isProfileFile(f.profile) ? resolvePath(f.profile) : f.profile,
     dynamicMig: f.dynamicMig === true,
     nicNumaAttribute: f.nicNumaAttribute,
+    nics: f.nics,
     pluginGates: f.featureGates,
     healthService: f.healthService === true,
     kwokNodes,

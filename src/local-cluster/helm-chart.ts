@@ -67,7 +67,7 @@ export function helmValues(l: Layout, s: State): Record<string, unknown> {
     image: { repository: imageRepository, tag: imageTag, pullPolicy: 'Never' },
     profile: s.profile ?? KWOK_DEFAULT_PROFILE,
     dynamicMig: s.dynamicMig,
-    nics: { numaAttribute: s.nicNumaAttribute ?? 'dranet' },
+    nics: { enabled: s.nics !== false, numaAttribute: s.nicNumaAttribute ?? 'dranet' },
     featureGates: [PLUGIN_FEATURE_GATES, s.pluginGates ?? ''].filter(Boolean).join(','),
     kubeletPluginsDir: join(l.kubeletRoot, 'plugins'),
     kubeletRegistrarDir: join(l.kubeletRoot, 'plugins_registry'),

@@ -24,7 +24,19 @@ export async function startPlugin(
 ): Promise<void> {
   installDeviceClasses(l, t);
   log(`starting fakegpu-plugin (${s.profile ?? ''}${s.dynamicMig ? ', dynamic MIG' : ''})`);
-  const args = [
+  const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, pluginArgs(l, s), env(t));
+  await waitFor(
+    'the kubelet to accept its registration',
+    plugin,
+    () => httpOk(`http://${PLUGIN_HTTP}/readyz`),
+    60_000,
+  );
+  await waitFor('its ResourceSlices published', plugin, pluginSlicesPublished(l, t, s.nodeName), 60_000);
+}
+
+/** The plugin's command line for this cluster: the chart gets the same as values (`helmValues`). */
+export function pluginArgs(l: Layout, s: State): string[] {
+  return [
     join(REPO_ROOT, 'bin', 'fakegpu.js'),
     'plugin',
     `--node-name=${s.nodeName}`,
@@ -43,13 +55,6 @@ export async function startPlugin(
     ...(s.computeDomains ? ['--gpu-clique-label'] : []),
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
     `--nic-numa-attribute=${s.nicNumaAttribute ?? 'dranet'}`,
+    ...(s.nics === false ? ['--no-nics'] : []),
   ];
-  const plugin = startDaemon(l.run, l.logs, 'fakegpu-plugin', process.execPath, args, env(t));
-  await waitFor(
-    'the kubelet to accept its registration',
-    plugin,
-    () => httpOk(`http://${PLUGIN_HTTP}/readyz`),
-    60_000,
-  );
-  await waitFor('its ResourceSlices published', plugin, pluginSlicesPublished(l, t, s.nodeName), 60_000);
 }

@@ -68,6 +68,8 @@ export interface State {
   profile: string | null;
   dynamicMig: boolean;
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** False: the plugin publishes no NIC slices (`--no-nics`); absent in older state files: true. */
+  nics?: boolean;
   /** The plugin's NVIDIA gates beyond the sharing ones, e.g. `NVMLDeviceHealthCheck=true`. */
   pluginGates?: string;
   healthService?: boolean;

@@ -58,6 +58,8 @@ export interface ClusterOptions {
   dynamicMig?: boolean;
   /** The plugin's `--nic-numa-attribute`: `standard` lets claims matchAttribute NUMA across GPUs and NICs. */
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** False: the node plugin publishes no NIC slices. */
+  nics?: boolean;
   /** NVIDIA driver gates for the plugin, beside the sharing gates the cluster always turns on. */
   pluginGates?: string | undefined;
   /** The plugin serves the kubelet's DRAResourceHealth. */
@@ -134,13 +136,14 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
     state.dynamicMig !== dynamicMig ||
     (profile !== null &&
       ((state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute ||
+        (state.nics ?? true) !== (o.nics ?? true) ||
         (state.pluginGates ?? '') !== (o.pluginGates ?? '') ||
         (state.healthService ?? false) !== (o.healthService ?? false)))
   ) {
     const now =
       state.profile === null
         ? 'no node plugin'
-        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.healthService ? ' with the health service' : ''}`;
+        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.nics === false ? ' without NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.healthService ? ' with the health service' : ''}`;
     throw new FakegpuError(
       '--profile',
       `the cluster in ${dir} runs ${now}; run "fakegpu cluster down" first to change it`,
@@ -260,6 +263,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     profile,
     dynamicMig: o.dynamicMig === true,
     nicNumaAttribute: o.nicNumaAttribute ?? 'dranet',
+    ...(o.nics === false ? { nics: false } : {}),
     ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
     ...(o.healthService ? { healthService: true } : {}),
     kwokNodes: o.kwokNodes ?? 0,

@@ -275,9 +275,9 @@ describe('--no-nics wherever NICs are published or read', () => {
     assert.equal(profile.spec.nics, undefined);
   });
 
-  it('fleet, plugin, uninstall-check: listed in their help', () => {
-    for (const command of ['fleet', 'plugin', 'uninstall-check'])
-      assert.match(fakegpu(command, '--help').stdout, /--no-nics/, command);
+  it('fleet, plugin, uninstall-check, cluster up: listed in their help', () => {
+    for (const command of [['fleet'], ['plugin'], ['uninstall-check'], ['cluster', 'up']])
+      assert.match(fakegpu(...command, '--help').stdout, /--no-nics/, command.join(' '));
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { layout } from '../../src/local-cluster/config.js';
 import { FAKEGPU_IMAGE } from '../../src/local-cluster/fakegpu-image.js';
 import { helmValues, refuseForHelm } from '../../src/local-cluster/helm-chart.js';
+import { pluginArgs } from '../../src/local-cluster/plugin-process.js';
 import { defaultRelease, releaseOf } from '../../src/local-cluster/releases.js';
 import { clusterRestart } from '../../src/local-cluster/restart.js';
 import { componentsOf, writeState, type State } from '../../src/local-cluster/state.js';
@@ -60,6 +61,20 @@ describe('cluster up --helm', () => {
     assert.deepEqual(v['fleet'], { enabled: true, profile: 'dgx-b200' });
     assert.deepEqual(v['resources'], { computeDomains: { enabled: false } });
     assert.deepEqual(helmValues(l, state({ helm: true }))['fleet'], { enabled: false, profile: 'dgx-h100' });
+  });
+
+  it('cluster up --no-nics: the plugin publishes no NICs, as a process and as the chart', () => {
+    const l = layout('/tmp/c');
+    assert.ok(pluginArgs(l, state({ nics: false })).includes('--no-nics'));
+    assert.ok(!pluginArgs(l, state({})).includes('--no-nics'), 'NICs by default, and in older state files');
+    assert.deepEqual(helmValues(l, state({ helm: true, nics: false }))['nics'], {
+      enabled: false,
+      numaAttribute: 'dranet',
+    });
+    assert.deepEqual(helmValues(l, state({ helm: true }))['nics'], {
+      enabled: true,
+      numaAttribute: 'dranet',
+    });
   });
 
   it('refuses to restart a chart pod as a host process, before stopping anything', async () => {
