@@ -9,7 +9,7 @@ export const RELEASES = {
   '25.12': { numaNode: false, indexedSliceNames: false },
   /** v0.4.x: DRA library 0.36, slices named `<hex index>-<driver>-<node>-`. */
   '0.4': { numaNode: false, indexedSliceNames: true },
-  /** v0.5 (main): adds `resource.kubernetes.io/numaNode`. */
+  /** v0.5: NVIDIA main @ 9593204, whose slices v0.5.0 publishes unchanged; adds `resource.kubernetes.io/numaNode`. */
   '0.5': { numaNode: true, indexedSliceNames: true },
 } as const;
 export type DriverRelease = keyof typeof RELEASES;
