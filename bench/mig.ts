@@ -92,6 +92,7 @@ async function prepareLatency(dynamicMig: boolean, device: string): Promise<{ p5
     cdiRoot: join(dir, 'cdi'),
     stateDir: join(dir, 'state'),
     gates: { TimeSlicingSettings: false, MPSSupport: false },
+    release: '0.5',
   });
   const times: number[] = [];
   for (let i = 0; i < RUNS; i++) {

@@ -103,6 +103,7 @@ function fakegpuHandlers(): DraHandlers {
       cdiRoot: join(dir, 'cdi'),
       stateDir: join(dir, 'state'),
       gates: { TimeSlicingSettings: true, MPSSupport: true },
+      release: '0.5',
     },
   );
   const claim = (ref: ClaimRef): ResourceClaim => ({

@@ -183,9 +183,10 @@ describe('MIG instances of more than one claim', () => {
     );
   });
 
-  it('admin access to a partition another claim holds is refused, and the holder keeps its instance', async () => {
+  it('admin access to a partition another claim holds is refused, and the holder keeps its instance (0.4)', async () => {
+    // v0.5.0 refuses admin access on any MIG device before preparing (test/node/prepare.test.ts).
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-admin-'));
-    const { state, model } = nodeState(root);
+    const { state, model } = nodeState(root, 'dgx-h100', true, '0.4');
     await state.prepare(gpuClaim('b', ['gpu-1-mig-1g10gb-19-0']));
     const admin = gpuClaim('a', ['gpu-1-mig-1g10gb-19-0']);
     for (const r of admin.status?.allocation?.devices?.results ?? []) r.adminAccess = true;

@@ -12,18 +12,23 @@ import { DeviceState } from '../../src/node/prepare/state.js';
 import { type ResolvedProfile } from '../../src/model/profile/load.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
+import type { DriverRelease } from '../../src/model/device/release.js';
 
 const NODE = 'node-a';
 const on = { TimeSlicingSettings: true, MPSSupport: true };
 
-function setup(profile: string | ResolvedProfile = 'dgx-h100', dynamicMig = false) {
+function setup(
+  profile: string | ResolvedProfile = 'dgx-h100',
+  dynamicMig = false,
+  release: DriverRelease = '0.5',
+) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-prepare-'));
   const model = modelNode(typeof profile === 'string' ? resolveProfile(profile) : profile, {
     nodeName: NODE,
     dynamicMig,
     driverName: 'gpu.nvidia.com',
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-    release: '0.5',
+    release,
   });
   const opts = {
     driverName: 'gpu.nvidia.com',
@@ -31,6 +36,7 @@ function setup(profile: string | ResolvedProfile = 'dgx-h100', dynamicMig = fals
     cdiRoot: join(root, 'cdi'),
     stateDir: join(root, 'state'),
     gates: on,
+    release,
   };
   const make = () =>
     new DeviceState(
@@ -70,9 +76,58 @@ function claim(
   };
 }
 
+/** `claim` with admin access on every result, and each config given naming the requests it applies to. */
+function adminClaim(uid: string, devices: string[], configs: { requests?: string[] }[] = []): ResourceClaim {
+  const c = claim(uid, devices);
+  const devs = c.status?.allocation?.devices;
+  assert.ok(devs);
+  for (const r of devs.results ?? []) r.adminAccess = true;
+  devs.config = configs.map((x) => ({
+    source: 'FromClaim' as const,
+    ...x,
+    opaque: {
+      driver: 'gpu.nvidia.com',
+      parameters: { apiVersion: 'resource.nvidia.com/v1beta1', kind: 'GpuConfig' },
+    },
+  }));
+  return c;
+}
+
 function spec(cdiRoot: string, uid: string): CdiSpec {
   return parse(readFileSync(join(cdiRoot, `k8s.gpu.nvidia.com-claim_${uid}.yaml`), 'utf8')) as CdiSpec;
 }
+
+describe("admin access, as NVIDIA's v0.5.0 checks it (PR #1335)", () => {
+  const refused = (uid: string, why: string) =>
+    `error preparing devices for claim default/claim-${uid}:${uid}: claim default/claim-${uid}:${uid} requests admin access ${why}, which is not supported`;
+
+  it('is refused on a MIG device, before anything is made', async () => {
+    const t = setup('dgx-h100', true);
+    await assert.rejects(t.state.prepare(adminClaim('m1', ['gpu-1-mig-1g10gb-19-0'])), {
+      message: refused('m1', 'on a non-full-GPU device'),
+    });
+    assert.equal(t.model.nvml.deviceGetHandleByIndex(1).getMigDevices().length, 0, 'no instance made');
+  });
+
+  it('is refused with a config that applies to the admin request, or to every request', async () => {
+    const t = setup();
+    for (const configs of [[{}], [{ requests: [] }], [{ requests: ['gpus'] }]])
+      await assert.rejects(t.state.prepare(adminClaim('c1', ['gpu-0'], configs)), {
+        message: refused('c1', 'with a device configuration'),
+      });
+  });
+
+  it('is allowed on a full GPU without a config, or with one for another request only', async () => {
+    const t = setup();
+    assert.equal((await t.state.prepare(adminClaim('a1', ['gpu-0']))).length, 1);
+    assert.equal((await t.state.prepare(adminClaim('a2', ['gpu-1'], [{ requests: ['other'] }]))).length, 1);
+  });
+
+  it('release 0.4 has no such checks: a MIG device no one holds is prepared with admin access', async () => {
+    const t = setup('dgx-h100', true, '0.4');
+    assert.equal((await t.state.prepare(adminClaim('m2', ['gpu-1-mig-1g10gb-19-0']))).length, 1);
+  });
+});
 
 describe('preparing claims', () => {
   it('writes one CDI spec per claim with the real driver naming, visible devices and fake nodes', async () => {

@@ -4,6 +4,7 @@ import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import { DeviceState } from '../../src/node/prepare/state.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
+import type { DriverRelease } from '../../src/model/device/release.js';
 import { modelNode } from '../../src/model/render.js';
 
 /**
@@ -12,13 +13,18 @@ import { modelNode } from '../../src/model/render.js';
  */
 export const NODE = 'node-a';
 
-export function nodeState(root: string, profile = 'dgx-h100', dynamicMig = true) {
+export function nodeState(
+  root: string,
+  profile = 'dgx-h100',
+  dynamicMig = true,
+  release: DriverRelease = '0.5',
+) {
   const model = modelNode(resolveProfile(profile), {
     nodeName: NODE,
     dynamicMig,
     driverName: 'gpu.nvidia.com',
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-    release: '0.5',
+    release,
     migState: () => new FileMigStateStore(join(root, 'state', 'nvml-state.json')),
   });
   const opts = {
@@ -27,6 +33,7 @@ export function nodeState(root: string, profile = 'dgx-h100', dynamicMig = true)
     cdiRoot: join(root, 'cdi'),
     stateDir: join(root, 'state'),
     gates: { TimeSlicingSettings: true, MPSSupport: true },
+    release,
   };
   const checkpoint = new CheckpointStore(join(root, 'state', 'checkpoint.json'));
   const state = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, opts);

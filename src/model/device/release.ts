@@ -6,11 +6,14 @@ import { FakegpuError, oneOf, show } from '../../errors.js';
  */
 export const RELEASES = {
   /** nvcr.io chart v25.12.x: vendored DRA library 0.34 names slices `<node>-<driver>-`. */
-  '25.12': { numaNode: false, indexedSliceNames: false },
+  '25.12': { numaNode: false, indexedSliceNames: false, adminAccessChecks: false },
   /** v0.4.x: DRA library 0.36, slices named `<hex index>-<driver>-<node>-`. */
-  '0.4': { numaNode: false, indexedSliceNames: true },
-  /** v0.5: NVIDIA main @ 9593204, whose slices v0.5.0 publishes unchanged; adds `resource.kubernetes.io/numaNode`. */
-  '0.5': { numaNode: true, indexedSliceNames: true },
+  '0.4': { numaNode: false, indexedSliceNames: true, adminAccessChecks: false },
+  /**
+   * v0.5.0: the slices of NVIDIA main @ 9593204, unchanged in the tag; adds `resource.kubernetes.io/numaNode`,
+   * and prepare refuses admin access on anything but a full GPU, or with a device config (PR #1335).
+   */
+  '0.5': { numaNode: true, indexedSliceNames: true, adminAccessChecks: true },
 } as const;
 export type DriverRelease = keyof typeof RELEASES;
 export const DEFAULT_RELEASE: DriverRelease = '0.5';

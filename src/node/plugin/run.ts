@@ -183,6 +183,7 @@ function gpuDriver(
     cdiRoot: o.cdiRoot,
     stateDir: o.stateDir,
     gates: o.gates,
+    release: o.release,
   });
   // Slices replayed from a file have no hardware behind them to break.
   const faults = o.slicesFile

@@ -7,7 +7,7 @@ import { removeDurably } from '../durable/file.js';
 import { under } from '../durable/path.js';
 import { checkClaimUid, type ResourceClaim } from '../../kube/types/claim.js';
 import { crashPoint } from './crash.js';
-import { ClaimError, PrepareError, Serial } from './node.js';
+import { ClaimError, ClaimRefused, PrepareError, Serial } from './node.js';
 
 /**
  * One claim lifecycle for every driver on the node (GPUs, NICs): the checkpoint, one call at a time,
@@ -140,11 +140,12 @@ export class ClaimLifecycle {
     return this.checkpoint.all().map(([uid]) => uid);
   }
 
-  private fail(claim: ResourceClaim, cause: string): PrepareError {
+  private fail(claim: ResourceClaim, cause: string, refused = false): PrepareError {
     const m = claim.metadata;
     if (this.hooks.failure) return new PrepareError(this.hooks.failure(m, cause));
+    const prefix = refused ? '' : this.hooks.errorPrefix;
     return new PrepareError(
-      `error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: ${this.hooks.errorPrefix}${cause}`,
+      `error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: ${prefix}${cause}`,
     );
   }
 
@@ -162,7 +163,7 @@ export class ClaimLifecycle {
     try {
       planned = this.hooks.plan(claim, (device) => this.checkpoint.holder(device, uid));
     } catch (e) {
-      if (e instanceof ClaimError) throw this.fail(claim, e.message);
+      if (e instanceof ClaimError) throw this.fail(claim, e.message, e instanceof ClaimRefused);
       throw e;
     }
     // What will be made on the node is on disk before any of it exists, so a restart can undo it. A

@@ -17,6 +17,9 @@ export class PrepareError extends Error {}
 /** Why one claim cannot be prepared; the lifecycle adds the claim and the driver's own prefix. */
 export class ClaimError extends Error {}
 
+/** A claim refused before any device is prepared: NVIDIA's message has no "prepare devices failed" in it. */
+export class ClaimRefused extends ClaimError {}
+
 /** A CDI device node on the fake major; CDI carries type, major and minor, so no host node is needed. */
 export function fakeDeviceNode(path: string, minor: number): DeviceNode {
   return { path, type: 'c', major: FAKE_MAJOR, minor, permissions: 'rw' };

@@ -14,12 +14,18 @@ import { writeIfChanged } from '../durable/file.js';
 import type { Machine } from '../../model/hardware/machine.js';
 import type { Nvml } from '../../model/nvml/types.js';
 import { NVIDIA_SMI } from '../nvidia-smi/script.js';
-import { baseRequest, type ResourceClaim } from '../../kube/types/claim.js';
+import {
+  baseRequest,
+  type AllocationConfig,
+  type AllocationResult,
+  type ResourceClaim,
+} from '../../kube/types/claim.js';
 import { CTL_MINORS, GpuFiles, type GpuAllocatable } from './gpu-files.js';
 import { crashPoint } from './crash.js';
 import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
 import { MigInstances } from './mig.js';
-import { ClaimError, makeFakeNodes } from './node.js';
+import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
+import { RELEASES, type DriverRelease } from '../../model/device/release.js';
 
 /**
  * The GPU driver's side of a claim: check the allocation, apply NVIDIA's configs, make dynamic MIG
@@ -33,6 +39,8 @@ export interface PrepareOptions {
   cdiRoot: string;
   stateDir: string;
   gates: FeatureGates;
+  /** NVIDIA's release whose prepare rules apply (v0.5.0's admin-access checks). */
+  release: DriverRelease;
 }
 
 function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatable> {
@@ -73,6 +81,35 @@ class GpuHooks implements ClaimHooks {
     this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml, this.cdiKind);
   }
 
+  /**
+   * v0.5.0's rule (PR #1335): admin access is for watching or managing a whole GPU from the host, so not
+   * on a MIG device, nor with a config that applies to an admin request (a config naming no request
+   * applies to every one). Checked before anything is prepared, as NVIDIA does.
+   */
+  private refuseAdminAccess(
+    claim: ResourceClaim,
+    results: readonly AllocationResult[],
+    configs: readonly AllocationConfig[],
+  ): void {
+    const m = claim.metadata;
+    const who = `claim ${m.namespace}/${m.name}:${m.uid}`;
+    const admin = new Set<string>();
+    for (const r of results.filter((x) => x.adminAccess === true)) {
+      admin.add(r.request);
+      const device = this.allocatable.get(r.device);
+      if (device && device.type !== 'gpu')
+        throw new ClaimRefused(
+          `${who} requests admin access on a non-full-GPU device, which is not supported`,
+        );
+    }
+    if (admin.size === 0) return;
+    for (const c of configs)
+      if (!c.requests || c.requests.length === 0 || c.requests.some((r) => admin.has(r)))
+        throw new ClaimRefused(
+          `${who} requests admin access with a device configuration, which is not supported`,
+        );
+  }
+
   /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
   has(d: PreparedDevice): boolean {
     const a = this.allocatable.get(d.deviceName);
@@ -85,6 +122,7 @@ class GpuHooks implements ClaimHooks {
     if (!allocation) throw new ClaimError('claim not yet allocated');
     const results = (allocation.results ?? []).filter((r) => r.driver === this.opts.driverName);
     const configs = (allocation.config ?? []).filter((c) => c.opaque?.driver === this.opts.driverName);
+    if (RELEASES[this.opts.release].adminAccessChecks) this.refuseAdminAccess(claim, results, configs);
     const devices: PreparedDevice[] = [];
     const configState: PreparedClaim['configState'] = {};
     for (const r of results) {
