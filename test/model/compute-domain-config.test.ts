@@ -52,4 +52,34 @@ describe('ComputeDomainChannelConfig and ComputeDomainDaemonConfig', () => {
     ];
     for (const [params, message] of bad) assert.throws(() => decodeComputeDomainConfig(params), { message });
   });
+
+  it("refuses a domainID that is no path segment or no label value, in v0.5.0's words (PR #1368)", () => {
+    const rule =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    const cases: [string, string][] = [
+      ['..', `domainID ".." is not a valid single path component: may not be '..'`],
+      [
+        '../x%y',
+        `domainID "../x%y" is not a valid single path component: may not contain '/', may not contain '%'`,
+      ],
+      ['a b', `domainID must be a valid label value: ${rule}`],
+      ['a'.repeat(64), 'domainID must be a valid label value: must be no more than 63 characters'],
+      ['-x'.repeat(40), `domainID must be a valid label value: must be no more than 63 characters; ${rule}`],
+    ];
+    for (const [domainID, message] of cases) {
+      for (const kind of ['ComputeDomainChannelConfig', 'ComputeDomainDaemonConfig'])
+        assert.throws(() => decodeComputeDomainConfig({ apiVersion: V, kind, domainID }), { message });
+      // Releases before v0.5.0 take it as it is.
+      assert.equal(
+        decodeComputeDomainConfig({ apiVersion: V, kind: 'ComputeDomainDaemonConfig', domainID }, false)
+          .domainID,
+        domainID,
+      );
+    }
+    const uid = '2b7a7c64-5f3e-4bb4-9a1c-0d3c5d6e7f80';
+    assert.equal(
+      decodeComputeDomainConfig({ apiVersion: V, kind: 'ComputeDomainDaemonConfig', domainID: uid }).domainID,
+      uid,
+    );
+  });
 });

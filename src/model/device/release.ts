@@ -6,14 +6,15 @@ import { FakegpuError, oneOf, show } from '../../errors.js';
  */
 export const RELEASES = {
   /** nvcr.io chart v25.12.x: vendored DRA library 0.34 names slices `<node>-<driver>-`. */
-  '25.12': { numaNode: false, indexedSliceNames: false, adminAccessChecks: false },
+  '25.12': { numaNode: false, indexedSliceNames: false, adminAccessChecks: false, domainIDChecks: false },
   /** v0.4.x: DRA library 0.36, slices named `<hex index>-<driver>-<node>-`. */
-  '0.4': { numaNode: false, indexedSliceNames: true, adminAccessChecks: false },
+  '0.4': { numaNode: false, indexedSliceNames: true, adminAccessChecks: false, domainIDChecks: false },
   /**
    * v0.5.0: the slices of NVIDIA main @ 9593204, unchanged in the tag; adds `resource.kubernetes.io/numaNode`,
-   * and prepare refuses admin access on anything but a full GPU, or with a device config (PR #1335).
+   * prepare refuses admin access on anything but a full GPU, or with a device config (PR #1335), and a
+   * ComputeDomain config's domainID must be a path segment and a label value (PR #1368).
    */
-  '0.5': { numaNode: true, indexedSliceNames: true, adminAccessChecks: true },
+  '0.5': { numaNode: true, indexedSliceNames: true, adminAccessChecks: true, domainIDChecks: true },
 } as const;
 export type DriverRelease = keyof typeof RELEASES;
 export const DEFAULT_RELEASE: DriverRelease = '0.5';

@@ -67,6 +67,8 @@ export interface ComputeDomainClaimOptions {
   pluginDir: string;
   readyWaitMs?: number;
   readyPollMs?: number;
+  /** v0.5.0's domainID check (PR #1368); older releases only refuse an empty one. Default: on. */
+  checkDomainID?: boolean;
 }
 
 type DomainRef = NonNullable<PreparedDevice['computeDomain']>;
@@ -214,7 +216,7 @@ export class ComputeDomainClaims extends ClaimLifecycle {
     if (this.checkpoint.get(uid)?.state !== 'PrepareCompleted') {
       const results = ours(claim, this.o.nodeName);
       for (const r of results) {
-        const config = configOf(claim, r);
+        const config = configOf(claim, r, this.o.checkDomainID !== false);
         const domain = await this.domainFor(claim, r, config);
         this.cd.found.set(uid, domain);
       }
@@ -318,7 +320,7 @@ function ours(claim: ResourceClaim, node: string): AllocationResult[] {
 }
 
 /** The request's opaque config of this driver, decoded; a bad one is a permanent failure. */
-function configOf(claim: ResourceClaim, r: AllocationResult): ComputeDomainConfig {
+function configOf(claim: ResourceClaim, r: AllocationResult, checkDomainID: boolean): ComputeDomainConfig {
   const request = baseRequest(r.request);
   const configs = (claim.status?.allocation?.devices?.config ?? []).filter(
     (c) =>
@@ -332,7 +334,7 @@ function configOf(claim: ResourceClaim, r: AllocationResult): ComputeDomainConfi
       prepareFailure(m, `error applying config: no config found for request ${request}`),
     );
   try {
-    return decodeComputeDomainConfig(last.opaque.parameters);
+    return decodeComputeDomainConfig(last.opaque.parameters, checkDomainID);
   } catch (e) {
     if (e instanceof ConfigError)
       throw new PrepareError(prepareFailure(m, `error applying config: ${e.message}`));

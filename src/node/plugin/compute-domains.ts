@@ -33,6 +33,8 @@ export function computeDomainNode(
     kc: KubeConfig;
     cdiRoot: string;
     kubeletPluginsDir: string;
+    /** v0.5.0's domainID check (the release table's `domainIDChecks`). */
+    checkDomainID: boolean;
     resetCheckpoint: boolean;
     log: Logger;
   },
@@ -49,6 +51,7 @@ export function computeDomainNode(
     cdiRoot: o.cdiRoot,
     stateDir: pluginDir,
     pluginDir,
+    checkDomainID: o.checkDomainID,
   });
   const daemon = new DaemonStandIn({
     api,

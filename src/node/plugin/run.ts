@@ -8,7 +8,7 @@ import { clientOf, loadKubeconfigInto } from '../../kube/client.js';
 import { serveProbes, type ProbeServer } from '../../process/probe-server.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../../model/opaque-config/nvidia.js';
-import type { DriverRelease } from '../../model/device/release.js';
+import { RELEASES, type DriverRelease } from '../../model/device/release.js';
 import { KubeFaultApi } from '../../kube/gpufault/api.js';
 import { gpuSkeleton } from '../../model/health/gpus.js';
 import { ignoredXids } from '../../model/health/taints.js';
@@ -369,6 +369,7 @@ async function startPlugin(
           kc,
           cdiRoot: o.cdiRoot,
           kubeletPluginsDir: o.kubeletPluginsDir,
+          checkDomainID: RELEASES[o.release].domainIDChecks,
           resetCheckpoint: o.resetCheckpoint,
           log,
         })
