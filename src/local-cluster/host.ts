@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { FakegpuError } from '../errors.js';
 import { NODE_IP, NODE_LINK, PORTS } from './config.js';
@@ -90,4 +90,35 @@ export function cleanUpHost(dir: string): void {
       spawnSync('nft', ['delete', 'table', family, 'kube-proxy']);
   for (const link of ['fakegpu0', NODE_LINK])
     if (existsSync(`/sys/class/net/${link}`)) spawnSync('ip', ['link', 'delete', link]);
+}
+
+/**
+ * The fixed ports of fakegpu's own processes (plugin, fleet, controller, dcgm, Karpenter, Kueue: 9400–9401
+ * and 51516–51527) lie in Linux's ephemeral range, so an outgoing connection may hold one just when a
+ * process starts to listen there ("address already in use", seen once in CI after the 1,000-node e2e).
+ */
+export const OWN_PORTS = '9400-9401,51516-51527';
+
+/** The kernel's reserved-port list with ours added, as the sysctl writes it back; unchanged if present. */
+export function withOwnPorts(current: string): string {
+  const have = current
+    .trim()
+    .split(',')
+    .filter((x) => x !== '');
+  const add = OWN_PORTS.split(',').filter((r) => !have.includes(r));
+  return [...have, ...add].join(',');
+}
+
+/** Keeps the kernel from handing our ports to outgoing connections; best effort (a container may refuse). */
+export function reserveOwnPorts(log: (line: string) => void): void {
+  const file = '/proc/sys/net/ipv4/ip_local_reserved_ports';
+  try {
+    const current = readFileSync(file, 'utf8');
+    const next = withOwnPorts(current);
+    if (next !== current.trim()) writeFileSync(file, `${next}\n`);
+  } catch (e) {
+    log(
+      `could not reserve ports ${OWN_PORTS} (${e instanceof Error ? e.message : String(e)}); a start may meet one in use`,
+    );
+  }
 }

@@ -12,7 +12,7 @@ import { startKarpenter } from './karpenter-process.js';
 import { startKueue } from './kueue-process.js';
 import { clusterDown } from './down.js';
 import { FLEET_DCGM, startFleet } from './fleet-process.js';
-import { checkPorts, ensureNodeLink, preflight } from './host.js';
+import { checkPorts, ensureNodeLink, preflight, reserveOwnPorts } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
 import {
@@ -235,6 +235,7 @@ function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArc
   ensurePki(l, o.nodeName);
   writeCniConfig(l);
   ensureNodeLink();
+  reserveOwnPorts(o.log);
   const s = stateOf(o, release, t);
   if (s.helm) {
     ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
