@@ -66,3 +66,8 @@ export function checkClaimUid(uid: string): string | null {
     ? null
     : `claim UID ${JSON.stringify(uid.length > 80 ? `${uid.slice(0, 80)}…` : uid)} is not a Kubernetes UID (1 to 128 letters, digits, '-', '_' or '.', starting with a letter or digit)`;
 }
+
+/** A claim as NVIDIA's plugins name it in errors (`ResourceClaimToString`): `<namespace>/<name>:<uid>`. */
+export function claimString(c: { namespace: string; name: string; uid: string }): string {
+  return `${c.namespace}/${c.name}:${c.uid}`;
+}

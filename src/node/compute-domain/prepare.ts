@@ -6,6 +6,8 @@
  * ContainerCreating. Pure: the caller reads the checkpoint, the ComputeDomain, the node and its clique.
  */
 
+import { claimString } from '../../kube/types/claim.js';
+
 export const CHANNELS = 2048;
 export const CHANNEL_DIR = '/dev/nvidia-caps-imex-channels';
 
@@ -87,7 +89,7 @@ export type ChannelFailure = { ok: false; retry: boolean; message: string };
 
 /** NVIDIA's wording around the cause, quotes included. */
 export function prepareFailure(c: { namespace: string; name: string; uid: string }, why: string): string {
-  return `error preparing devices for claim '${c.namespace}/${c.name}:${c.uid}': prepare devices failed: ${why}`;
+  return `error preparing devices for claim '${claimString(c)}': prepare devices failed: ${why}`;
 }
 
 function fail(c: ChannelClaim, why: string, retry: boolean): ChannelFailure {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { PreparedDevice } from '../checkpoint/checkpoint.js';
 import type { ApiClient } from '../../kube/client.js';
 import type { ClaimRef, DraHandlers, PrepareResponse, UnprepareResponse } from '../kubelet/grpc.js';
-import { checkClaimUid, claimPath, type ResourceClaim } from '../../kube/types/claim.js';
+import { checkClaimUid, claimPath, claimString, type ResourceClaim } from '../../kube/types/claim.js';
 import { PrepareError } from '../prepare/node.js';
 import type { PluginMetrics } from './metrics.js';
 
@@ -31,7 +31,7 @@ async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> 
   const c = JSON.parse(await api.send('GET', claimPath(ref.namespace, ref.name))) as ResourceClaim;
   if (c.metadata.uid !== ref.uid) {
     throw new PrepareError(
-      `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: claim ${ref.namespace}/${ref.name} got replaced`,
+      `error preparing devices for claim ${claimString(ref)}: claim ${ref.namespace}/${ref.name} got replaced`,
     );
   }
   return c;
@@ -84,7 +84,7 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
               const error =
                 e instanceof PrepareError
                   ? msg
-                  : `error preparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`;
+                  : `error preparing devices for claim ${claimString(ref)}: ${msg}`;
               out[ref.uid] = { devices: [], error };
               m.requests.inc({ method: 'NodePrepareResources', result: 'error' });
               log.warn(
@@ -109,7 +109,7 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
           } catch (e) {
             const msg = e instanceof Error ? e.message : String(e);
             out[ref.uid] = {
-              error: `error unpreparing devices for claim ${ref.namespace}/${ref.name}:${ref.uid}: ${msg}`,
+              error: `error unpreparing devices for claim ${claimString(ref)}: ${msg}`,
             };
             m.requests.inc({ method: 'NodeUnprepareResources', result: 'error' });
             log.warn(

@@ -5,7 +5,7 @@ import { listSpecs, removeSpec, writeSpec } from '../cdi/write.js';
 import type { CheckpointStore, PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
 import { removeDurably } from '../durable/file.js';
 import { under } from '../durable/path.js';
-import { checkClaimUid, type ResourceClaim } from '../../kube/types/claim.js';
+import { checkClaimUid, claimString, type ResourceClaim } from '../../kube/types/claim.js';
 import { crashPoint } from './crash.js';
 import { ClaimError, ClaimRefused, PrepareError, Serial } from './node.js';
 
@@ -144,9 +144,7 @@ export class ClaimLifecycle {
     const m = claim.metadata;
     if (this.hooks.failure) return new PrepareError(this.hooks.failure(m, cause));
     const prefix = refused ? '' : this.hooks.errorPrefix;
-    return new PrepareError(
-      `error preparing devices for claim ${m.namespace}/${m.name}:${m.uid}: ${prefix}${cause}`,
-    );
+    return new PrepareError(`error preparing devices for claim ${claimString(m)}: ${prefix}${cause}`);
   }
 
   private prepareNow(claim: ResourceClaim): PreparedDevice[] {

@@ -16,6 +16,7 @@ import type { Nvml } from '../../model/nvml/types.js';
 import { NVIDIA_SMI } from '../nvidia-smi/script.js';
 import {
   baseRequest,
+  claimString,
   type AllocationConfig,
   type AllocationResult,
   type ResourceClaim,
@@ -92,7 +93,7 @@ class GpuHooks implements ClaimHooks {
     configs: readonly AllocationConfig[],
   ): void {
     const m = claim.metadata;
-    const who = `claim ${m.namespace}/${m.name}:${m.uid}`;
+    const who = `claim ${claimString(m)}`;
     const admin = new Set<string>();
     for (const r of results.filter((x) => x.adminAccess === true)) {
       admin.add(r.request);
