@@ -1,3 +1,4 @@
+import { gatesWith } from '../src/model/feature-gates/gates.js';
 /**
  * bench/mig: what dynamic MIG costs. Render time and slice bytes for 8-GPU presets, plain (the
  * baseline, measured in the same run) and with every MIG partition published; and the latency of
@@ -91,7 +92,7 @@ async function prepareLatency(dynamicMig: boolean, device: string): Promise<{ p5
     nodeName: NODE,
     cdiRoot: join(dir, 'cdi'),
     stateDir: join(dir, 'state'),
-    gates: { TimeSlicingSettings: false, MPSSupport: false },
+    gates: gatesWith({}),
     release: '0.5',
   });
   const times: number[] = [];

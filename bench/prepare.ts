@@ -1,3 +1,4 @@
+import { gatesWith } from '../src/model/feature-gates/gates.js';
 /**
  * bench/prepare: NodePrepareResources / NodeUnprepareResources over the real gRPC socket, as the kubelet
  * calls them, for 1, 10 and 100 claims in flight. The baseline, measured in the same run, is the same
@@ -102,7 +103,7 @@ function fakegpuHandlers(): DraHandlers {
       nodeName: NODE,
       cdiRoot: join(dir, 'cdi'),
       stateDir: join(dir, 'state'),
-      gates: { TimeSlicingSettings: true, MPSSupport: true },
+      gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
       release: '0.5',
     },
   );

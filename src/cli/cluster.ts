@@ -5,6 +5,7 @@ import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../loc
 import {
   DEFAULT_NODE,
   defaultClusterDir,
+  clusterGates,
   INTEGRATIONS,
   RESTARTABLE,
   type Integration,
@@ -16,7 +17,8 @@ import { isProfileFile } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
 import { nicNumaOption } from './commands.js';
-import { checkGates, intFlag, parseGates } from './options.js';
+import { intFlag, resolveGates } from './options.js';
+import { DEFAULT_RELEASE } from '../model/device/release.js';
 import { table } from './output.js';
 import {
   examples,
@@ -150,7 +152,7 @@ function nodeFlags(c: Command): Command {
     .option('--no-nics', "with --profile: the node plugin publishes no NIC slices (DRANET's)")
     .option(
       '--feature-gates <gates>',
-      'with --profile: NVIDIA driver gates for the node plugin, e.g. NVMLDeviceHealthCheck=true (health events become device taints)',
+      "NVIDIA's driver gates for the node plugin and the fleet, e.g. ConsumableShares=true (docs/feature-gates.md)",
     )
     .option(
       '--health-service',
@@ -258,13 +260,18 @@ function checkPluginFlags(f: UpFlags): void {
   }
   // Check the profile before starting anything, so a typo costs nothing.
   if (f.profile !== undefined) resolveProfile(f.profile);
-  if ((f.featureGates !== undefined || f.healthService) && f.profile === undefined)
+  if (f.healthService && f.profile === undefined)
     throw new FakegpuError(
-      f.featureGates !== undefined ? '--feature-gates' : '--health-service',
+      '--health-service',
       'needs --profile: it is a setting of the node plugin that --profile starts',
     );
-  const gates = parseGates(f.featureGates ?? '', '--feature-gates');
-  checkGates(gates, f.dynamicMig === true, '--feature-gates');
+  // The gates as the plugin will get them, the demo's own included, under the user's flag.
+  const gates = resolveGates(
+    clusterGates({ dynamicMig: f.dynamicMig === true, pluginGates: f.featureGates }),
+    DEFAULT_RELEASE,
+    f.dynamicMig === true,
+    '--feature-gates',
+  );
   if (f.healthService && !gates.NVMLDeviceHealthCheck)
     throw new FakegpuError(
       '--health-service',

@@ -12,7 +12,13 @@ import { checkNodeName, renderSlices, validateProfile } from '../model/render.js
 import { renderTopology, topology } from '../model/topology/topology.js';
 import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
-import { layoutVersionOption, noComputeDomainsOption, releaseChoiceOption } from './options.js';
+import {
+  featureGatesOption,
+  layoutVersionOption,
+  noComputeDomainsOption,
+  releaseChoiceOption,
+  resolveGates,
+} from './options.js';
 import { serialize, table, type Format } from './output.js';
 import { examplesText, kubernetesVersionFlag, nodeNameOption, outputOption } from './flags.js';
 import { isDriverName } from '../kube/types/names.js';
@@ -104,6 +110,7 @@ interface RenderFlags {
   driverName: string;
   kubernetesVersion: string;
   draDriverRelease: string;
+  featureGates: string;
   nics: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
@@ -135,6 +142,7 @@ export function renderCommand(write: (s: string) => void): Command {
     .option('--driver-name <name>', 'DRA driver name', DRIVER_NAME)
     .addOption(layoutVersionOption())
     .addOption(releaseChoiceOption())
+    .addOption(featureGatesOption())
     .option('--no-nics', "leave out the NIC slices (DRANET's) that a profile with NICs gets")
     .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
     .addOption(nicNumaOption())
@@ -158,6 +166,8 @@ export function renderCommand(write: (s: string) => void): Command {
         opts.instanceType === undefined
           ? (opts.profile ?? '')
           : presetForInstanceType(opts.instanceType, '--instance-type').name;
+      const release = parseRelease(opts.draDriverRelease, '--dra-driver-release');
+      const gates = resolveGates(opts.featureGates, release, opts.dynamicMig === true, '--feature-gates');
       const list = renderSlices(resolveProfile(profile), {
         nics: opts.nics
           ? {
@@ -167,11 +177,12 @@ export function renderCommand(write: (s: string) => void): Command {
           : undefined,
         computeDomains: opts.computeDomains,
         nodeName: opts.nodeName,
-        dynamicMig: opts.dynamicMig === true,
+        dynamicMig: gates.DynamicMIG,
         driverVersion: opts.driverVersion,
         driverName: checkDriverName(opts.driverName, '--driver-name'),
         kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
-        release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+        release,
+        gates,
       });
       write(serialize(list, opts.output));
     });
@@ -200,12 +211,21 @@ export function checkDriverName(name: string, flag: string): string {
   return name;
 }
 
+interface ValidateFlags {
+  dynamicMig?: boolean;
+  nics: boolean;
+  draDriverRelease: string;
+  featureGates: string;
+}
+
 export function validateCommand(write: (s: string) => void): Command {
   return new Command('validate')
     .description('check a MachineProfile file and summarise the machine it describes')
     .argument('<file>', 'MachineProfile YAML or JSON file, "-" for standard input, or a preset name')
     .option('--dynamic-mig', 'validate for a node running with dynamic MIG')
     .option('--no-nics', "validate for a node that publishes no NIC slices (DRANET's)")
+    .addOption(releaseChoiceOption())
+    .addOption(featureGatesOption())
     .addHelpText(
       'after',
       examplesText([
@@ -214,10 +234,17 @@ export function validateCommand(write: (s: string) => void): Command {
         "kubectl get cm p -o jsonpath='{.data.p}' | fakegpu validate -",
       ]),
     )
-    .action((file: string, opts: { dynamicMig?: boolean; nics: boolean }) => {
+    .action((file: string, opts: ValidateFlags) => {
+      const release = parseRelease(opts.draDriverRelease, '--dra-driver-release');
+      const gates = resolveGates(opts.featureGates, release, opts.dynamicMig === true, '--feature-gates');
       const source = profileSource(file);
       const profile = resolveProfile(file, source);
-      const { machine } = validateProfile(profile, { dynamicMig: opts.dynamicMig === true, nics: opts.nics });
+      const { machine } = validateProfile(profile, {
+        dynamicMig: gates.DynamicMIG,
+        nics: opts.nics,
+        release,
+        gates,
+      });
       const models = gpuSummary({
         models: profile.spec.models,
         gpus: machine.gpus.map((g) => ({ model: g.model.key })),

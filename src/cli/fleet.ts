@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { FakegpuError } from '../errors.js';
 import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, type DriverRelease } from '../model/device/release.js';
+import type { FeatureGates } from '../model/feature-gates/gates.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
 import type { FleetRunOptions } from '../fleet/run.js';
@@ -20,6 +21,8 @@ import {
   driverNamespaceOption,
   driverReleaseOption,
   dynamicMigOption,
+  featureGatesOption,
+  resolveGates,
   envOption,
   intFlag,
   kubeconfigOption,
@@ -38,6 +41,7 @@ interface Flags {
   dynamicMig?: boolean;
   driverName: string;
   draDriverRelease: string;
+  featureGates: string;
   nics?: boolean;
   computeDomains: boolean;
   driverNamespace: string;
@@ -99,6 +103,7 @@ function servedFlags(c: Command): Command {
       ),
     )
     .addOption(dynamicMigOption())
+    .addOption(featureGatesOption('FEATURE_GATES'))
     .addOption(driverNameOption())
     .addOption(driverReleaseOption())
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
@@ -194,6 +199,7 @@ export function fleetCommand(): Command {
 interface Common {
   ignored: string;
   release: DriverRelease;
+  gates: FeatureGates;
   driverName: string;
   driverNamespace: string;
   nics: { driverName: string; standardNumaNode: boolean } | undefined;
@@ -209,6 +215,12 @@ function checkCommon(f: Flags, cmd: Command): Common {
     sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
   );
   const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
+  const gates = resolveGates(
+    f.featureGates,
+    release,
+    f.dynamicMig === true,
+    sourceOf(cmd, 'featureGates', '--feature-gates'),
+  );
   const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
   const driverNamespace = checkNamespace(
     f.driverNamespace,
@@ -223,6 +235,7 @@ function checkCommon(f: Flags, cmd: Command): Common {
   return {
     ignored,
     release,
+    gates,
     driverName,
     driverNamespace,
     nics,
@@ -266,10 +279,11 @@ function checkProfile(f: Flags, c: Common): void {
   // than on every node.
   renderSlices(resolveProfile(f.profile), {
     nodeName: 'node',
-    dynamicMig: f.dynamicMig === true,
+    dynamicMig: c.gates.DynamicMIG,
     driverName: c.driverName,
     kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
     release: c.release,
+    gates: c.gates,
     nics: c.nics,
   });
 }
@@ -299,9 +313,10 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
     profileLabel: f.profileLabel,
     defaultProfile: f.profile,
     pools,
-    dynamicMig: f.dynamicMig === true,
+    dynamicMig: c.gates.DynamicMIG,
     driverName: c.driverName,
     release: c.release,
+    gates: c.gates,
     nics: c.nics,
     concurrency: c.concurrency,
     qps: c.qps,

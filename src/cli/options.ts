@@ -1,4 +1,5 @@
-import { FEATURE_GATES, type FeatureGates } from '../model/opaque-config/nvidia.js';
+import type { FeatureGates } from '../model/feature-gates/gates.js';
+import { checkFeatureGates, parseFeatureGates } from '../model/feature-gates/parse.js';
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -8,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { checkNamespace, isDnsSubdomain } from '../kube/types/names.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
-import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
+import { DEFAULT_RELEASE, RELEASES, type DriverRelease } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../process/endpoint.js';
 import { checkSmallFile, MiB } from '../process/files.js';
@@ -190,34 +191,33 @@ export function sourceOf(cmd: Command, key: string, flag: string): string {
   return cmd.getOptionValueSource(key) === 'env' && option?.envVar ? option.envVar : flag;
 }
 
-/** NVIDIA's gates fakegpu knows; the chart's values schema is generated with the same. */
-export const GATES: (keyof FeatureGates)[] = [...FEATURE_GATES];
-
-/** `A=true,B=false`, NVIDIA's flag syntax; unknown gates are refused by name. */
-export function parseGates(text: string, field = '--feature-gates'): FeatureGates {
-  const gates: FeatureGates = { TimeSlicingSettings: false, MPSSupport: false };
-  for (const part of text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const [k = '', v] = part.split('=');
-    if (!GATES.includes(k as keyof FeatureGates)) {
-      throw new FakegpuError(field, `unknown feature gate ${show(k)}; fakegpu knows ${GATES.join(', ')}`);
-    }
-    if (v !== 'true' && v !== 'false')
-      throw new FakegpuError(field, `${show(part)}: the value must be true or false`);
-    gates[k as keyof FeatureGates] = v === 'true';
-  }
-  return gates;
+/**
+ * NVIDIA's `--feature-gates` (env `FEATURE_GATES` where a process runs, as NVIDIA's plugin reads it).
+ * Commands that only print take the flag alone.
+ */
+export function featureGatesOption(envVar?: string): Option {
+  const o = new Option(
+    '--feature-gates <gates>',
+    "NVIDIA's driver gates, e.g. NVMLDeviceHealthCheck=true,ConsumableShares=true (docs/feature-gates.md)",
+  );
+  return envVar ? o.env(envVar).default('') : o.default('');
 }
 
-/** NVIDIA's start-up refusal: its health monitor keys devices by a placement map dynamic MIG changes. */
-export function checkGates(gates: FeatureGates, dynamicMig: boolean, field: string): void {
-  if (gates.NVMLDeviceHealthCheck && dynamicMig)
-    throw new FakegpuError(
-      field,
-      'feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
-    );
+/**
+ * The gates a release runs with, `--dynamic-mig` folded in as NVIDIA's DynamicMIG (the flag predates
+ * fakegpu's gates), then NVIDIA's rules checked once more over the result.
+ */
+export function resolveGates(
+  text: string,
+  release: DriverRelease,
+  dynamicMig: boolean,
+  field: string,
+): FeatureGates {
+  const gates = parseFeatureGates(text, release, field);
+  if (!dynamicMig || gates.DynamicMIG) return gates;
+  const withMig = { ...gates, DynamicMIG: true };
+  checkFeatureGates(withMig, release, `${field} with --dynamic-mig`);
+  return withMig;
 }
 
 /** dcgm-exporter's endpoint, on the plugin and the fleet alike; `what` says whose GPUs it serves. */

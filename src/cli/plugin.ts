@@ -12,7 +12,6 @@ import { checkSliceNames } from '../model/slice/build.js';
 import { DRANET } from '../model/nic/attributes.js';
 import { checkDriverName, DEFAULT_KUBERNETES_VERSION, nicNumaOption } from './commands.js';
 import {
-  checkGates,
   checkServingFlags,
   dcgmEndpointOption,
   dcgmVersionOption,
@@ -23,7 +22,8 @@ import {
   envOption,
   kubeconfigOption,
   noComputeDomainsOption,
-  parseGates,
+  resolveGates,
+  featureGatesOption,
   sourceOf,
 } from './options.js';
 import { examples } from './flags.js';
@@ -132,14 +132,7 @@ function serviceFlags(c: Command): Command {
     )
     .addOption(dcgmEndpointOption("this node's"))
     .addOption(dcgmVersionOption())
-    .addOption(
-      envOption(
-        '--feature-gates <gates>',
-        'NVIDIA driver gates: TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
-        'FEATURE_GATES',
-        '',
-      ),
-    )
+    .addOption(featureGatesOption('FEATURE_GATES'))
     .addOption(
       envOption(
         '--additional-xids-to-ignore <xids>',
@@ -197,9 +190,13 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
   const nodeName = checkNodeName(f.nodeName, nodeField);
   const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
   const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
-  const gates = parseGates(f.featureGates, sourceOf(cmd, 'featureGates', '--feature-gates'));
-  const dynamicMig = f.dynamicMig === true || gates.DynamicMIG === true;
-  checkGates(gates, dynamicMig, sourceOf(cmd, 'featureGates', '--feature-gates'));
+  const gates = resolveGates(
+    f.featureGates,
+    release,
+    f.dynamicMig === true,
+    sourceOf(cmd, 'featureGates', '--feature-gates'),
+  );
+  const dynamicMig = gates.DynamicMIG;
   const ignored = checkIgnoredXids(
     f.additionalXidsToIgnore,
     sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),

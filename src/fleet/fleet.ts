@@ -1,6 +1,7 @@
 import type { Machine } from '../model/hardware/machine.js';
 import type { NvmlFault } from '../model/nvml/state.js';
 import type { Logger } from 'pino';
+import type { FeatureGates } from '../model/feature-gates/gates.js';
 import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { FaultApi } from '../kube/gpufault/api.js';
@@ -57,6 +58,8 @@ export interface FleetOptions {
   dynamicMig: boolean;
   driverName: string;
   release: DriverRelease;
+  /** NVIDIA's gates, resolved; absent: the release's defaults. */
+  gates?: FeatureGates | undefined;
   nics?: NicRenderOptions | undefined;
   /** Nodes reconciled at once. */
   concurrency: number;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../model/device/release.js';
+import { defaultGates, type FeatureGates } from '../model/feature-gates/gates.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../kube/types/version.js';
 import { type ResolvedProfile } from '../model/profile/load.js';
@@ -34,6 +35,8 @@ export interface MachineOptions {
   dynamicMig: boolean;
   driverName: string;
   release: DriverRelease;
+  /** NVIDIA's gates, resolved; a pool's `dynamicMig` overrides DynamicMIG. */
+  gates?: FeatureGates | undefined;
   nics?: NicRenderOptions | undefined;
   /** Publish NVIDIA's compute-domain slice on nodes with NVLink fabric. */
   computeDomains?: boolean | undefined;
@@ -149,6 +152,7 @@ export class Machines {
       driverName: this.o.driverName,
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
+      gates: { ...(this.o.gates ?? defaultGates()), DynamicMIG: m.dynamicMig },
       nics: this.o.nics,
       computeDomains: this.o.computeDomains,
     };

@@ -23,6 +23,7 @@ export interface FleetRunOptions extends Pick<
   | 'dynamicMig'
   | 'driverName'
   | 'release'
+  | 'gates'
   | 'nics'
   | 'concurrency'
   | 'qps'
@@ -149,6 +150,7 @@ function lead(o: FleetRunOptions, kc: PooledKubeConfig, onFaults: ReturnType<typ
     dynamicMig: o.dynamicMig,
     driverName: o.driverName,
     release: o.release,
+    gates: o.gates,
     nics: o.nics,
     concurrency: o.concurrency,
     qps: o.qps,

@@ -57,5 +57,6 @@ export function fleetArgs(l: Layout, s: State, ports: { http: string; dcgm?: str
     `--http-endpoint=${ports.http}`,
     ...(ports.dcgm ? [`--dcgm-endpoint=${ports.dcgm}`] : []),
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
+    ...(s.pluginGates ? [`--feature-gates=${s.pluginGates}`] : []),
   ];
 }

@@ -11,7 +11,7 @@ import { buildFakegpuImage, FAKEGPU_IMAGE } from './fakegpu-image.js';
 import { FLEET_HTTP } from './fleet-process.js';
 import { kubectl } from './kubectl.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
-import { PLUGIN_FEATURE_GATES } from './plugin-process.js';
+import { clusterGates } from './state.js';
 import { kwokRuns, KWOK_DEFAULT_PROFILE, type State } from './state.js';
 
 /**
@@ -68,7 +68,7 @@ export function helmValues(l: Layout, s: State): Record<string, unknown> {
     profile: s.profile ?? KWOK_DEFAULT_PROFILE,
     dynamicMig: s.dynamicMig,
     nics: { enabled: s.nics !== false, numaAttribute: s.nicNumaAttribute ?? 'dranet' },
-    featureGates: [PLUGIN_FEATURE_GATES, s.pluginGates ?? ''].filter(Boolean).join(','),
+    featureGates: clusterGates(s),
     kubeletPluginsDir: join(l.kubeletRoot, 'plugins'),
     kubeletRegistrarDir: join(l.kubeletRoot, 'plugins_registry'),
     cdiRoot: l.cdiDir,

@@ -8,8 +8,8 @@ import { startDaemon } from './process.js';
 import { REPO_ROOT } from '../process/repo.js';
 import type { State } from './state.js';
 
-/** NVIDIA's sharing gates are off by default in the real driver; a demo cluster turns them on. */
-export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
+export { clusterGates, PLUGIN_FEATURE_GATES } from './state.js';
+import { clusterGates } from './state.js';
 export const PLUGIN_HTTP = '127.0.0.1:51516';
 /** The node plugin's GPU metrics, on dcgm-exporter's port. */
 export const PLUGIN_DCGM = '127.0.0.1:9400';
@@ -48,7 +48,7 @@ export function pluginArgs(l: Layout, s: State): string[] {
     `--kubeconfig=${l.adminKubeconfig}`,
     `--http-endpoint=${PLUGIN_HTTP}`,
     `--dcgm-endpoint=${PLUGIN_DCGM}`,
-    `--feature-gates=${[PLUGIN_FEATURE_GATES, s.pluginGates ?? ''].filter(Boolean).join(',')}`,
+    `--feature-gates=${clusterGates(s)}`,
     ...(s.healthService ? ['--health-service'] : []),
     `--profile-label=${PROFILE_LABEL}`,
     // No GPU Feature Discovery here: the plugin sets the clique label in its place.

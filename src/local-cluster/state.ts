@@ -161,3 +161,15 @@ export function running(l: Layout): Record<ComponentName, number | null> {
     }),
   ) as Record<ComponentName, number | null>;
 }
+
+/**
+ * NVIDIA's sharing gates are off by default in the real driver; a demo cluster turns them on, except MPS
+ * beside dynamic MIG, which NVIDIA's rules forbid.
+ */
+export const PLUGIN_FEATURE_GATES = 'TimeSlicingSettings=true,MPSSupport=true';
+
+/** The gates the cluster's plugin and fleet run with: the demo's, then the user's `--feature-gates`. */
+export function clusterGates(s: Pick<State, 'dynamicMig' | 'pluginGates'>): string {
+  const demo = s.dynamicMig ? 'TimeSlicingSettings=true' : PLUGIN_FEATURE_GATES;
+  return [demo, s.pluginGates ?? ''].filter(Boolean).join(',');
+}

@@ -1,4 +1,5 @@
 import { buildDevices, type GpuDevices } from './device/allocatable.js';
+import { defaultGates, type FeatureGates } from './feature-gates/gates.js';
 import { discoverGpus } from './device/discover.js';
 import { DEFAULT_RELEASE, RELEASES, type DriverRelease } from './device/release.js';
 import { FakegpuError, show } from '../errors.js';
@@ -24,6 +25,8 @@ export interface RenderOptions {
   driverName: string;
   kubernetesVersion: Semver;
   release: DriverRelease;
+  /** NVIDIA's feature gates, resolved; absent: the release's defaults. */
+  gates?: FeatureGates | undefined;
   /** Where MIG state lives, chosen per machine; a fresh in-memory store renders the machine as booted. */
   migState?: (machine: Machine) => MigStateStore;
   /** Publish the machine's NICs as DRANET would, under this driver name; absent: GPUs only. */
@@ -69,7 +72,11 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
   return {
     machine,
     nvml,
-    devices: buildDevices(gpus, { dynamicMig: opts.dynamicMig, release: opts.release }),
+    devices: buildDevices(gpus, {
+      dynamicMig: opts.dynamicMig,
+      release: opts.release,
+      gates: opts.gates ?? defaultGates(),
+    }),
   };
 }
 
@@ -133,14 +140,15 @@ const VALIDATED_FOR = RELEASE_LIMITS.at(-1)?.release ?? FIRST_V1;
  */
 export function validateProfile(
   profile: ResolvedProfile,
-  opts: { dynamicMig: boolean; nics?: boolean },
+  opts: { dynamicMig: boolean; nics?: boolean; release?: DriverRelease; gates?: FeatureGates },
 ): NodeModel {
   return renderNode(profile, {
     nodeName: 'validate',
     dynamicMig: opts.dynamicMig,
     driverName: DRIVER_NAME,
     kubernetesVersion: VALIDATED_FOR,
-    release: DEFAULT_RELEASE,
+    release: opts.release ?? DEFAULT_RELEASE,
+    gates: opts.gates,
     nics: opts.nics === false ? undefined : { driverName: DRANET, standardNumaNode: false },
   }).model;
 }

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkGates, parseGates } from '../../src/cli/options.js';
+import { resolveGates } from '../../src/cli/options.js';
 import { expectedTaints, watchedGpus } from '../../src/model/health/expected.js';
 import { HealthMonitor } from '../../src/model/health/monitor.js';
 import { deviceHealth } from '../../src/model/health/report.js';
@@ -195,19 +195,13 @@ describe('taint rules (gpu-health.md §2)', () => {
     );
   });
 
-  it('the gates: NVMLDeviceHealthCheck is known and refused with dynamic MIG as NVIDIA refuses it', () => {
-    const g = parseGates('NVMLDeviceHealthCheck=true');
+  it('the gates: NVMLDeviceHealthCheck is known and refused with dynamic MIG as NVIDIA v0.5.0 refuses it', () => {
+    const g = resolveGates('NVMLDeviceHealthCheck=true', '0.5', false, '--feature-gates');
     assert.equal(g.NVMLDeviceHealthCheck, true);
-    assert.throws(
-      () => {
-        checkGates(g, true, '--feature-gates');
-      },
-      {
-        message:
-          '--feature-gates: feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG',
-      },
-    );
-    checkGates(g, false, '--feature-gates');
+    assert.throws(() => resolveGates('NVMLDeviceHealthCheck=true', '0.5', true, '--feature-gates'), {
+      message:
+        '--feature-gates with --dynamic-mig: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck',
+    });
   });
 });
 

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkEndpoint, checkKubeconfig, GATES, parseGates } from '../../src/cli/options.js';
+import { checkEndpoint, checkKubeconfig } from '../../src/cli/options.js';
+import { GATE_NAMES, LOGGING_GATES } from '../../src/model/feature-gates/gates.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { clusterRestart } from '../../src/local-cluster/cluster.js';
 import { splitEndpoint } from '../../src/process/endpoint.js';
@@ -18,28 +19,15 @@ describe('plugin and cluster inputs', () => {
     return p;
   };
 
-  it("--feature-gates: the chart's values schema allows exactly the gates the plugin knows", () => {
+  it("--feature-gates: the chart's values schema allows exactly NVIDIA's gate names", () => {
     const schema = JSON.parse(
       readFileSync(join(REPO_ROOT, 'deploy', 'helm', 'fakegpu', 'values.schema.json'), 'utf8'),
     ) as { properties: { featureGates: { pattern: string } } };
     const pattern = schema.properties.featureGates.pattern;
     const names = /\(\(([A-Za-z|]+)\)=/.exec(pattern)?.[1]?.split('|') ?? [];
-    assert.deepEqual([...names].sort(), [...GATES].sort());
-    assert.match(`${GATES.join('=true,')}=true`, new RegExp(pattern));
-  });
-
-  it('--feature-gates: NVIDIA gate names with true or false', () => {
-    assert.deepEqual(parseGates('TimeSlicingSettings=true, MPSSupport=false'), {
-      TimeSlicingSettings: true,
-      MPSSupport: false,
-    });
-    assert.throws(() => parseGates('Turbo=true'), {
-      message:
-        '--feature-gates: unknown feature gate "Turbo"; fakegpu knows TimeSlicingSettings, MPSSupport, NVMLDeviceHealthCheck, DynamicMIG',
-    });
-    assert.throws(() => parseGates('MPSSupport=yes'), {
-      message: '--feature-gates: "MPSSupport=yes": the value must be true or false',
-    });
+    const gates = [...GATE_NAMES, ...LOGGING_GATES];
+    assert.deepEqual([...names].sort(), [...gates].sort());
+    assert.match(`${gates.join('=true,')}=true`, new RegExp(pattern));
   });
 
   it('--http-endpoint: host:port', () => {

@@ -1,3 +1,4 @@
+import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -70,7 +71,7 @@ function options(root: string, kubeconfig: string): PluginOptions {
     stateDir: join(root, 'state'),
     kubeconfig,
     httpEndpoint: '',
-    gates: { TimeSlicingSettings: true, MPSSupport: true },
+    gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
     resetCheckpoint: false,
     log: pino({ level: 'silent' }),
   };

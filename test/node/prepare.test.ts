@@ -1,3 +1,4 @@
+import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { modelNode } from '../../src/model/render.js';
 import type { DriverRelease } from '../../src/model/device/release.js';
 
 const NODE = 'node-a';
-const on = { TimeSlicingSettings: true, MPSSupport: true };
+const on = gatesWith({ TimeSlicingSettings: true, MPSSupport: true });
 
 function setup(
   profile: string | ResolvedProfile = 'dgx-h100',

@@ -1,3 +1,4 @@
+import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import { join } from 'node:path';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
@@ -32,7 +33,7 @@ export function nodeState(
     nodeName: NODE,
     cdiRoot: join(root, 'cdi'),
     stateDir: join(root, 'state'),
-    gates: { TimeSlicingSettings: true, MPSSupport: true },
+    gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
     release,
   };
   const checkpoint = new CheckpointStore(join(root, 'state', 'checkpoint.json'));

@@ -13,11 +13,14 @@ import {
 import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
+import type { FeatureGates } from '../feature-gates/gates.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
   dynamicMig: boolean;
   release: DriverRelease;
+  /** NVIDIA's feature gates, resolved (`model/feature-gates`). */
+  gates: FeatureGates;
 }
 
 /**

@@ -4,6 +4,7 @@
  * a claim that the real driver rejects is rejected here with the same words.
  */
 
+import type { FeatureGates } from '../feature-gates/gates.js';
 import { ConfigError, isObject, registeredKind, strict, typeError } from './decode.js';
 
 export { ConfigError, GROUP_VERSION } from './decode.js';
@@ -32,22 +33,8 @@ export interface DeviceConfig {
   sharing?: Sharing;
 }
 
-export interface FeatureGates {
-  TimeSlicingSettings: boolean;
-  MPSSupport: boolean;
-  /** NVML health events become device taints; off by default, as in NVIDIA's driver. */
-  NVMLDeviceHealthCheck?: boolean;
-  /** NVIDIA's name for what `--dynamic-mig` turns on. */
-  DynamicMIG?: boolean;
-}
-
-/** The gates fakegpu knows, as `--feature-gates` and the chart's `featureGates` take them. */
-export const FEATURE_GATES = [
-  'TimeSlicingSettings',
-  'MPSSupport',
-  'NVMLDeviceHealthCheck',
-  'DynamicMIG',
-] as const satisfies readonly (keyof FeatureGates)[];
+/** The gates a decode reads; the whole table is `model/feature-gates`. */
+export type SharingGates = Pick<FeatureGates, 'TimeSlicingSettings' | 'MPSSupport'>;
 
 const UNITS: Record<string, bigint> = {
   '': 1n,
@@ -122,7 +109,7 @@ function decodeMps(raw: unknown, path: string): MpsConfig {
   return out;
 }
 
-function decodeSharing(raw: unknown, kind: Kind, gates: FeatureGates): Sharing {
+function decodeSharing(raw: unknown, kind: Kind, gates: SharingGates): Sharing {
   if (!isObject(raw)) throw typeError(`${kind}.sharing`, 'v1beta1.GpuSharing', raw);
   // MIG devices cannot time-slice at a finer grain than the GPU, so the MIG config has no such field.
   const fields =
@@ -162,7 +149,7 @@ function decodeSharing(raw: unknown, kind: Kind, gates: FeatureGates): Sharing {
 }
 
 /** Decodes one `opaque.parameters` object for our driver. Throws ConfigError with the driver's wording. */
-export function decodeConfig(parameters: unknown, gates: FeatureGates): DeviceConfig {
+export function decodeConfig(parameters: unknown, gates: SharingGates): DeviceConfig {
   const { kind: k, params } = registeredKind(parameters, KINDS);
   try {
     const fields =

@@ -7,7 +7,7 @@ import { KubeApi } from '../../kube/api.js';
 import { clientOf, loadKubeconfigInto } from '../../kube/client.js';
 import { serveProbes, type ProbeServer } from '../../process/probe-server.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
-import type { FeatureGates } from '../../model/opaque-config/nvidia.js';
+import type { FeatureGates } from '../../model/feature-gates/gates.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
 import { KubeFaultApi } from '../../kube/gpufault/api.js';
 import { gpuSkeleton } from '../../model/health/gpus.js';

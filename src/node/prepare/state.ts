@@ -6,8 +6,8 @@ import {
   configKindFor,
   decodeConfig,
   type DeviceConfig,
-  type FeatureGates,
 } from '../../model/opaque-config/nvidia.js';
+import type { FeatureGates } from '../../model/feature-gates/gates.js';
 import type { GpuDevices } from '../../model/device/allocatable.js';
 import type { GpuInfo } from '../../model/device/discover.js';
 import { writeIfChanged } from '../durable/file.js';

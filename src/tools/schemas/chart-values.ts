@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DRIVER_NAME_PATTERN } from '../../kube/types/names.js';
-import { FEATURE_GATES } from '../../model/opaque-config/nvidia.js';
+import { GATE_NAMES, LOGGING_GATES } from '../../model/feature-gates/gates.js';
 import type { Extras } from './convert.js';
 
 /**
@@ -21,9 +21,12 @@ const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
 const Duration = z.string().regex(/^\d+(ms|s|m|h)$/);
 const DriverName = z.string().regex(DRIVER_NAME_PATTERN).max(63);
 
-/** `A=true,B=false` over the gates fakegpu knows, as parseGates reads `--feature-gates`. */
+/**
+ * `A=true,B=false` over NVIDIA's gate names, as the plugin reads `--feature-gates`; which release has
+ * which gate, and NVIDIA's rules, are the plugin's to refuse when it starts.
+ */
 function gatesPattern(): RegExp {
-  const gate = `(${FEATURE_GATES.join('|')})=(true|false)`;
+  const gate = `(${[...GATE_NAMES, ...LOGGING_GATES].join('|')})=(true|false)`;
   return new RegExp(`^(${gate}(,${gate})*)?$`);
 }
 
