@@ -376,6 +376,7 @@ export class Fleet {
         driverName: this.o.driverName,
         kubernetesVersion: version,
         release: this.o.release,
+        gates: this.o.gates,
       }).items;
       off = await probeGates(this.api, probe);
     } catch {

@@ -152,7 +152,7 @@ export class Machines {
       driverName: this.o.driverName,
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
-      gates: { ...(this.o.gates ?? defaultGates()), DynamicMIG: m.dynamicMig },
+      gates: this.gates(m.dynamicMig),
       nics: this.o.nics,
       computeDomains: this.o.computeDomains,
     };
@@ -214,6 +214,13 @@ export class Machines {
     return profile instanceof FakegpuError
       ? profile
       : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };
+  }
+
+  /** The fleet's gates for a pool, lists only where the server keeps them. */
+  private gates(dynamicMig: boolean): FeatureGates {
+    const g = this.o.gates ?? defaultGates();
+    const lists = g.DRAListTypeAttributes && !this.gatesOff.has('listAttributes');
+    return { ...g, DynamicMIG: dynamicMig, DRAListTypeAttributes: lists };
   }
 
   /** Dynamic MIG only where the server keeps counters. */

@@ -77,7 +77,7 @@ export const KUBERNETES_RELEASES: readonly KubernetesRelease[] = [
     release: '1.36',
     version: '1.36.3',
     folder: 'kubernetes-1.36',
-    featureGates: { ...ALPHA_1_34, DRADeviceTaintRules: true },
+    featureGates: { ...ALPHA_1_34, DRADeviceTaintRules: true, DRAListTypeAttributes: true },
     // DeviceTaintRule is v1beta2 here, a beta API off by default.
     runtimeConfig: 'resource.k8s.io/v1beta2=true',
     lacks: ['DRAResourceHealth is v1alpha1 only'],
@@ -94,6 +94,8 @@ export const KUBERNETES_RELEASES: readonly KubernetesRelease[] = [
       DRADeviceBindingConditions: true,
       DRAResourceClaimDeviceStatus: true,
       ResourceHealthStatus: true,
+      // Alpha in 1.36 and 1.37 (KEP-5491): NVIDIA's DRAListTypeAttributes publishes numaNode as a list.
+      DRAListTypeAttributes: true,
     },
     lacks: [],
   },

@@ -90,12 +90,20 @@ export function renderSlices(profile: ResolvedProfile, opts: RenderOptions): Lis
  */
 const FIRST_V1 = RELEASE_LIMITS[0]?.release ?? { major: 1, minor: 34, patch: 0 };
 
+/** `DeviceAttribute.ints` and the other lists: alpha in Kubernetes 1.36 (KEP-5491). */
+const FIRST_LIST = { major: 1, minor: 36, patch: 0 };
+
 /** What slices are rendered for must be able to store them, and two drivers of a node must differ. */
 function checkRenderTarget(opts: RenderOptions): void {
   if (compareSemver(opts.kubernetesVersion, FIRST_V1) < 0)
     throw new FakegpuError(
       '--kubernetes-version',
       `${formatSemver(opts.kubernetesVersion)} has no resource.k8s.io/v1, the API fakegpu renders ResourceSlices in; give ${FIRST_V1.major}.${FIRST_V1.minor} or later`,
+    );
+  if (opts.gates?.DRAListTypeAttributes && compareSemver(opts.kubernetesVersion, FIRST_LIST) < 0)
+    throw new FakegpuError(
+      '--feature-gates',
+      `DRAListTypeAttributes=true: Kubernetes ${formatSemver(opts.kubernetesVersion)} has no list attributes; they came in ${FIRST_LIST.major}.${FIRST_LIST.minor} (KEP-5491, behind the API server's and scheduler's gate DRAListTypeAttributes)`,
     );
   if (opts.nics?.driverName === opts.driverName)
     throw new FakegpuError(

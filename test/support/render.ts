@@ -6,6 +6,7 @@ import { resolveProfile } from '../../src/process/profile-file.js';
 import { renderSlices, type RenderOptions } from '../../src/model/render.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
+import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
 
 export interface TestRender {
   node?: string;
@@ -16,6 +17,8 @@ export interface TestRender {
   /** Add DRANET's slices for the machine's NICs. */
   nics?: boolean;
   nicNumaAttribute?: 'dranet' | 'standard';
+  /** NVIDIA's gates set away from their defaults. */
+  gates?: Partial<FeatureGates>;
 }
 
 export function render(profile: string | ResolvedProfile, o: TestRender = {}): List<ResourceSlice> {
@@ -26,6 +29,7 @@ export function render(profile: string | ResolvedProfile, o: TestRender = {}): L
     driverName: DRIVER_NAME,
     kubernetesVersion: parseLenientVersion(o.kubernetesVersion ?? '1.37.0', 'test'),
     release: o.release ?? DEFAULT_RELEASE,
+    gates: o.gates ? gatesWith(o.gates) : undefined,
     nics: o.nics ? { driverName: DRANET, standardNumaNode: o.nicNumaAttribute === 'standard' } : undefined,
   });
 }

@@ -1,5 +1,5 @@
 import type { ClusterApi } from '../api.js';
-import type { Device, ResourceSlice } from '../types/resource.js';
+import type { Device, DeviceAttribute, ResourceSlice } from '../types/resource.js';
 
 /**
  * Fields of a ResourceSlice that an API server drops, without an error, while their feature gate is off:
@@ -7,12 +7,13 @@ import type { Device, ResourceSlice } from '../types/resource.js';
  * is probed once with a dry run before publishing (`probeSlices`, `droppedFields`), and what the server
  * cannot take is left out or refused with one line naming the gate (`gateMessage`).
  */
-export type GatedField = 'sharedCounters' | 'consumesCounters' | 'taints';
+export type GatedField = 'sharedCounters' | 'consumesCounters' | 'taints' | 'listAttributes';
 
 export const FIELD_GATES: Record<GatedField, string> = {
   sharedCounters: 'DRAPartitionableDevices',
   consumesCounters: 'DRAPartitionableDevices',
   taints: 'DRADeviceTaints',
+  listAttributes: 'DRAListTypeAttributes',
 };
 
 /** A probe taint: informational, so a dry run of it could not keep anything off a device. */
@@ -25,6 +26,9 @@ const PROBE_TAINT = { key: 'fakegpu.dev/probe', value: 'gate', effect: 'None' } 
  */
 export function probeSlices(desired: readonly ResourceSlice[]): ResourceSlice[] {
   const probes: ResourceSlice[] = [];
+  const listed = listProbe(desired);
+  // Lists have a probe of their own; in the others they would hide which field the server refused.
+  if (listed) desired = withoutFields(desired, new Set(['listAttributes']));
   const counters = desired.find((s) => (s.spec.sharedCounters?.length ?? 0) > 0);
   if (counters) probes.push(counters);
   const consuming = desired.find((s) => s.spec.devices?.some((d) => d.consumesCounters));
@@ -37,7 +41,22 @@ export function probeSlices(desired: readonly ResourceSlice[]): ResourceSlice[] 
     const { sharedCounters: __, ...spec } = withDevice.spec;
     probes.push({ ...withDevice, spec: { ...spec, devices: [{ ...device, taints: [PROBE_TAINT] }] } });
   }
+  if (listed) probes.push(listed);
   return probes;
+}
+
+const hasList = (d: Device): boolean => Object.values(d.attributes ?? {}).some((a) => 'ints' in a);
+
+/** The first device with a list attribute, alone, without the other gated fields. */
+function listProbe(desired: readonly ResourceSlice[]): ResourceSlice | undefined {
+  for (const s of desired) {
+    const d = s.spec.devices?.find(hasList);
+    if (!d) continue;
+    const { consumesCounters: _, taints: __, ...device } = d;
+    const { sharedCounters: ___, ...spec } = s.spec;
+    return { ...s, spec: { ...spec, devices: [device] } };
+  }
+  return undefined;
 }
 
 /** Which gated fields the sent slice had and the server's answer lacks. */
@@ -49,6 +68,8 @@ export function droppedFields(sent: ResourceSlice, stored: ResourceSlice): Gated
     (devices ?? []).some((d) => (d[f]?.length ?? 0) > 0);
   for (const f of ['consumesCounters', 'taints'] as const)
     if (has(sent.spec.devices, f) && !has(stored.spec.devices, f)) out.add(f);
+  if ((sent.spec.devices ?? []).some(hasList) && !(stored.spec.devices ?? []).some(hasList))
+    out.add('listAttributes');
   return [...out];
 }
 
@@ -61,15 +82,26 @@ export function withoutFields(
   return slices.map((s) => {
     const spec = { ...s.spec };
     if (fields.has('sharedCounters')) delete spec.sharedCounters;
-    if (spec.devices && (fields.has('consumesCounters') || fields.has('taints')))
+    if (
+      spec.devices &&
+      (fields.has('consumesCounters') || fields.has('taints') || fields.has('listAttributes'))
+    )
       spec.devices = spec.devices.map((d) => {
         const x = { ...d };
         if (fields.has('consumesCounters')) delete x.consumesCounters;
         if (fields.has('taints')) delete x.taints;
+        if (fields.has('listAttributes') && x.attributes) x.attributes = scalarAttributes(x.attributes);
         return x;
       });
     return { ...s, spec };
   });
+}
+
+/** A one-element list as the scalar NVIDIA publishes without its DRAListTypeAttributes gate. */
+function scalarAttributes(a: Record<string, DeviceAttribute>): Record<string, DeviceAttribute> {
+  return Object.fromEntries(
+    Object.entries(a).map(([k, v]) => [k, 'ints' in v && v.ints[0] !== undefined ? { int: v.ints[0] } : v]),
+  );
 }
 
 /** One line for the log: which gate is off, on which server, and what fakegpu does instead. */
@@ -83,6 +115,10 @@ export function gateMessage(fields: readonly GatedField[], server: string): stri
   if (gates.includes('DRADeviceTaints'))
     parts.push(
       'device taints need DRADeviceTaints, which is off on this API server (it dropped taints from a dry run): GPU failures are logged and counted in metrics but not published as taints',
+    );
+  if (gates.includes('DRAListTypeAttributes'))
+    parts.push(
+      "list attributes need DRAListTypeAttributes, which is off on this API server (it refused or dropped a list in a dry run): publishing resource.kubernetes.io/numaNode as an int, as NVIDIA's driver does without its gate; turn the gate on (kube-apiserver, kube-scheduler) for lists",
     );
   return `Kubernetes ${server}: ${parts.join('; ')}`;
 }
@@ -102,6 +138,8 @@ export async function probeGates(
     try {
       stored = await api.dryRunSlice(body);
     } catch {
+      // A list attribute emptied by the server's field drop is an invalid attribute, not a dropped one.
+      if ((probe.spec.devices ?? []).some(hasList)) off.add('listAttributes');
       continue;
     }
     for (const f of droppedFields(probe, stored)) off.add(f);

@@ -3,7 +3,13 @@
  * server serialises them. Optional fields are omitted, never `null`, so output compares byte for byte.
  */
 
-export type DeviceAttribute = { string: string } | { int: number } | { bool: boolean } | { version: string };
+export type DeviceAttribute =
+  | { string: string }
+  | { int: number }
+  | { bool: boolean }
+  | { version: string }
+  /** DRAListTypeAttributes (KEP-5491, alpha in Kubernetes 1.36); fakegpu publishes only `ints`. */
+  | { ints: number[] };
 
 export interface DeviceCapacity {
   value: string;

@@ -14,6 +14,7 @@ import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
+import { listNumaNodes } from './list-attributes.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
@@ -179,11 +180,12 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
-  return ordered.map((gpu): GpuDevices => {
+  const built = ordered.map((gpu): GpuDevices => {
     if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release);
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
       : [{ device: fullGpu(gpu, opts.release), handle: { type: 'gpu' } }];
     return inOrder(gpu, devices, null);
   });
+  return opts.gates.DRAListTypeAttributes ? listNumaNodes(built) : built;
 }

@@ -119,7 +119,7 @@ export const GATES = {
     default: false,
     since: '0.4',
     releases: ONLY_05,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: 'resource.kubernetes.io/numaNode as a list (Kubernetes 1.36+ with the same gate)',
   },
   FabricManagerPartitioning: {

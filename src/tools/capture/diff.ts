@@ -36,6 +36,7 @@ export function attributeText(a: DeviceAttribute): string {
   if ('string' in a) return `string ${JSON.stringify(a.string)}`;
   if ('int' in a) return `int ${a.int}`;
   if ('bool' in a) return `bool ${a.bool}`;
+  if ('ints' in a) return `ints [${a.ints.join(', ')}]`;
   return `version ${JSON.stringify(a.version)}`;
 }
 
