@@ -92,14 +92,14 @@ describe("NVIDIA's feature gates", () => {
       refusal('AllAlpha=true'),
       '--feature-gates: feature gate DynamicMIG is currently mutually exclusive with PassthroughSupport',
     );
-    assert.match(refusal('AllBeta=false'), /feature gate IMEXDaemonsWithDNSNames=false: fakegpu runs/);
+    assert.match(refusal('AllBeta=false'), /feature gate IMEXDaemonsWithDNSNames=false: fakegpu's ComputeDomain/);
     assert.equal(parse('AllAlpha=false,MPSSupport=true').TimeSlicingSettings, false);
   });
 
   it('a gate fakegpu reproduces only at its default says so', () => {
     assert.equal(
       refusal('ComputeDomainCliques=false'),
-      "--feature-gates: feature gate ComputeDomainCliques=false: fakegpu runs ComputeDomain daemons only as with ComputeDomainCliques=true, NVIDIA's default",
+      "--feature-gates: feature gate ComputeDomainCliques=false: fakegpu's ComputeDomain daemons have no other mode; fakegpu takes only ComputeDomainCliques=true, NVIDIA's default",
     );
     assert.equal(parse('CrashOnNVLinkFabricErrors=false').CrashOnNVLinkFabricErrors, false);
   });

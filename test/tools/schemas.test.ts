@@ -41,6 +41,7 @@ describe('the generated schemas (npm run schemas)', () => {
         `${CHART}/crds/gpufault.yaml`,
         `${CHART}/values.schema.json`,
         'docs/machine-profile.md',
+        'docs/feature-gates.md',
       ],
     );
     assert.deepEqual(stale(onDisk), [], 'run npm run schemas and commit what it writes');

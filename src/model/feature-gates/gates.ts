@@ -36,10 +36,10 @@ const MODELLED: Modelled = { kind: 'modelled' };
 /** Until fakegpu reproduces a gate, only its default is accepted. */
 const NOT_YET: Modelled = {
   kind: 'default-only',
-  why: 'fakegpu does not reproduce this gate yet; it runs as with',
+  why: 'fakegpu does not reproduce this gate yet',
 };
 
-const CD_DEFAULT = 'fakegpu runs ComputeDomain daemons only as with';
+const CD_DEFAULT = "fakegpu's ComputeDomain daemons have no other mode";
 
 export const GATES = {
   TimeSlicingSettings: {

@@ -95,7 +95,7 @@ export function checkFeatureGates(gates: FeatureGates, release: DriverRelease, f
     if (m.kind === 'default-only' && gates[g] !== GATES[g].default)
       throw new FakegpuError(
         field,
-        `feature gate ${g}=${String(gates[g])}: ${m.why} ${g}=${String(GATES[g].default)}, NVIDIA's default`,
+        `feature gate ${g}=${String(gates[g])}: ${m.why}; fakegpu takes only ${g}=${String(GATES[g].default)}, NVIDIA's default`,
       );
   }
 }

@@ -3,6 +3,7 @@ import { CHART_EXTRAS, ChartValues, VALUES_SCHEMA_DIALECT } from './chart-values
 import { jsonSchema, type JsonObject } from './convert.js';
 import { crdObject, CRDS } from './crds.js';
 import { PROFILE_REFERENCE, profileReference } from './profile-reference.js';
+import { FEATURE_GATES_REFERENCE, featureGatesReference } from './feature-gates-reference.js';
 
 /**
  * Every file `npm run schemas` writes, by its path in the repository: the CRDs of deploy/crds/, their
@@ -55,5 +56,6 @@ export function generatedFiles(): GeneratedFile[] {
     text: `${JSON.stringify({ $schema: VALUES_SCHEMA_DIALECT, ...values }, null, 2)}\n`,
   });
   out.push({ path: PROFILE_REFERENCE, text: profileReference() });
+  out.push({ path: FEATURE_GATES_REFERENCE, text: featureGatesReference() });
   return out;
 }
