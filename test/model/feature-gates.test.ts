@@ -92,7 +92,10 @@ describe("NVIDIA's feature gates", () => {
       refusal('AllAlpha=true'),
       '--feature-gates: feature gate DynamicMIG is currently mutually exclusive with PassthroughSupport',
     );
-    assert.match(refusal('AllBeta=false'), /feature gate IMEXDaemonsWithDNSNames=false: fakegpu's ComputeDomain/);
+    assert.match(
+      refusal('AllBeta=false'),
+      /feature gate IMEXDaemonsWithDNSNames=false: fakegpu's ComputeDomain/,
+    );
     assert.equal(parse('AllAlpha=false,MPSSupport=true').TimeSlicingSettings, false);
   });
 
