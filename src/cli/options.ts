@@ -71,20 +71,21 @@ export function layoutVersionOption(): Option {
   return kubernetesVersionOption('the API server the slices are laid out for');
 }
 
+const RELEASE_HELP = `NVIDIA DRA driver release to emulate (${Object.keys(RELEASES).join(', ')})`;
+
 /** `driverReleaseOption` without its environment variable, for commands that only print. */
 export function releaseChoiceOption(): Option {
-  return new Option('--dra-driver-release <release>', 'NVIDIA DRA driver release to emulate')
-    .choices(Object.keys(RELEASES))
-    .default(DEFAULT_RELEASE);
+  // Checked by parseRelease, not commander's choices: "main" deserves its own answer.
+  return new Option('--dra-driver-release <release>', RELEASE_HELP).default(DEFAULT_RELEASE);
 }
 
 export function driverReleaseOption(): Option {
   return envOption(
     '--dra-driver-release <release>',
-    'NVIDIA DRA driver release to emulate',
+    RELEASE_HELP,
     'FAKEGPU_DRA_DRIVER_RELEASE',
     DEFAULT_RELEASE,
-  ).choices(Object.keys(RELEASES));
+  );
 }
 
 /**

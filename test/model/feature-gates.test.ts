@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GATES, gatesOf, RULES, ruleMessage } from '../../src/model/feature-gates/gates.js';
 import { formatFeatureGates, parseFeatureGates } from '../../src/model/feature-gates/parse.js';
+import { parseRelease } from '../../src/model/device/release.js';
 
 const parse = (text: string, release: '25.12' | '0.4' | '0.5' = '0.5') =>
   parseFeatureGates(text, release, '--feature-gates');
@@ -112,5 +113,13 @@ describe("NVIDIA's feature gates", () => {
       formatFeatureGates(parse('MPSSupport=true,CrashOnNVLinkFabricErrors=true')),
       'MPSSupport=true',
     );
+  });
+
+  it('"main" is refused with why: no readable source shows main after v0.5.0', () => {
+    assert.throws(() => parseRelease('main', '--dra-driver-release'), {
+      message:
+        '--dra-driver-release: "main": no readable source shows NVIDIA\'s main after v0.5.0 (docs/fidelity.md says what was tried); give 0.5, the newest release',
+    });
+    assert.equal(parseRelease('v0.5', '--dra-driver-release'), '0.5');
   });
 });

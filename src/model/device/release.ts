@@ -22,6 +22,11 @@ export const DEFAULT_RELEASE: DriverRelease = '0.5';
 export function parseRelease(text: string, field: string): DriverRelease {
   const t = text.trim().replace(/^v/, '');
   if (t in RELEASES) return t as DriverRelease;
+  if (t === 'main')
+    throw new FakegpuError(
+      field,
+      `"main": no readable source shows NVIDIA's main after v0.5.0 (docs/fidelity.md says what was tried); give 0.5, the newest release`,
+    );
   throw new FakegpuError(
     field,
     `unknown NVIDIA DRA driver release ${show(text)}; known releases: ${oneOf(Object.keys(RELEASES))}`,
