@@ -839,6 +839,35 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     assert.deepEqual(nodes('off-fleet'), ['get', 'list', 'watch']);
   });
 
+  it("takes featureGates as NVIDIA's chart does, a map, and gives the plugin and the fleet the same FEATURE_GATES", () => {
+    const r = template(
+      e,
+      [
+        '--set',
+        'featureGates.DRAListTypeAttributes=true',
+        '--set',
+        'featureGates.MPSSupport=false',
+        '--set',
+        'fleet.enabled=true',
+      ],
+      'gates',
+    );
+    assert.equal(r.code, 0, r.err);
+    const all = objects(r.out);
+    for (const [kind, name] of [
+      ['DaemonSet', 'gates-plugin'],
+      ['Deployment', 'gates-fleet'],
+    ] as const)
+      assert.equal(
+        envOf(container(all, kind, name)).get('FEATURE_GATES'),
+        'DRAListTypeAttributes=true,MPSSupport=false,',
+        name,
+      );
+    const bad = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates.Turbo=true']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /featureGates/);
+  });
+
   it('refuses bad values with the schema, naming the field', () => {
     const r = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates=Turbo=true']);
     assert.notEqual(r.code, 0);

@@ -22,8 +22,16 @@ describe('plugin and cluster inputs', () => {
   it("--feature-gates: the chart's values schema allows exactly NVIDIA's gate names", () => {
     const schema = JSON.parse(
       readFileSync(join(REPO_ROOT, 'deploy', 'helm', 'fakegpu', 'values.schema.json'), 'utf8'),
-    ) as { properties: { featureGates: { pattern: string } } };
-    const pattern = schema.properties.featureGates.pattern;
+    ) as {
+      properties: { featureGates: { anyOf: [{ pattern: string }, { propertyNames: { enum: string[] } }] } };
+    };
+    const [text, map] = schema.properties.featureGates.anyOf;
+    const pattern = text.pattern;
+    assert.deepEqual(
+      [...map.propertyNames.enum].sort(),
+      [...GATE_NAMES, ...LOGGING_GATES].sort(),
+      "the map form, as NVIDIA's chart takes it",
+    );
     const names = /\(\(([A-Za-z|]+)\)=/.exec(pattern)?.[1]?.split('|') ?? [];
     const gates = [...GATE_NAMES, ...LOGGING_GATES];
     assert.deepEqual([...names].sort(), [...gates].sort());

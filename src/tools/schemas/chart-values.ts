@@ -118,7 +118,12 @@ export const ChartValues = z.strictObject({
   profile: z.string().min(1),
   profileLabel: z.string().optional(),
   dynamicMig: z.boolean().optional(),
-  featureGates: z.string().regex(gatesPattern()).optional(),
+  featureGates: z
+    .union([
+      z.string().regex(gatesPattern()),
+      z.partialRecord(z.enum([...GATE_NAMES, ...LOGGING_GATES]), z.boolean()),
+    ])
+    .optional(),
   nodeSelector: StringMap.optional(),
   tolerations: AnyList.optional(),
   kubeletPluginsDir: HostPath,

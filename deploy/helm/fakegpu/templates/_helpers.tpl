@@ -50,3 +50,15 @@ published and nothing else. A list of env entries, to be indented by the caller.
   value: "true"
 {{- end }}
 {{- end -}}
+
+{{/*
+NVIDIA's chart takes featureGates as a map (`--set featureGates.ConsumableShares=true`); fakegpu's
+string (`A=true,B=false`) is kept. Both reach the plugin and the fleet as FEATURE_GATES, NVIDIA's form.
+*/}}
+{{- define "fakegpu.featureGates" -}}
+{{- if kindIs "map" .Values.featureGates -}}
+{{- range $k, $v := .Values.featureGates }}{{ $k }}={{ $v }},{{ end -}}
+{{- else -}}
+{{- .Values.featureGates -}}
+{{- end -}}
+{{- end -}}
