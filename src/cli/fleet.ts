@@ -297,7 +297,7 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
     return;
   }
   checkProfile(f, c);
-  const pools = f.pools ? loadPools(f.pools) : undefined;
+  const pools = f.pools ? loadPools(f.pools, '--pools', c.release) : undefined;
   const dcgmStyle = await checkServingFlags(f, cmd);
   // Loaded once the flags are checked: the API client, metrics and the logger are no part of other
   // commands' start-up.

@@ -1,6 +1,14 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../model/device/release.js';
 import { defaultGates, type FeatureGates } from '../model/feature-gates/gates.js';
+import { formatFeatureGates } from '../model/feature-gates/parse.js';
+
+/** What a node is: its machine, whether it runs dynamic MIG, and its pool's gates (absent: the fleet's). */
+interface MachineRef {
+  profile: ResolvedProfile;
+  dynamicMig: boolean;
+  gates?: FeatureGates | undefined;
+}
 import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../kube/types/version.js';
 import { type ResolvedProfile } from '../model/profile/load.js';
@@ -51,8 +59,8 @@ export class Machines {
   private readonly profiles = new Map<string, ResolvedProfile | FakegpuError>();
   /** By profile: whether its machine has an NVLink fabric. */
   private readonly fabric = new Map<ResolvedProfile, boolean>();
-  /** By profile, then dynamic MIG on/off; null: the profile has no template, its nodes are rendered. */
-  private readonly templates = new Map<ResolvedProfile, Map<boolean, SliceTemplate | null>>();
+  /** By profile, then gates (DynamicMIG among them); null: the profile has no template, its nodes are rendered. */
+  private readonly templates = new Map<ResolvedProfile, Map<string, SliceTemplate | null>>();
   /** By profile: its machine as modelled for a stand-in node, for the GPU metrics of its nodes. */
   private readonly hardwareOf = new Map<ResolvedProfile, Machine | null>();
   /** The node label naming a node's rack (NVLink domain). */
@@ -146,25 +154,28 @@ export class Machines {
     return machine ? { machine, dynamicMig: m.dynamicMig } : null;
   }
 
-  private options(m: { dynamicMig: boolean }) {
+  private options(m: MachineRef) {
     return {
       dynamicMig: m.dynamicMig,
       driverName: this.o.driverName,
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
-      gates: this.gates(m.dynamicMig),
+      gates: this.gates(m),
       nics: this.o.nics,
       computeDomains: this.o.computeDomains,
     };
   }
 
-  private templateOf(m: { profile: ResolvedProfile; dynamicMig: boolean }): SliceTemplate | null {
+  private templateOf(m: MachineRef): SliceTemplate | null {
     let byMode = this.templates.get(m.profile);
-    if (!byMode) this.templates.set(m.profile, (byMode = new Map<boolean, SliceTemplate | null>()));
-    let t = byMode.get(m.dynamicMig);
+    if (!byMode) this.templates.set(m.profile, (byMode = new Map<string, SliceTemplate | null>()));
+    const options = this.options(m);
+    // Pools of one profile may differ in their gates: one template per set of them.
+    const mode = formatFeatureGates(options.gates);
+    let t = byMode.get(mode);
     if (t === undefined) {
-      t = SliceTemplate.make(m.profile, this.options(m));
-      byMode.set(m.dynamicMig, t);
+      t = SliceTemplate.make(m.profile, options);
+      byMode.set(mode, t);
       if (!t)
         this.o.log.info(
           { profile: m.profile.name },
@@ -188,9 +199,7 @@ export class Machines {
   }
 
   /** The node's machine and whether it runs dynamic MIG; null: the node has none. */
-  private machineOf(
-    st: NodeMachine,
-  ): { profile: ResolvedProfile; dynamicMig: boolean } | FakegpuError | null {
+  private machineOf(st: NodeMachine): MachineRef | FakegpuError | null {
     if (st.pool !== null && this.o.pools) {
       const m = this.o.pools.byName.get(st.pool);
       if (!m)
@@ -198,7 +207,11 @@ export class Machines {
           `node label ${this.o.pools.label}`,
           `unknown pool ${show(st.pool)}; pools: ${oneOf([...this.o.pools.byName.keys()])}`,
         );
-      return { profile: m.profile, dynamicMig: this.dynamicMig(m.dynamicMig ?? this.o.dynamicMig) };
+      return {
+        profile: m.profile,
+        dynamicMig: this.dynamicMig(m.dynamicMig ?? this.o.dynamicMig),
+        gates: m.gates,
+      };
     }
     let ref = st.profile;
     if (ref === null && st.instanceType) {
@@ -216,11 +229,11 @@ export class Machines {
       : { profile, dynamicMig: this.dynamicMig(this.o.dynamicMig) };
   }
 
-  /** The fleet's gates for a pool, lists only where the server keeps them. */
-  private gates(dynamicMig: boolean): FeatureGates {
-    const g = this.o.gates ?? defaultGates();
+  /** A pool's gates, else the fleet's; lists only where the server keeps them. */
+  private gates(m: MachineRef): FeatureGates {
+    const g = m.gates ?? this.o.gates ?? defaultGates();
     const lists = g.DRAListTypeAttributes && !this.gatesOff.has('listAttributes');
-    return { ...g, DynamicMIG: dynamicMig, DRAListTypeAttributes: lists };
+    return { ...g, DynamicMIG: m.dynamicMig, DRAListTypeAttributes: lists };
   }
 
   /** Dynamic MIG only where the server keeps counters. */

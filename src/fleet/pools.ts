@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { DEFAULT_RELEASE } from '../model/device/release.js';
+import { DEFAULT_RELEASE, type DriverRelease } from '../model/device/release.js';
+import type { FeatureGates } from '../model/feature-gates/gates.js';
+import { checkFeatureGates, parseFeatureGates } from '../model/feature-gates/parse.js';
 import { FakegpuError } from '../errors.js';
 import { mergeOverPreset, parseYamlAs, type ResolvedProfile } from '../model/profile/load.js';
 import { MiB, readBounded } from '../process/files.js';
@@ -22,6 +24,7 @@ import { RACK_LABEL } from '../model/compute-domain/resource.js';
  *   pools:
  *     h100: { profile: dgx-h100 }
  *     h100-mig: { profile: dgx-h100, dynamicMig: true }
+ *     h100-lists: { profile: dgx-h100, featureGates: DRAListTypeAttributes=true }   # NVIDIA's gates, per pool
  *     custom: { spec: { preset: dgx-a100, driver: { version: 570.124.06 } } }
  *
  * Every pool is resolved when the file is read: a typo stops the fleet before it writes anything.
@@ -57,6 +60,8 @@ const Pool = strict({
   spec: ProfileSpec.optional(),
   /** Unset: the fleet's `--dynamic-mig`. */
   dynamicMig: z.boolean().optional(),
+  /** NVIDIA's gates for the pool's nodes, as `--feature-gates` takes them; unset: the fleet's. */
+  featureGates: z.string().optional(),
   nodes: PoolNodes.optional(),
 });
 
@@ -72,6 +77,7 @@ const FleetPools = strict({
 export interface PoolMachine {
   profile: ResolvedProfile;
   dynamicMig: boolean | undefined;
+  gates?: FeatureGates | undefined;
   nodes: PoolNodes | undefined;
 }
 
@@ -82,8 +88,8 @@ export interface Pools {
   byName: ReadonlyMap<string, PoolMachine>;
 }
 
-/** `source` names the input in errors (the file). */
-export function parsePools(text: string, source: string): Pools {
+/** `source` names the input in errors (the file); `release`: the fleet's, whose gates a pool may set. */
+export function parsePools(text: string, source: string, release: DriverRelease = DEFAULT_RELEASE): Pools {
   const doc = parseYamlAs(FleetPools, text, source);
   const byName = new Map<string, PoolMachine>();
   for (const [name, p] of Object.entries(doc.pools)) {
@@ -101,14 +107,22 @@ export function parsePools(text: string, source: string): Pools {
         throw e;
       }
     }
+    const gates =
+      p.featureGates === undefined
+        ? undefined
+        : parseFeatureGates(p.featureGates, release, `${field}.featureGates`);
+    const dynamicMig = p.dynamicMig ?? (gates?.DynamicMIG === true ? true : undefined);
+    if (gates && dynamicMig)
+      checkFeatureGates({ ...gates, DynamicMIG: true }, release, `${field}.dynamicMig`);
     // Build the machine once now, so a profile that cannot be modelled fails here and not per node.
     try {
       renderSlices(profile, {
         nodeName: 'pool-check',
-        dynamicMig: p.dynamicMig ?? false,
+        dynamicMig: dynamicMig ?? false,
         driverName: DRIVER_NAME,
         kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-        release: DEFAULT_RELEASE,
+        release,
+        gates,
       });
     } catch (e) {
       if (!(e instanceof FakegpuError)) throw e;
@@ -120,12 +134,12 @@ export function parsePools(text: string, source: string): Pools {
         `${field}.nodes.count`,
         `${p.nodes.count}, but nodes.names lists ${p.nodes.names.length}; give one of them, or both agreeing`,
       );
-    byName.set(name, { profile, dynamicMig: p.dynamicMig, nodes: p.nodes });
+    byName.set(name, { profile, dynamicMig, gates, nodes: p.nodes });
   }
   return { label: doc.poolLabel ?? DEFAULT_POOL_LABEL, rackLabel: doc.rackLabel ?? RACK_LABEL, byName };
 }
 
-export function loadPools(path: string, field = '--pools'): Pools {
+export function loadPools(path: string, field = '--pools', release: DriverRelease = DEFAULT_RELEASE): Pools {
   // 100,000 node names and a spec per pool are a few MiB.
-  return parsePools(readBounded(path, field, { bytes: 16 * MiB, what: 'a FleetPools file' }), path);
+  return parsePools(readBounded(path, field, { bytes: 16 * MiB, what: 'a FleetPools file' }), path, release);
 }

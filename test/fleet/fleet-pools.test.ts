@@ -6,6 +6,7 @@ import { Fleet } from '../../src/fleet/fleet.js';
 import { DEFAULT_POOL_LABEL, loadPools, parsePools } from '../../src/fleet/pools.js';
 import { PooledKubeConfig } from '../../src/kube/client.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
+import type { ResourceSlice } from '../../src/kube/types/resource.js';
 
 const head = 'apiVersion: fakegpu.dev/v1alpha1\nkind: FleetPools\n';
 
@@ -31,6 +32,32 @@ describe('fleet pools file', () => {
     assert.equal(old.spec.gpus?.length, 8);
   });
 
+  it("takes NVIDIA's gates per pool; the fleet renders each pool with its own", async () => {
+    const p = parsePools(
+      `${head}pools:\n  lists: { profile: dgx-h100, featureGates: DRAListTypeAttributes=true }\n  plain: { profile: dgx-h100 }\n`,
+      'pools.yaml',
+    );
+    assert.equal(p.byName.get('lists')?.gates?.DRAListTypeAttributes, true);
+    assert.equal(p.byName.get('plain')?.gates, undefined, "the fleet's");
+    const { Machines } = await import('../../src/fleet/machines.js');
+    const m = new Machines({
+      profileLabel: 'fakegpu.dev/profile',
+      pools: p,
+      dynamicMig: false,
+      driverName: DRIVER_NAME,
+      release: DEFAULT_RELEASE,
+      log: pino({ level: 'silent' }),
+    });
+    const numa = (pool: string) => {
+      const slices = m.desired('n', { profile: null, pool });
+      assert.ok(Array.isArray(slices));
+      const spec = JSON.parse(slices[0]?.spec(1) ?? '{}') as ResourceSlice['spec'];
+      return spec.devices?.[0]?.attributes?.['resource.kubernetes.io/numaNode'];
+    };
+    assert.deepEqual(numa('lists'), { ints: [0] });
+    assert.deepEqual(numa('plain'), { int: 0 });
+  });
+
   it('defaults the pool label', () => {
     assert.equal(parsePools(`${head}pools: {}\n`, 'p.yaml').label, DEFAULT_POOL_LABEL);
   });
@@ -50,7 +77,7 @@ describe('fleet pools file', () => {
     [
       'an unknown field',
       'pools:\n  a: { profile: dgx-h100, mig: true }\n',
-      /^pools\.a: unknown field "mig"; allowed fields: profile, spec, dynamicMig, nodes$/,
+      /^pools\.a: unknown field "mig"; allowed fields: profile, spec, dynamicMig, featureGates, nodes$/,
     ],
     [
       'an inline spec naming an unknown preset',
@@ -61,6 +88,16 @@ describe('fleet pools file', () => {
       'a wrong type',
       'pools:\n  a: { profile: dgx-h100, dynamicMig: "yes" }\n',
       /^pools\.a\.dynamicMig: .*"yes"/,
+    ],
+    [
+      'a gate the release does not have',
+      'pools:\n  a: { profile: dgx-h100, featureGates: Turbo=true }\n',
+      /^pools\.a\.featureGates: unrecognized feature gate: Turbo \(release 0\.5 has /,
+    ],
+    [
+      "dynamic MIG with a gate NVIDIA's rules exclude",
+      'pools:\n  a: { profile: dgx-h100, dynamicMig: true, featureGates: NVMLDeviceHealthCheck=true }\n',
+      /^pools\.a\.dynamicMig: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck$/,
     ],
     [
       'a node count that disagrees with the names listed',

@@ -86,6 +86,7 @@ const Pool = z.strictObject({
   profile: z.string().min(1).optional(),
   spec: AnyObject.optional(),
   dynamicMig: z.boolean().optional(),
+  featureGates: z.string().regex(gatesPattern()).optional().describe("NVIDIA's gates for the pool's nodes"),
   nodes: AnyObject.optional().describe(
     'what cluster up --kwok-pools creates; the fleet serves whatever nodes carry the pool label',
   ),
