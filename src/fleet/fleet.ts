@@ -31,6 +31,8 @@ import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
 import { FleetComputeDomains } from './compute-domains.js';
+import { FleetNicStatus, nicLinkOn, pendingNicClaims, type FleetNicStatusOptions } from './nic-status.js';
+import { KubeClaimStatus } from '../kube/claim-status.js';
 import { fleetDrivers, servesNode } from './scope.js';
 import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 
@@ -79,6 +81,8 @@ export interface FleetOptions {
   onFaultPublished?: ((seconds: number) => void) | undefined;
   /** NVIDIA's ComputeDomain node side for nodes with NVLink fabric; absent: off. */
   computeDomains?: { namespace: string; api?: ObjectApi | undefined; periodMs?: number } | undefined;
+  /** DRANET's claim status for NIC claims (with `nics`); default: the kubeconfig's, unless `api` is given. */
+  nicStatus?: Pick<FleetNicStatusOptions, 'api' | 'claims' | 'periodMs' | 'now'> | undefined;
 }
 
 interface NodeState extends FaultedNode {
@@ -124,6 +128,7 @@ export class Fleet {
   private readonly machines: Machines;
   private readonly faults: FleetFaults | null;
   private readonly domains: FleetComputeDomains | null;
+  private readonly nicStatus: FleetNicStatus | null;
   /** Nodes, then each driver's slices: listed and relisted together, since one is judged against the other. */
   private readonly lw: ListWatch;
   /** The nodes the list under way has seen; the others are gone once it is whole. */
@@ -171,6 +176,7 @@ export class Fleet {
           },
         })
       : null;
+    this.nicStatus = this.nicStatusOf(kc);
     this.faults = o.faults
       ? new FleetFaults({
           api: o.faults,
@@ -242,6 +248,7 @@ export class Fleet {
     this.settler.start();
     this.faults?.start();
     this.domains?.start();
+    this.nicStatus?.start();
     this.o.log.info(
       {
         nodes: this.nodes.size,
@@ -260,6 +267,26 @@ export class Fleet {
     this.queue.stop();
     this.lw.stop();
     await this.domains?.stop();
+    await this.nicStatus?.stop();
+  }
+
+  /** The NIC claims' status writer, where NICs are published and an API to write to is known. */
+  private nicStatusOf(kc: PooledKubeConfig): FleetNicStatus | null {
+    const { nics, log } = this.o;
+    const given = this.o.nicStatus;
+    if (!nics || (!given && this.o.api)) return null;
+    return new FleetNicStatus({
+      driverName: nics.driverName,
+      api: given?.api ?? new KubeClaimStatus(kc),
+      claims: given?.claims ?? pendingNicClaims(clientOf(kc), nics.driverName, log),
+      periodMs: given?.periodMs,
+      now: given?.now,
+      log,
+      link: (node, device) => {
+        const st = this.nodes.get(node);
+        return nicLinkOn(st ? this.machines.hardware(st)?.machine : undefined, node, device);
+      },
+    });
   }
 
   /** True once every selected node's slices match and nothing is queued or in flight. */

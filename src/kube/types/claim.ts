@@ -30,6 +30,8 @@ export interface ResourceClaim {
       devices?: { results?: AllocationResult[]; config?: AllocationConfig[] };
     };
     reservedFor?: ConsumerReference[];
+    /** Drivers' per-device status (KEP-4817): which devices a driver has written it for. */
+    devices?: { driver: string; pool: string; device: string }[];
   };
 }
 

@@ -25,6 +25,8 @@ export interface HandlerContext {
   log: Logger;
   /** Claims prepared by every driver of the node, for the gauge. */
   preparedCount(): number;
+  /** Told of each claim prepared, after the answer is made; must not throw nor hold it up. */
+  prepared?: ((claim: ResourceClaim) => void) | undefined;
 }
 
 async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> {
@@ -59,7 +61,9 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
                 throw new PrepareError(
                   `error preparing devices for claim ${ref.namespace}/${ref.name}: ${bad}`,
                 );
-              const devices = await st.prepare(await readClaim(x.claims, ref));
+              const claim = await readClaim(x.claims, ref);
+              const devices = await st.prepare(claim);
+              x.prepared?.(claim);
               out[ref.uid] = {
                 devices: devices.map(({ requestNames, poolName, deviceName, cdiDeviceIds }) => ({
                   requestNames,

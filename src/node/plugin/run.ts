@@ -18,6 +18,9 @@ import type { Semver } from '../../kube/types/version.js';
 import { refuseServed, socketPaths, startServers, type RunningServers } from '../kubelet/grpc.js';
 import type { HealthSource } from '../kubelet/health.js';
 import { NicState } from '../nic/prepare.js';
+import { nicStatusWriter } from '../nic/status.js';
+import { KubeClaimStatus } from '../../kube/claim-status.js';
+import type { ResourceClaim } from '../../kube/types/claim.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
@@ -98,6 +101,8 @@ export interface Driver {
   health?: HealthSource | undefined;
   /** Told the slices the pool equals after each publish. */
   published?: (slices: readonly ResourceSlice[]) => void;
+  /** Told of each claim it prepared (DRANET's claim status). */
+  prepared?: (claim: ResourceClaim) => void;
 }
 
 type Metrics = ReturnType<typeof pluginMetrics>;
@@ -232,7 +237,7 @@ function gpuDriver(
  * DRANET's side, when the machine has NICs to publish: a second driver on the same node with its own
  * sockets, slices, checkpoint and state dir.
  */
-function nicDriver(o: PluginOptions, model: NodeModel): Driver | null {
+function nicDriver(o: PluginOptions, model: NodeModel, kc: KubeConfig, log: Logger): Driver | null {
   const nicSlices = o.nics ? renderNicSlices(model.machine, o.nics) : [];
   if (!o.nics || nicSlices.length === 0) return null;
   const nicCheckpoint = new CheckpointStore(join(o.nics.stateDir, 'checkpoint.json'), o.resetCheckpoint);
@@ -246,7 +251,26 @@ function nicDriver(o: PluginOptions, model: NodeModel): Driver | null {
       stateDir: o.nics.stateDir,
     }),
     slices: () => nicSlices,
+    prepared: nicPrepared(model.machine, o.nics.driverName, o.nodeName, kc, log),
   };
+}
+
+/** DRANET's claim status, written after each prepare and never awaited (`node/nic/status.ts`). */
+function nicPrepared(
+  machine: Machine,
+  driverName: string,
+  nodeName: string,
+  kc: KubeConfig,
+  log: Logger,
+): (claim: ResourceClaim) => void {
+  const write = nicStatusWriter(machine.nics, {
+    driverName,
+    nodeName,
+    machineNode: machine.nodeName,
+    api: new KubeClaimStatus(kc),
+    log,
+  });
+  return (claim) => void write(claim);
 }
 
 /** Before serving: finish or undo what a crash left, and sweep what no claim holds. */
@@ -303,7 +327,7 @@ async function serveKubelet(
           else log.error({ driver: d.name, error }, 'the kubelet refused the registration');
         },
       },
-      draHandlers(d.state, { driver: d.name, claims, metrics: m, log, preparedCount }),
+      draHandlers(d.state, { driver: d.name, claims, metrics: m, log, preparedCount, prepared: d.prepared }),
     );
     servers.push(s);
     log.info({ driver: d.name, dra: s.draSocket, registration: s.registrationSocket }, 'serving the kubelet');
@@ -357,7 +381,7 @@ async function startPlugin(
     log,
   });
   const gpu = gpuDriver(o, node, health, kc, log);
-  const nics = nicDriver(o, model);
+  const nics = nicDriver(o, model, kc, log);
   // NVIDIA's compute-domain driver, where the GPUs are in an NVLink fabric: a third driver.
   const domainSlices = o.computeDomains ? renderComputeDomainSlices(model.machine) : [];
   const domains =
