@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -141,6 +141,16 @@ describe('FabricManagerPartitioning: prepare activates, unprepare deactivates', 
     assert.deepEqual(t.fm.active(), [1], 'h1 still holds the partition');
     await t.state.unprepare('h1');
     assert.deepEqual(t.fm.active(), []);
+  });
+
+  it('a damaged FM state file stops the start with one line naming it', () => {
+    const t = setup();
+    const file = join(t.stateDir, 'fabric-manager.json');
+    t.fm.activate(1);
+    writeFileSync(file, '{"checksum":"sha256:0","activePartitions":[1]}');
+    assert.throws(() => t.make().restore(), {
+      message: new RegExp(`^fabric manager state ${file} is damaged: its checksum`),
+    });
   });
 
   it('without the gate, or without NVSwitches, no check and no FM state', async () => {
