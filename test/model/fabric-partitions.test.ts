@@ -11,6 +11,7 @@ import {
   resolvePartition,
 } from '../../src/model/device/fabric-partitions.js';
 import { gatesWith } from '../../src/model/feature-gates/gates.js';
+import { parseFeatureGates } from '../../src/model/feature-gates/parse.js';
 import { HGX_8GPU_PARTITIONS } from '../../src/model/hardware/fabric-manager.js';
 import { renderSlices } from '../../src/model/render.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
@@ -37,6 +38,13 @@ const fmKeys = (d: Device): Record<string, number> =>
   );
 
 describe('FabricManagerPartitioning: attributes (NVIDIA v0.5.0 deviceinfo.go)', () => {
+  it('the gate is accepted on release 0.5: fakegpu reproduces it', () => {
+    assert.equal(
+      parseFeatureGates('FabricManagerPartitioning=true', '0.5', '--feature-gates').FabricManagerPartitioning,
+      true,
+    );
+  });
+
   it('dgx-h100 with the gate: golden, within the API limits', () => {
     const list = renderWith('dgx-h100');
     assert.deepEqual(apiViolations(list.items), []);
