@@ -76,6 +76,7 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
       dynamicMig: opts.dynamicMig,
       release: opts.release,
       gates: opts.gates ?? defaultGates(),
+      fabricManager: machine.fabricManager,
     }),
   };
 }

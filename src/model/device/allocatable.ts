@@ -8,8 +8,11 @@ import {
   migCapacityValues,
   staticMigCapacity,
   toCapacities,
+  type Attributes,
   type MigCapacityKey,
 } from './attributes.js';
+import { fabricManagerAttributes } from './fabric-partitions.js';
+import type { FmPartition } from '../hardware/fabric-manager.js';
 import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
@@ -22,6 +25,8 @@ export interface DeviceModelOptions {
   release: DriverRelease;
   /** NVIDIA's feature gates, resolved (`model/feature-gates`). */
   gates: FeatureGates;
+  /** Fabric Manager's partitions where the node has an NVSwitch fabric (`Machine.fabricManager`). */
+  fabricManager?: readonly FmPartition[] | null | undefined;
 }
 
 /**
@@ -82,9 +87,9 @@ function device(name: string, d: Omit<Device, 'name'>): Device {
   return out;
 }
 
-function fullGpu(gpu: GpuInfo, release: DriverRelease): Device {
+function fullGpu(gpu: GpuInfo, release: DriverRelease, fm: Attributes): Device {
   return device(gpuDeviceName(gpu.minor), {
-    attributes: gpuAttributes(gpu, release),
+    attributes: { ...gpuAttributes(gpu, release), ...fm },
     capacity: fullGpuCapacity(gpu),
   });
 }
@@ -140,7 +145,7 @@ function dynamicCapable(gpu: GpuInfo): boolean {
   return gpu.migCapable && gpu.migProfiles.length > 0 && (gpu.migToggleWithoutReset || gpu.migEnabled);
 }
 
-function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
+function partitions(gpu: GpuInfo, release: DriverRelease, fm: Attributes): GpuDevices {
   const max = maxCapacities(gpu.migProfiles);
   const memSlices = Math.max(...gpu.migProfiles.flatMap((p) => p.placements.map((pl) => pl.size)));
   const setName = counterSetName(gpu.minor);
@@ -150,7 +155,7 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
   if (!gpu.migEnabled || gpu.migToggleWithoutReset) {
     devices.push({
       device: device(gpuDeviceName(gpu.minor), {
-        attributes: gpuAttributes(gpu, release),
+        attributes: { ...gpuAttributes(gpu, release), ...fm },
         capacity: toCapacities(max),
         consumesCounters: [{ counterSet: setName, counters: counters(all) }],
       }),
@@ -181,10 +186,14 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
   const built = ordered.map((gpu): GpuDevices => {
-    if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release);
+    // On full GPUs only, also under dynamic MIG (NVIDIA's GpuInfo.Attributes); never on MIG devices.
+    const fm = opts.gates.FabricManagerPartitioning
+      ? fabricManagerAttributes(gpu, opts.fabricManager ?? null)
+      : {};
+    if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release, fm);
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
-      : [{ device: fullGpu(gpu, opts.release), handle: { type: 'gpu' } }];
+      : [{ device: fullGpu(gpu, opts.release, fm), handle: { type: 'gpu' } }];
     return inOrder(gpu, devices, null);
   });
   return opts.gates.DRAListTypeAttributes ? listNumaNodes(built) : built;

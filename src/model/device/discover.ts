@@ -67,6 +67,8 @@ export interface GpuInfo {
   pcieRoot: string | null;
   numaNode: number | null;
   addressingMode: string | null;
+  /** NVML's module ID; 0 where NVML has none, as NVIDIA's GpuInfo leaves it (v0.5.0 nvlib.go). */
+  moduleId: number;
   /** Null where NVML does not report memory (unified-memory parts). */
   memoryBytes: bigint | null;
   migCapable: boolean;
@@ -149,6 +151,7 @@ export function discoverGpus(nvml: Nvml, sysfs: PciTopology): GpuInfo[] {
       pcieRoot: sysfs.pcieRoot(pciBusId),
       numaNode: numa < 0 ? null : numa,
       addressingMode: addressing === null ? null : (ADDRESSING_NAMES[addressing] ?? null),
+      moduleId: optional(() => d.getModuleId()) ?? 0,
       memoryBytes: memory?.total ?? null,
       migCapable: migMode !== null,
       migEnabled,

@@ -127,7 +127,7 @@ export const GATES = {
     default: false,
     since: '0.5',
     releases: ONLY_05,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: 'gpuModuleID and partition<N> attributes; claims must match one Fabric Manager partition',
   },
   HostManagedIMEXDaemon: {

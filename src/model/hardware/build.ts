@@ -19,6 +19,7 @@ import {
   hasAddressingModeCall,
 } from './driver.js';
 import { gpuUuid, nicMac, rackFabric } from './identity.js';
+import { fabricManagerPartitions, moduleIdOf } from './fabric-manager.js';
 import type { AddressingMode, Fabric, GpuHardware, Machine, NicHardware } from './machine.js';
 import { canonicalBusId, canonicalPcieRoot, rootOfOwnBus } from './pci.js';
 
@@ -328,6 +329,7 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
       uuid,
       addressingMode: addressingMode(spec, model.coherentWithCpu === true, driverVersion, driverField),
       migEnabled: mig.enabled,
+      moduleId: moduleIdOf(model, index, drafts.length),
       eventsSupported: d.entry.nvmlEvents !== 'unsupported',
       migInstances: mig.instances,
     };
@@ -360,6 +362,7 @@ export function buildMachine(profile: ResolvedProfile, opts: BuildOptions): Mach
     gpus: gpus.map(({ field: _field, ...g }) => g),
     nics,
     fabric: fabricOf(spec.fabric, gpus, opts),
+    fabricManager: fabricManagerPartitions(gpus.map((g) => g.model)),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { NicModel } from '../catalog/nics.js';
 import type { GpuModel } from '../catalog/types.js';
 import type { Placed } from '../mig/placement.js';
+import type { FmPartition } from './fabric-manager.js';
 
 /**
  * The physical machine: what `lspci`, sysfs and the GPUs' own firmware would show. Built once from a
@@ -18,6 +19,8 @@ export interface Machine {
   nics: NicHardware[];
   /** The NVLink fabric its GPUs report; null where they have none. */
   fabric: Fabric | null;
+  /** Fabric Manager's partitions on a node with an NVSwitch fabric (`fabric-manager.ts`); null elsewhere. */
+  fabricManager: readonly FmPartition[] | null;
 }
 
 /** What `nvmlDeviceGetGpuFabricInfo` reports for every GPU of a node in an NVLink domain. */
@@ -46,6 +49,8 @@ export interface GpuHardware {
   /** NVML addressing mode, or null where the driver lacks the call (before R580) or the GPU does not support it. */
   addressingMode: AddressingMode | null;
   migEnabled: boolean;
+  /** `nvmlDeviceGetModuleId`: the GPU's module on its baseboard, FM's physical ID (`fabric-manager.ts`). */
+  moduleId: number;
   /** Whether NVML reports XID and ECC events for this GPU. */
   eventsSupported: boolean;
   /** GPU instances that exist at boot (static MIG), each with one full-size compute instance. */

@@ -260,6 +260,9 @@ class MockDevice implements NvmlDevice {
     if (mode === null) throw new NvmlError(NVML_RETURN.ERROR_NOT_SUPPORTED, 'addressing mode not supported');
     return NVML_ADDRESSING[mode === 'None' ? 'NONE' : mode];
   }
+  getModuleId(): number {
+    return this.hw.moduleId;
+  }
   getMultiprocessorCount(): number {
     return this.hw.model.multiprocessors;
   }

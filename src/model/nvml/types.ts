@@ -125,6 +125,8 @@ export interface NvmlDevice {
   getArchitecture(): number;
   getBrand(): number;
   getAddressingMode(): number;
+  /** The GPU's module on its baseboard (`nvmlDeviceGetModuleId`). */
+  getModuleId(): number;
   getMultiprocessorCount(): number;
   getPowerManagementLimit(): number;
   /** `[current, pending]`; throws NOT_SUPPORTED on GPUs without MIG. */

@@ -140,6 +140,7 @@ function nodeModel(
     driverName: o.driverName,
     kubernetesVersion: { major: 1, minor: 37, patch: 0 } satisfies Semver,
     release: o.release,
+    gates: o.gates,
     // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
     migState: (machine) =>
       (store = new FileMigStateStore(

@@ -36,7 +36,7 @@ export interface ClaimHooks {
    */
   apply(devices: PreparedDevice[], record: (devices: PreparedDevice[]) => void): PreparedDevice[];
   /** Destroys what `apply` made, whatever it got to; what is already gone is no error. */
-  undo(devices: readonly PreparedDevice[]): void;
+  undo(devices: readonly PreparedDevice[], uid?: string): void;
   /** Writes the claim's views under `dir` in place and returns its CDI spec (null: none). */
   files(uid: string, claim: PreparedClaim, dir: string): CdiSpec | null;
   /** Whether this machine still has the device as recorded (a relabelled node may not). */
@@ -201,7 +201,7 @@ export class ClaimLifecycle {
 
   /** Undoes a claim whatever state it is in; each step is idempotent, and the record goes last. */
   private forget(uid: string): void {
-    this.hooks.undo(this.checkpoint.get(uid)?.devices ?? []);
+    this.hooks.undo(this.checkpoint.get(uid)?.devices ?? [], uid);
     crashPoint('unprepare-undone');
     removeSpec(this.where.cdiRoot, uid, this.hooks.cdiKind);
     removeDurably(this.claimDir(uid));

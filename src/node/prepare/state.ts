@@ -26,6 +26,8 @@ import { crashPoint } from './crash.js';
 import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
 import { MigInstances } from './mig.js';
 import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
+import { fabricPartitionsFor, type FabricPartitions } from './fabric-manager.js';
+import type { FmPartition } from '../../model/hardware/fabric-manager.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
 
 /**
@@ -67,12 +69,17 @@ class GpuHooks implements ClaimHooks {
   readonly allocatable: Map<string, GpuAllocatable>;
   private readonly mig: MigInstances;
   private readonly views: GpuFiles;
+  /** FabricManagerPartitioning, where the gate is on and the node has an NVSwitch fabric; else null. */
+  private readonly fabric: FabricPartitions | null;
+  /** The partition each plan's devices form, for its `apply` (both run in one serial call). */
+  private readonly fabricPlans = new WeakMap<PreparedDevice[], FmPartition>();
 
   constructor(
     machine: Machine,
     nvml: Nvml,
     devices: readonly GpuDevices[],
     private readonly opts: PrepareOptions,
+    private readonly checkpoint: CheckpointStore,
   ) {
     this.cdiKind = cdiKindFor(opts.driverName);
     this.allocatable = allocatables(devices);
@@ -80,6 +87,7 @@ class GpuHooks implements ClaimHooks {
     for (const a of this.allocatable.values()) if (a.partition) dynamic.set(a.gpu.uuid, a.gpu);
     this.mig = new MigInstances(nvml, dynamic);
     this.views = new GpuFiles(machine, opts.stateDir, this.allocatable, nvml, this.cdiKind);
+    this.fabric = fabricPartitionsFor(machine, opts, this.allocatable);
   }
 
   /**
@@ -196,6 +204,8 @@ class GpuHooks implements ClaimHooks {
           : {}),
       });
     }
+    const partition = this.fabric?.resolve(results) ?? null;
+    if (partition) this.fabricPlans.set(devices, partition);
     return {
       namespace: claim.metadata.namespace,
       name: claim.metadata.name,
@@ -207,6 +217,12 @@ class GpuHooks implements ClaimHooks {
 
   apply(planned: PreparedDevice[], record: (devices: PreparedDevice[]) => void): PreparedDevice[] {
     const devices = planned.map((d) => ({ ...d }));
+    const partition = this.fabricPlans.get(planned);
+    if (partition && this.fabric) {
+      // Before anything else, as NVIDIA does; recorded at once, so a failure later undoes it too.
+      this.fabric.activate(partition);
+      record(devices);
+    }
     for (const d of devices) {
       const a = this.allocatable.get(d.deviceName);
       if (!a?.partition) continue;
@@ -225,8 +241,16 @@ class GpuHooks implements ClaimHooks {
     return devices;
   }
 
-  undo(devices: readonly PreparedDevice[]): void {
+  undo(devices: readonly PreparedDevice[], uid?: string): void {
     for (const d of devices) if (d.migInstance) this.mig.destroy(d.migInstance);
+    this.fabric?.release(devices, (gpu) =>
+      this.checkpoint
+        .all()
+        .some(
+          ([other, c]) =>
+            other !== uid && c.state === 'PrepareCompleted' && c.devices.some((d) => d.uuid === gpu),
+        ),
+    );
   }
 
   files(uid: string, c: PreparedClaim, dir: string) {
@@ -234,7 +258,8 @@ class GpuHooks implements ClaimHooks {
   }
 
   sweepInstances(held: readonly PreparedDevice[]): number {
-    return this.mig.sweep(held.flatMap((d) => (d.migInstance ? [d.migInstance] : [])));
+    const instances = this.mig.sweep(held.flatMap((d) => (d.migInstance ? [d.migInstance] : [])));
+    return instances + (this.fabric?.sweep(held) ?? 0);
   }
 }
 
@@ -246,7 +271,7 @@ export class DeviceState extends ClaimLifecycle {
     checkpoint: CheckpointStore,
     opts: PrepareOptions,
   ) {
-    super(checkpoint, new GpuHooks(machine, nvml, devices, opts), opts);
+    super(checkpoint, new GpuHooks(machine, nvml, devices, opts, checkpoint), opts);
     // A file bind-mounted into running containers: replaced only when its text changes.
     writeIfChanged(join(opts.stateDir, 'bin', 'nvidia-smi'), NVIDIA_SMI, { mode: 0o755 });
     makeFakeNodes(join(opts.stateDir, 'dev'), [
