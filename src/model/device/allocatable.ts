@@ -14,6 +14,7 @@ import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
+import { vfioDevice, vfioEnabled } from './vfio.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
@@ -30,7 +31,9 @@ export interface DeviceModelOptions {
 export type DeviceHandle =
   | { type: 'gpu' }
   | { type: 'mig'; mig: StaticMigDevice }
-  | { type: 'partition'; profile: MigProfile; start: number; size: number };
+  | { type: 'partition'; profile: MigProfile; start: number; size: number }
+  /** PassthroughSupport's `gpu-vfio-<index>` (`./vfio.ts`). */
+  | { type: 'vfio'; index: number };
 
 /** What one physical GPU contributes to its node's pool. */
 export interface GpuDevices {
@@ -179,11 +182,15 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
-  return ordered.map((gpu): GpuDevices => {
+  return ordered.map((gpu, index): GpuDevices => {
     if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release);
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
       : [{ device: fullGpu(gpu, opts.release), handle: { type: 'gpu' } }];
+    if (opts.gates.PassthroughSupport && vfioEnabled(gpu)) {
+      const { name, ...v } = vfioDevice(gpu, index, opts.release);
+      devices.push({ device: device(name, v), handle: { type: 'vfio', index } });
+    }
     return inOrder(gpu, devices, null);
   });
 }
