@@ -64,3 +64,26 @@ export function vfioDevice(gpu: GpuInfo, index: number, release: DriverRelease):
 export function vfioEnabled(gpu: GpuInfo): boolean {
   return gpu.migDevices.length === 0;
 }
+
+/**
+ * The GPUs as published while some devices are prepared: NVIDIA's `RemoveSiblingDevices` drops the other
+ * type's device of the same GPU (a prepared `gpu-<minor>` hides `gpu-vfio-<i>`, and back) and republishes;
+ * unprepare brings it back. Derived from what is prepared, so a restart publishes the same.
+ */
+export function withoutSiblings<G extends { devices: Device[]; handles: { type: string }[] }>(
+  gpus: readonly G[],
+  prepared: ReadonlySet<string>,
+): G[] {
+  return gpus.map((g) => {
+    const held = new Set(g.devices.flatMap((d, i) => (prepared.has(d.name) ? [g.handles[i]?.type] : [])));
+    const hide = (type: string | undefined): boolean =>
+      (type === 'gpu' && held.has('vfio')) || (type === 'vfio' && held.has('gpu'));
+    if (!g.handles.some((h) => hide(h.type))) return g;
+    const keep = g.handles.flatMap((h, i) => (hide(h.type) ? [] : [i]));
+    return {
+      ...g,
+      devices: keep.map((i) => g.devices[i] as Device),
+      handles: keep.map((i) => g.handles[i] as G['handles'][number]),
+    };
+  });
+}

@@ -27,6 +27,8 @@ import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
 import { MigInstances } from './mig.js';
 import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
+import { ConfigInvalid, DEFAULT_IOMMU } from '../../model/opaque-config/vfio.js';
+import { checkVfioGroups, siblingOf, vfioSpec } from './vfio.js';
 
 /**
  * The GPU driver's side of a claim: check the allocation, apply NVIDIA's configs, make dynamic MIG
@@ -51,7 +53,7 @@ function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatabl
       const h = g.handles[i];
       if (!h) return;
       out.set(d.name, {
-        type: h.type === 'gpu' ? 'gpu' : 'mig',
+        type: h.type === 'gpu' || h.type === 'vfio' ? h.type : 'mig',
         gpu: g.gpu,
         mig: h.type === 'mig' ? h.mig : null,
         partition: h.type === 'partition' ? { profile: h.profile, start: h.start, size: h.size } : null,
@@ -126,11 +128,14 @@ class GpuHooks implements ClaimHooks {
     if (RELEASES[this.opts.release].adminAccessChecks) this.refuseAdminAccess(claim, results, configs);
     const devices: PreparedDevice[] = [];
     const configState: PreparedClaim['configState'] = {};
+    const vfioSources: (AllocationConfig | null)[] = [];
     for (const r of results) {
       const device = this.allocatable.get(r.device);
+      const sibling = siblingOf(this.allocatable, r.device);
       if (
         r.pool !== this.opts.nodeName ||
         !device ||
+        (sibling !== null && heldBy(sibling) !== undefined) ||
         (device.type === 'mig' && !device.mig && !device.partition)
       )
         throw new ClaimError(`allocatable not found for device "${r.device}"`);
@@ -147,6 +152,7 @@ class GpuHooks implements ClaimHooks {
         );
       // Class configs come before claim configs in the allocation; the last one that applies wins.
       let config: DeviceConfig | null = null;
+      let source: AllocationConfig | null = null;
       for (const c of configs) {
         const applies =
           !c.requests ||
@@ -158,6 +164,7 @@ class GpuHooks implements ClaimHooks {
         try {
           decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
         } catch (e) {
+          if (e instanceof ConfigInvalid) throw new ClaimError(`error validating GPU config: ${e.message}`);
           if (e instanceof ConfigError)
             throw new ClaimError(`error getting opaque device configs: ${e.message}`);
           throw e;
@@ -172,6 +179,11 @@ class GpuHooks implements ClaimHooks {
           continue;
         }
         config = decoded;
+        source = c;
+      }
+      if (device.type === 'vfio') {
+        vfioSources.push(source);
+        configState[r.device] = { iommu: config?.iommu ?? DEFAULT_IOMMU };
       }
       const s = config?.sharing;
       if (s?.strategy === 'TimeSlicing')
@@ -196,6 +208,7 @@ class GpuHooks implements ClaimHooks {
           : {}),
       });
     }
+    checkVfioGroups(claim.metadata, vfioSources);
     return {
       namespace: claim.metadata.namespace,
       name: claim.metadata.name,
@@ -230,7 +243,7 @@ class GpuHooks implements ClaimHooks {
   }
 
   files(uid: string, c: PreparedClaim, dir: string) {
-    return this.views.write(uid, c, dir);
+    return vfioSpec(uid, c, this.cdiKind, (gpus) => this.views.write(uid, gpus, dir));
   }
 
   sweepInstances(held: readonly PreparedDevice[]): number {
