@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { serialize } from '../../src/cli/output.js';
 import { gatesWith } from '../../src/model/feature-gates/gates.js';
+import { parseFeatureGates } from '../../src/model/feature-gates/parse.js';
 import { renderSlices } from '../../src/model/render.js';
 import { uuidV5 } from '../../src/model/device/uuid-v5.js';
 import { addressableMemoryBytes, pciDeviceName } from '../../src/model/device/pci-db.js';
@@ -77,5 +78,13 @@ describe('PassthroughSupport: gpu-vfio-<i> devices', () => {
     assert.equal(pciDeviceName(0x2331), 'GH100 [H100 PCIe]');
     assert.equal(pciDeviceName(0xffff), 'UNKNOWN_DEVICE');
     assert.equal(addressableMemoryBytes(0x1eb8), 512n * 1024n * 1024n);
+  });
+
+  it('--feature-gates PassthroughSupport=true is accepted on every release that has it', () => {
+    for (const release of ['25.12', '0.4', '0.5'] as const)
+      assert.equal(
+        parseFeatureGates('PassthroughSupport=true', release, '--feature-gates').PassthroughSupport,
+        true,
+      );
   });
 });
