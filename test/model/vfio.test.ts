@@ -87,4 +87,16 @@ describe('PassthroughSupport: gpu-vfio-<i> devices', () => {
         true,
       );
   });
+
+  it("--feature-gates PassthroughSupport=true,DeviceMetadata=true is accepted from 0.4, and DeviceMetadata alone refused in NVIDIA's words", () => {
+    for (const release of ['0.4', '0.5'] as const)
+      assert.equal(
+        parseFeatureGates('PassthroughSupport=true,DeviceMetadata=true', release, '--feature-gates')
+          .DeviceMetadata,
+        true,
+      );
+    assert.throws(() => parseFeatureGates('DeviceMetadata=true', '0.5', '--feature-gates'), {
+      message: '--feature-gates: feature gate DeviceMetadata requires PassthroughSupport to also be enabled',
+    });
+  });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -8,17 +8,18 @@ import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import type { CdiSpec } from '../../src/node/cdi/spec.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import type { AllocationConfig, ResourceClaim } from '../../src/kube/types/claim.js';
-import { SiblingAwareState } from '../../src/node/prepare/siblings.js';
+import { PassthroughState } from '../../src/node/prepare/passthrough-state.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 import { withoutSiblings } from '../../src/model/device/vfio.js';
 import { FAKE_MAJOR } from '../../src/node/prepare/node.js';
 
 const NODE = 'node-a';
-const gates = gatesWith({ PassthroughSupport: true });
+const passthrough = gatesWith({ PassthroughSupport: true });
+const withMetadata = gatesWith({ PassthroughSupport: true, DeviceMetadata: true });
 const V1 = 'resource.nvidia.com/v1beta1';
 
-function setup() {
+function setup(gates = passthrough) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-vfio-'));
   const model = modelNode(resolveProfile('dgx-h100'), {
     nodeName: NODE,
@@ -30,7 +31,7 @@ function setup() {
   });
   const cdiRoot = join(root, 'cdi');
   const make = () =>
-    new SiblingAwareState(
+    new PassthroughState(
       model.machine,
       model.nvml,
       model.devices,
@@ -47,9 +48,9 @@ function setup() {
   const state = make();
   state.restore();
   /** The device names the node publishes now. */
-  const published = (s: SiblingAwareState) =>
+  const published = (s: PassthroughState) =>
     withoutSiblings(model.devices, s.preparedDevices()).flatMap((g) => g.devices.map((d) => d.name));
-  return { cdiRoot, make, state, published };
+  return { root, cdiRoot, make, state, published };
 }
 
 function claim(uid: string, devices: string[], configs: Partial<AllocationConfig>[] = []): ResourceClaim {
@@ -191,5 +192,88 @@ describe("NVIDIA's sibling rule: one GPU is never a GPU and a VFIO device at onc
     await t.state.prepare(claim('v1', ['gpu-vfio-0']));
     await t.state.unprepare('v1');
     assert.equal(calls, 2);
+  });
+});
+
+describe('DeviceMetadata (KEP-5304): metadata files mounted through their own CDI spec', () => {
+  const metaSpec = (cdiRoot: string, uid: string, request: string): CdiSpec =>
+    JSON.parse(
+      readFileSync(join(cdiRoot, `gpu.nvidia.com_metadata_${uid}_${request}.json`), 'utf8'),
+    ) as CdiSpec;
+
+  it("writes v1beta1 and v1alpha1 per request, attributes only for VFIO devices, and mounts it at KEP-5304's path", async () => {
+    const t = setup(withMetadata);
+    const c = claim('m1', ['gpu-vfio-0', 'gpu-1']);
+    const [vfio, gpu] = await t.state.prepare(c);
+    assert.deepEqual(vfio?.cdiDeviceIds, [
+      'k8s.gpu.nvidia.com/claim=m1-gpu-vfio-0',
+      'gpu.nvidia.com/metadata=m1_r0',
+    ]);
+    assert.deepEqual(gpu?.cdiDeviceIds, [
+      'k8s.gpu.nvidia.com/claim=m1-gpu-1',
+      'gpu.nvidia.com/metadata=m1_r1',
+    ]);
+    const s = metaSpec(t.cdiRoot, 'm1', 'r0');
+    assert.equal(s.kind, 'gpu.nvidia.com/metadata');
+    const mount = s.devices[0]?.containerEdits.mounts?.[0];
+    assert.ok(mount);
+    assert.equal(
+      mount.containerPath,
+      '/var/run/kubernetes.io/dra-device-attributes/resourceclaims/claim-m1/r0/gpu.nvidia.com-metadata.json',
+    );
+    assert.deepEqual(mount.options, ['ro', 'bind']);
+    const docs = readFileSync(mount.hostPath, 'utf8')
+      .split(/\n(?=\{)/)
+      .map(
+        (x) => JSON.parse(x) as { apiVersion: string; requests: { devices: { attributes?: object }[] }[] },
+      );
+    assert.deepEqual(
+      docs.map((d) => d.apiVersion),
+      ['metadata.resource.k8s.io/v1beta1', 'metadata.resource.k8s.io/v1alpha1'],
+    );
+    const entry = docs[0]?.requests[0]?.devices[0] as { name: string; attributes: Record<string, unknown> };
+    assert.equal(entry.name, 'gpu-vfio-0');
+    assert.deepEqual(entry.attributes['type'], { string: 'vfio' });
+    const r1 = metaSpec(t.cdiRoot, 'm1', 'r1').devices[0]?.containerEdits.mounts?.[0]?.hostPath ?? '';
+    assert.deepEqual(
+      (
+        JSON.parse(readFileSync(r1, 'utf8').split(/\n(?=\{)/)[0] ?? '') as {
+          requests: { devices: object[] }[];
+        }
+      ).requests[0]?.devices,
+      [{ driver: 'gpu.nvidia.com', pool: NODE, name: 'gpu-1' }],
+    );
+    await t.state.unprepare('m1');
+    assert.equal(existsSync(r1), false);
+    assert.deepEqual(readdirSync(t.cdiRoot), []);
+  });
+
+  it("a template claim's file is under resourceclaimtemplates/<pod claim name>", async () => {
+    const t = setup(withMetadata);
+    const c = claim('m2', ['gpu-vfio-0']);
+    c.metadata.annotations = { 'resource.kubernetes.io/pod-claim-name': 'vm-gpu' };
+    await t.state.prepare(c);
+    assert.equal(
+      metaSpec(t.cdiRoot, 'm2', 'r0').devices[0]?.containerEdits.mounts?.[0]?.containerPath,
+      '/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vm-gpu/r0/gpu.nvidia.com-metadata.json',
+    );
+  });
+
+  it('a start removes the metadata specs of claims no record holds, and keeps the held ones', async () => {
+    const t = setup(withMetadata);
+    await t.state.prepare(claim('m3', ['gpu-vfio-0']));
+    writeFileSync(join(t.cdiRoot, 'gpu.nvidia.com_metadata_gone_r0.json'), '{}');
+    t.make().restore();
+    assert.deepEqual(readdirSync(t.cdiRoot).sort(), [
+      'gpu.nvidia.com_metadata_m3_r0.json',
+      'k8s.gpu.nvidia.com-claim_m3.yaml',
+    ]);
+  });
+
+  it('without the gate, no metadata', async () => {
+    const t = setup();
+    const [d] = await t.state.prepare(claim('m4', ['gpu-vfio-0']));
+    assert.deepEqual(d?.cdiDeviceIds, ['k8s.gpu.nvidia.com/claim=m4-gpu-vfio-0']);
+    assert.deepEqual(readdirSync(t.cdiRoot), ['k8s.gpu.nvidia.com-claim_m4.yaml']);
   });
 });

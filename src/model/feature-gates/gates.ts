@@ -111,7 +111,7 @@ export const GATES = {
     default: false,
     since: '0.4',
     releases: FROM_04,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: "KEP-5304 device metadata files in a VFIO claim's containers",
   },
   DRAListTypeAttributes: {

@@ -48,6 +48,8 @@ const PreparedClaim = z.strictObject({
   namespace: z.string(),
   name: z.string(),
   state: z.enum(['PrepareStarted', 'PrepareCompleted']),
+  /** A template claim's entry in its pod (KEP-5304's metadata path names it). */
+  podClaimName: z.string().optional(),
   devices: z.array(PreparedDevice),
   /** Sharing settings applied, per device, as the real driver records them. */
   configState: z.record(

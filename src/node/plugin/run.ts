@@ -21,7 +21,7 @@ import { NicState } from '../nic/prepare.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
-import { SiblingAwareState } from '../prepare/siblings.js';
+import { PassthroughState } from '../prepare/passthrough-state.js';
 import { withoutSiblings } from '../../model/device/vfio.js';
 import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
 import type { Publisher } from '../../kube/publish/publisher.js';
@@ -178,7 +178,7 @@ function gpuDriver(
   const { model } = node;
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
   forgetClaimsIfNvmlReset(node.nvmlState(), checkpoint, log);
-  const gpuState = new SiblingAwareState(model.machine, model.nvml, model.devices, checkpoint, {
+  const gpuState = new PassthroughState(model.machine, model.nvml, model.devices, checkpoint, {
     driverName: o.driverName,
     nodeName: o.nodeName,
     cdiRoot: o.cdiRoot,

@@ -27,8 +27,8 @@ import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
 import { MigInstances } from './mig.js';
 import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
-import { ConfigInvalid, DEFAULT_IOMMU } from '../../model/opaque-config/vfio.js';
-import { checkVfioGroups, siblingOf, vfioSpec } from './vfio.js';
+import { ConfigInvalid } from '../../model/opaque-config/vfio.js';
+import { passthroughPlan, siblingHeld, vfioMetadata, vfioSpec, vfioState } from './vfio.js';
 
 /**
  * The GPU driver's side of a claim: check the allocation, apply NVIDIA's configs, make dynamic MIG
@@ -131,11 +131,10 @@ class GpuHooks implements ClaimHooks {
     const vfioSources: (AllocationConfig | null)[] = [];
     for (const r of results) {
       const device = this.allocatable.get(r.device);
-      const sibling = siblingOf(this.allocatable, r.device);
       if (
         r.pool !== this.opts.nodeName ||
         !device ||
-        (sibling !== null && heldBy(sibling) !== undefined) ||
+        siblingHeld(this.allocatable, r.device, heldBy) ||
         (device.type === 'mig' && !device.mig && !device.partition)
       )
         throw new ClaimError(`allocatable not found for device "${r.device}"`);
@@ -181,10 +180,7 @@ class GpuHooks implements ClaimHooks {
         config = decoded;
         source = c;
       }
-      if (device.type === 'vfio') {
-        vfioSources.push(source);
-        configState[r.device] = { iommu: config?.iommu ?? DEFAULT_IOMMU };
-      }
+      if (device.type === 'vfio') configState[r.device] = vfioState(vfioSources, source, config);
       const s = config?.sharing;
       if (s?.strategy === 'TimeSlicing')
         configState[r.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
@@ -208,8 +204,8 @@ class GpuHooks implements ClaimHooks {
           : {}),
       });
     }
-    checkVfioGroups(claim.metadata, vfioSources);
     return {
+      ...passthroughPlan(claim, devices, vfioSources, this.opts),
       namespace: claim.metadata.namespace,
       name: claim.metadata.name,
       state: 'PrepareStarted',
@@ -243,6 +239,7 @@ class GpuHooks implements ClaimHooks {
   }
 
   files(uid: string, c: PreparedClaim, dir: string) {
+    if (this.opts.gates.DeviceMetadata) vfioMetadata(uid, c, dir, this.opts, this.allocatable);
     return vfioSpec(uid, c, this.cdiKind, (gpus) => this.views.write(uid, gpus, dir));
   }
 

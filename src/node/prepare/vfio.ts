@@ -1,8 +1,12 @@
 import { cdiDeviceName, type CdiSpec, type ContainerEdits } from '../cdi/spec.js';
 import type { PreparedClaim, PreparedDevice } from '../checkpoint/checkpoint.js';
-import { claimString, type AllocationConfig } from '../../kube/types/claim.js';
+import { claimString, type AllocationConfig, type ResourceClaim } from '../../kube/types/claim.js';
 import { DEFAULT_IOMMU, type IommuConfig } from '../../model/opaque-config/vfio.js';
-import { IOMMU_FD_ENABLED, iommuGroup } from '../../model/device/vfio.js';
+import { IOMMU_FD_ENABLED, iommuGroup, vfioAttributes } from '../../model/device/vfio.js';
+import type { DriverRelease } from '../../model/device/release.js';
+import { POD_CLAIM_NAME, withMetadataIds, writeMetadata } from './metadata.js';
+import type { DeviceConfig } from '../../model/opaque-config/nvidia.js';
+import type { FeatureGates } from '../../model/feature-gates/gates.js';
 import type { GpuAllocatable } from './gpu-files.js';
 import { ClaimError, fakeDeviceNode } from './node.js';
 
@@ -44,6 +48,45 @@ export function siblingOf(all: ReadonlyMap<string, GpuAllocatable>, name: string
     if (other !== name && a.type !== 'mig' && a.type !== me.type && a.gpu.pciBusId === me.gpu.pciBusId)
       return other;
   return null;
+}
+
+/** Whether the other-type sibling of `name` is prepared (by any claim), which hides `name`. */
+export function siblingHeld(
+  all: ReadonlyMap<string, GpuAllocatable>,
+  name: string,
+  heldBy: (device: string) => string | undefined,
+): boolean {
+  const sibling = siblingOf(all, name);
+  return sibling !== null && heldBy(sibling) !== undefined;
+}
+
+/**
+ * A VFIO device's recorded config (its CDI edits are rewritten from it at restart), noting which config
+ * object it came from in `sources` for `checkVfioGroups`.
+ */
+export function vfioState(
+  sources: (AllocationConfig | null)[],
+  source: AllocationConfig | null,
+  config: DeviceConfig | null,
+): { iommu: IommuConfig } {
+  sources.push(source);
+  return { iommu: config?.iommu ?? DEFAULT_IOMMU };
+}
+
+/**
+ * What PassthroughSupport and DeviceMetadata add to a claim's plan once its devices are known: the
+ * group check, the metadata CDI IDs, and the pod claim name the metadata path takes.
+ */
+export function passthroughPlan(
+  claim: ResourceClaim,
+  devices: PreparedDevice[],
+  sources: readonly (AllocationConfig | null)[],
+  o: { gates: FeatureGates; driverName: string },
+): { podClaimName?: string } {
+  checkVfioGroups(claim.metadata, sources);
+  if (o.gates.DeviceMetadata) withMetadataIds(devices, claim.metadata.uid, o.driverName);
+  const podClaimName = claim.metadata.annotations?.[POD_CLAIM_NAME];
+  return podClaimName ? { podClaimName } : {};
 }
 
 /**
@@ -105,4 +148,27 @@ export function vfioSpec(
   const common = commonEdits(iommu, IOMMU_FD_ENABLED);
   if (!spec) return { cdiVersion: '0.5.0', kind, containerEdits: common, devices };
   return { ...spec, devices: [...spec.devices, ...devices] };
+}
+
+/**
+ * DeviceMetadata's files for a prepared claim: NVIDIA copies a VFIO device's published attributes into
+ * them (device_state.go, KEP-5304), and leaves every other device's empty.
+ */
+export function vfioMetadata(
+  uid: string,
+  c: PreparedClaim,
+  claimDir: string,
+  o: { cdiRoot: string; driverName: string; release: DriverRelease },
+  all: ReadonlyMap<string, GpuAllocatable>,
+): void {
+  writeMetadata({ ...c, uid }, { claimDir, cdiRoot: o.cdiRoot, driverName: o.driverName }, (name) => {
+    const a = all.get(name);
+    if (a?.type !== 'vfio') return null;
+    const attrs = vfioAttributes(a.gpu, o.release);
+    return Object.fromEntries(
+      Object.keys(attrs)
+        .sort()
+        .map((k) => [k, attrs[k] ?? { string: '' }]),
+    );
+  });
 }
