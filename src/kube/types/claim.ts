@@ -24,7 +24,7 @@ export interface ConsumerReference {
 
 /** The one shape of a `resource.k8s.io/v1` ResourceClaim: the parts that fakegpu reads. */
 export interface ResourceClaim {
-  metadata: { name: string; namespace: string; uid: string };
+  metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
   status?: {
     allocation?: {
       devices?: { results?: AllocationResult[]; config?: AllocationConfig[] };

@@ -18,6 +18,7 @@ import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDevic
 import type { DriverRelease } from './release.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
 import { listNumaNodes } from './list-attributes.js';
+import { vfioDevice, vfioEnabled } from './vfio.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
@@ -36,7 +37,9 @@ export interface DeviceModelOptions {
 export type DeviceHandle =
   | { type: 'gpu' }
   | { type: 'mig'; mig: StaticMigDevice }
-  | { type: 'partition'; profile: MigProfile; start: number; size: number };
+  | { type: 'partition'; profile: MigProfile; start: number; size: number }
+  /** PassthroughSupport's `gpu-vfio-<index>` (`./vfio.ts`). */
+  | { type: 'vfio'; index: number };
 
 /** What one physical GPU contributes to its node's pool. */
 export interface GpuDevices {
@@ -185,7 +188,7 @@ function partitions(gpu: GpuInfo, release: DriverRelease, fm: Attributes): GpuDe
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
-  const built = ordered.map((gpu): GpuDevices => {
+  const built = ordered.map((gpu, index): GpuDevices => {
     // On full GPUs only, also under dynamic MIG (NVIDIA's GpuInfo.Attributes); never on MIG devices.
     const fm = opts.gates.FabricManagerPartitioning
       ? fabricManagerAttributes(gpu, opts.fabricManager ?? null)
@@ -194,6 +197,14 @@ export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions)
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
       : [{ device: fullGpu(gpu, opts.release, fm), handle: { type: 'gpu' } }];
+    if (opts.gates.PassthroughSupport && vfioEnabled(gpu)) {
+      // A VFIO device carries its parent GPU's Fabric Manager attributes (NVIDIA's deviceinfo.go).
+      const { name, ...v } = vfioDevice(gpu, index, opts.release);
+      devices.push({
+        device: device(name, { ...v, attributes: { ...v.attributes, ...fm } }),
+        handle: { type: 'vfio', index },
+      });
+    }
     return inOrder(gpu, devices, null);
   });
   return opts.gates.DRAListTypeAttributes ? listNumaNodes(built) : built;

@@ -64,6 +64,8 @@ export interface GpuInfo {
   /** `major.minor` from NVML's integer. */
   cudaDriverVersion: string;
   pciBusId: string;
+  /** The PCI device ID (`0x2330`), which a VFIO device publishes. */
+  pciDeviceId: number;
   pcieRoot: string | null;
   numaNode: number | null;
   addressingMode: string | null;
@@ -128,7 +130,8 @@ export function discoverGpus(nvml: Nvml, sysfs: PciTopology): GpuInfo[] {
   const gpus: GpuInfo[] = [];
   for (let i = 0; i < nvml.deviceGetCount(); i++) {
     const d = nvml.deviceGetHandleByIndex(i);
-    const pciBusId = canonicalNvmlBusId(d.getPciInfo().busId);
+    const pci = d.getPciInfo();
+    const pciBusId = canonicalNvmlBusId(pci.busId);
     const [major, minor] = d.getCudaComputeCapability();
     const arch = d.getArchitecture();
     const memory = optional(() => d.getMemoryInfo());
@@ -148,6 +151,7 @@ export function discoverGpus(nvml: Nvml, sysfs: PciTopology): GpuInfo[] {
       driverVersion,
       cudaDriverVersion,
       pciBusId,
+      pciDeviceId: pci.pciDeviceId >>> 16,
       pcieRoot: sysfs.pcieRoot(pciBusId),
       numaNode: numa < 0 ? null : numa,
       addressingMode: addressing === null ? null : (ADDRESSING_NAMES[addressing] ?? null),

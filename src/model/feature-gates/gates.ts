@@ -71,7 +71,7 @@ export const GATES = {
     default: false,
     since: '0.3',
     releases: ALL,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: 'gpu-vfio-<i> devices for VFIO passthrough (vfio.gpu.nvidia.com)',
   },
   DynamicMIG: {
@@ -111,7 +111,7 @@ export const GATES = {
     default: false,
     since: '0.4',
     releases: FROM_04,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: "KEP-5304 device metadata files in a VFIO claim's containers",
   },
   DRAListTypeAttributes: {

@@ -6,6 +6,7 @@
 
 import type { FeatureGates } from '../feature-gates/gates.js';
 import { ConfigError, isObject, registeredKind, strict, typeError } from './decode.js';
+import { decodeVfio, type IommuConfig } from './vfio.js';
 
 export { ConfigError, GROUP_VERSION } from './decode.js';
 export const KINDS = ['GpuConfig', 'MigDeviceConfig', 'VfioDeviceConfig'] as const;
@@ -31,6 +32,8 @@ export interface Sharing {
 export interface DeviceConfig {
   kind: Kind;
   sharing?: Sharing;
+  /** A VfioDeviceConfig's, normalised. */
+  iommu?: IommuConfig;
 }
 
 /** The gates a decode reads; the whole table is `model/feature-gates`. */
@@ -152,14 +155,8 @@ function decodeSharing(raw: unknown, kind: Kind, gates: SharingGates): Sharing {
 export function decodeConfig(parameters: unknown, gates: SharingGates): DeviceConfig {
   const { kind: k, params } = registeredKind(parameters, KINDS);
   try {
-    const fields =
-      k === 'VfioDeviceConfig' ? ['apiVersion', 'kind', 'iommu'] : ['apiVersion', 'kind', 'sharing'];
-    strict(params, fields, '');
-    if (k === 'VfioDeviceConfig') {
-      throw new ConfigError(
-        'VfioDeviceConfig needs the PassthroughSupport feature gate, which fakegpu does not emulate',
-      );
-    }
+    if (k === 'VfioDeviceConfig') return { kind: k, iommu: decodeVfio(params) };
+    strict(params, ['apiVersion', 'kind', 'sharing'], '');
     const sharing = params['sharing'];
     return sharing === undefined ? { kind: k } : { kind: k, sharing: decodeSharing(sharing, k, gates) };
   } catch (e) {
@@ -171,6 +168,6 @@ export function decodeConfig(parameters: unknown, gates: SharingGates): DeviceCo
 }
 
 /** Which kind of config applies to a device type, for the driver's type-mismatch check. */
-export function configKindFor(deviceType: 'gpu' | 'mig'): Kind {
-  return deviceType === 'gpu' ? 'GpuConfig' : 'MigDeviceConfig';
+export function configKindFor(deviceType: 'gpu' | 'mig' | 'vfio'): Kind {
+  return deviceType === 'gpu' ? 'GpuConfig' : deviceType === 'mig' ? 'MigDeviceConfig' : 'VfioDeviceConfig';
 }

@@ -28,7 +28,7 @@ const PreparedDevice = z.strictObject({
   cdiDeviceIds: z.array(z.string()),
   /** The device's identity: GPU or MIG UUID, a NIC's PCI address; empty for a MIG device not yet made. */
   uuid: z.string(),
-  type: z.enum(['gpu', 'mig', 'nic', 'channel', 'daemon']),
+  type: z.enum(['gpu', 'mig', 'vfio', 'nic', 'channel', 'daemon']),
   /** A MIG device made at prepare (dynamic MIG), destroyed at unprepare. */
   migInstance: MigInstance.optional(),
   /** An IMEX channel or daemon: its domain as prepare found it, so files and unprepare need no API. */
@@ -48,11 +48,23 @@ const PreparedClaim = z.strictObject({
   namespace: z.string(),
   name: z.string(),
   state: z.enum(['PrepareStarted', 'PrepareCompleted']),
+  /** A template claim's entry in its pod (KEP-5304's metadata path names it). */
+  podClaimName: z.string().optional(),
   devices: z.array(PreparedDevice),
   /** Sharing settings applied, per device, as the real driver records them. */
   configState: z.record(
     z.string(),
-    z.strictObject({ timeSlice: z.string().optional(), mps: z.boolean().optional() }),
+    z.strictObject({
+      timeSlice: z.string().optional(),
+      mps: z.boolean().optional(),
+      /** A VFIO device's normalised VfioDeviceConfig: its CDI edits are rewritten from it at restart. */
+      iommu: z
+        .strictObject({
+          backendPolicy: z.enum(['LegacyOnly', 'PreferIommuFD']),
+          enableAPIDevice: z.boolean(),
+        })
+        .optional(),
+    }),
   ),
 });
 export type PreparedClaim = z.infer<typeof PreparedClaim>;

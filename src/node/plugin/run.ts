@@ -24,7 +24,8 @@ import type { ResourceClaim } from '../../kube/types/claim.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
-import { DeviceState } from '../prepare/state.js';
+import { PassthroughState } from '../prepare/passthrough-state.js';
+import { withoutSiblings } from '../../model/device/vfio.js';
 import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
 import type { Publisher } from '../../kube/publish/publisher.js';
 import {
@@ -183,7 +184,7 @@ function gpuDriver(
   const { model } = node;
   const checkpoint = new CheckpointStore(join(o.stateDir, 'checkpoint.json'), o.resetCheckpoint);
   forgetClaimsIfNvmlReset(node.nvmlState(), checkpoint, log);
-  const gpuState = new DeviceState(model.machine, model.nvml, model.devices, checkpoint, {
+  const gpuState = new PassthroughState(model.machine, model.nvml, model.devices, checkpoint, {
     driverName: o.driverName,
     nodeName: o.nodeName,
     cdiRoot: o.cdiRoot,
@@ -208,7 +209,10 @@ function gpuDriver(
   const slices = (version: Semver, off: ReadonlySet<GatedField>): ResourceSlice[] => {
     if (o.slicesFile) return slicesFromFile(o.slicesFile, o.nodeName, o.driverName);
     const noCounters = off.has('sharedCounters') || off.has('consumesCounters');
-    const built = buildSlices(noCounters ? withoutPartitions(health.devices()) : health.devices(), {
+    const devices = o.gates.PassthroughSupport
+      ? withoutSiblings(health.devices(), gpuState.preparedDevices())
+      : health.devices();
+    const built = buildSlices(noCounters ? withoutPartitions(devices) : devices, {
       nodeName: o.nodeName,
       driverName: o.driverName,
       dynamicMig: o.dynamicMig && !noCounters,
@@ -222,7 +226,14 @@ function gpuDriver(
     checkpoint,
     state: gpuState,
     slices,
-    changes: (listener) => health.subscribe(listener),
+    changes: (listener) => {
+      // Only NVIDIA's sibling rule makes a prepare change the slice.
+      const off = [health.subscribe(listener)];
+      if (o.gates.PassthroughSupport) off.push(gpuState.subscribe(listener));
+      return () => {
+        for (const f of off) f();
+      };
+    },
     health: o.healthService
       ? {
           current: () => health.reports().map((r) => ({ poolName: o.nodeName, ...r })),

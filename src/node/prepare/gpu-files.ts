@@ -28,7 +28,8 @@ export const CTL_MINORS = {
 
 /** What the files of one device need to know about it. */
 export interface GpuAllocatable {
-  type: 'gpu' | 'mig';
+  /** `vfio`: PassthroughSupport's gpu-vfio-<i>, whose files are `./vfio.ts`'s. */
+  type: 'gpu' | 'mig' | 'vfio';
   gpu: GpuInfo;
   /** A MIG device that exists (static MIG). */
   mig: StaticMigDevice | null;

@@ -29,6 +29,8 @@ import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
 import { fabricPartitionsFor, type FabricPartitions } from './fabric-manager.js';
 import type { FmPartition } from '../../model/hardware/fabric-manager.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
+import { ConfigInvalid } from '../../model/opaque-config/vfio.js';
+import { passthroughPlan, siblingHeld, vfioMetadata, vfioSpec, vfioState } from './vfio.js';
 
 /**
  * The GPU driver's side of a claim: check the allocation, apply NVIDIA's configs, make dynamic MIG
@@ -53,7 +55,7 @@ function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatabl
       const h = g.handles[i];
       if (!h) return;
       out.set(d.name, {
-        type: h.type === 'gpu' ? 'gpu' : 'mig',
+        type: h.type === 'gpu' || h.type === 'vfio' ? h.type : 'mig',
         gpu: g.gpu,
         mig: h.type === 'mig' ? h.mig : null,
         partition: h.type === 'partition' ? { profile: h.profile, start: h.start, size: h.size } : null,
@@ -134,11 +136,13 @@ class GpuHooks implements ClaimHooks {
     if (RELEASES[this.opts.release].adminAccessChecks) this.refuseAdminAccess(claim, results, configs);
     const devices: PreparedDevice[] = [];
     const configState: PreparedClaim['configState'] = {};
+    const vfioSources: (AllocationConfig | null)[] = [];
     for (const r of results) {
       const device = this.allocatable.get(r.device);
       if (
         r.pool !== this.opts.nodeName ||
         !device ||
+        siblingHeld(this.allocatable, r.device, heldBy) ||
         (device.type === 'mig' && !device.mig && !device.partition)
       )
         throw new ClaimError(`allocatable not found for device "${r.device}"`);
@@ -155,6 +159,7 @@ class GpuHooks implements ClaimHooks {
         );
       // Class configs come before claim configs in the allocation; the last one that applies wins.
       let config: DeviceConfig | null = null;
+      let source: AllocationConfig | null = null;
       for (const c of configs) {
         const applies =
           !c.requests ||
@@ -166,6 +171,7 @@ class GpuHooks implements ClaimHooks {
         try {
           decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
         } catch (e) {
+          if (e instanceof ConfigInvalid) throw new ClaimError(`error validating GPU config: ${e.message}`);
           if (e instanceof ConfigError)
             throw new ClaimError(`error getting opaque device configs: ${e.message}`);
           throw e;
@@ -180,7 +186,9 @@ class GpuHooks implements ClaimHooks {
           continue;
         }
         config = decoded;
+        source = c;
       }
+      if (device.type === 'vfio') configState[r.device] = vfioState(vfioSources, source, config);
       const s = config?.sharing;
       if (s?.strategy === 'TimeSlicing')
         configState[r.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
@@ -207,6 +215,7 @@ class GpuHooks implements ClaimHooks {
     const partition = this.fabric?.resolve(results) ?? null;
     if (partition) this.fabricPlans.set(devices, partition);
     return {
+      ...passthroughPlan(claim, devices, vfioSources, this.opts),
       namespace: claim.metadata.namespace,
       name: claim.metadata.name,
       state: 'PrepareStarted',
@@ -254,7 +263,8 @@ class GpuHooks implements ClaimHooks {
   }
 
   files(uid: string, c: PreparedClaim, dir: string) {
-    return this.views.write(uid, c, dir);
+    if (this.opts.gates.DeviceMetadata) vfioMetadata(uid, c, dir, this.opts, this.allocatable);
+    return vfioSpec(uid, c, this.cdiKind, (gpus) => this.views.write(uid, gpus, dir));
   }
 
   sweepInstances(held: readonly PreparedDevice[]): number {
