@@ -68,6 +68,24 @@ export const SCENARIOS = [
     tests: ['e2e-faults'],
   },
   {
+    // NVIDIA v0.5.0's newer gates on a DGX H100: consumable shares, VFIO, Fabric Manager partitions, lists.
+    name: 'nvidia-gates',
+    what: "end-to-end tests, NVIDIA v0.5.0's gates",
+    dirEnv: 'FAKEGPU_E2E_NVIDIA_CLUSTER_DIR',
+    dir: 'e2e-nvidia-cluster',
+    upArgs: [
+      '--node',
+      'fakegpu-h100-node',
+      '--profile',
+      'dgx-h100',
+      '--feature-gates',
+      'ConsumableShares=true,PassthroughSupport=true,DeviceMetadata=true,DRAListTypeAttributes=true,FabricManagerPartitioning=true',
+      '--consumable-shares',
+      'memory',
+    ],
+    tests: ['e2e-nvidia'],
+  },
+  {
     // ComputeDomains: a GB200 tray with NVIDIA's compute-domain side, and two KWOK NVL72 racks.
     name: 'compute-domains',
     what: 'end-to-end tests, ComputeDomains',

@@ -254,7 +254,7 @@ describe('bad input on the command line', () => {
     [
       'release',
       ['render', '-p', 'dgx-h100', '-n', 'n1', '--dra-driver-release', '9.9'],
-      /^fakegpu: --dra-driver-release: "9\.9" is not allowed; allowed: 25\.12, 0\.4, 0\.5 \(see 'fakegpu render --help'\)\n$/,
+      /^fakegpu: --dra-driver-release: unknown NVIDIA DRA driver release "9\.9"; known releases: 25\.12, 0\.4, 0\.5\n$/,
     ],
     [
       'kubernetes version',
@@ -297,14 +297,14 @@ describe('bad input on the command line', () => {
       /^fakegpu: --no-fleet: leave it out with --with: the fleet gives an autoscaler's nodes their GPUs\n$/,
     ],
     [
-      'cluster gates without a plugin',
-      ['cluster', 'up', '--feature-gates', 'NVMLDeviceHealthCheck=true'],
-      /^fakegpu: --feature-gates: needs --profile: it is a setting of the node plugin that --profile starts\n$/,
+      'cluster gate the release does not know',
+      ['cluster', 'up', '--feature-gates', 'Turbo=true'],
+      /^fakegpu: --feature-gates: unrecognized feature gate: Turbo \(release 0\.5 has TimeSlicingSettings, .*\)\n$/,
     ],
     [
       'cluster health gate with dynamic MIG',
       ['cluster', 'up', '-p', 'dgx-h100', '--dynamic-mig', '--feature-gates', 'NVMLDeviceHealthCheck=true'],
-      /^fakegpu: --feature-gates: feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG\n$/,
+      /^fakegpu: --feature-gates with --dynamic-mig: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck\n$/,
     ],
     [
       'cluster health service without the gate',
@@ -327,7 +327,7 @@ describe('bad input on the command line', () => {
         '--feature-gates',
         'NVMLDeviceHealthCheck=true,DynamicMIG=true',
       ],
-      /^fakegpu: --feature-gates: feature gate NVMLDeviceHealthCheck is currently mutually exclusive with DynamicMIG\n$/,
+      /^fakegpu: --feature-gates: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck\n$/,
     ],
     [
       'fleet ignored XIDs',

@@ -53,7 +53,8 @@ describe('cluster up --helm', () => {
     assert.deepEqual(v['image'], { repository, tag, pullPolicy: 'Never' });
     assert.equal(v['profile'], 'dgx-h100');
     assert.equal(v['dynamicMig'], true);
-    assert.equal(v['featureGates'], 'TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true');
+    // NVIDIA's rules forbid MPS beside dynamic MIG: the demo's MPSSupport is left out.
+    assert.equal(v['featureGates'], 'TimeSlicingSettings=true,NVMLDeviceHealthCheck=true');
     assert.equal(v['kubeletPluginsDir'], '/tmp/c/kubelet/plugins');
     assert.equal(v['kubeletRegistrarDir'], '/tmp/c/kubelet/plugins_registry');
     assert.equal(v['cdiRoot'], '/tmp/c/cdi');

@@ -50,6 +50,22 @@ export function topoCluster(): Promise<Exports> {
   });
 }
 
+/** NVIDIA v0.5.0's newer gates together on one DGX H100: shares, VFIO, Fabric Manager, list attributes. */
+export const NVIDIA_CLUSTER_DIR =
+  process.env['FAKEGPU_E2E_NVIDIA_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-nvidia-cluster');
+export const NVIDIA_NODE = 'fakegpu-h100-node';
+export const NVIDIA_GATES =
+  'ConsumableShares=true,PassthroughSupport=true,DeviceMetadata=true,DRAListTypeAttributes=true,FabricManagerPartitioning=true';
+
+export function nvidiaCluster(): Promise<Exports> {
+  return sharedCluster({
+    dir: NVIDIA_CLUSTER_DIR,
+    nodeName: NVIDIA_NODE,
+    profile: E2E_PROFILE,
+    pluginGates: NVIDIA_GATES,
+  });
+}
+
 export const FAULTS_CLUSTER_DIR =
   process.env['FAKEGPU_E2E_FAULTS_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-faults-cluster');
 export const FAULTS_NODE = 'fakegpu-faults-node';
