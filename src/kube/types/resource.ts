@@ -5,8 +5,15 @@
 
 export type DeviceAttribute = { string: string } | { int: number } | { bool: boolean } | { version: string };
 
+/** Kubernetes 1.34+ DRAConsumableCapacity: how much of a capacity one claim may consume. */
+export interface CapacityRequestPolicy {
+  default: string;
+  validRange?: { min?: string; max?: string; step?: string };
+}
+
 export interface DeviceCapacity {
   value: string;
+  requestPolicy?: CapacityRequestPolicy;
 }
 
 export interface Counter {
@@ -40,6 +47,8 @@ export interface Device {
   capacity?: Record<string, DeviceCapacity>;
   consumesCounters?: DeviceCounterConsumption[];
   taints?: DeviceTaint[];
+  /** DRAConsumableCapacity: several claims may hold the device (NVIDIA's ConsumableShares). */
+  allowMultipleAllocations?: boolean;
 }
 
 export interface ResourcePool {

@@ -14,6 +14,7 @@ import type { GpuInfo, MigProfile, StaticMigDevice } from './discover.js';
 import { camelToDns, counterSetName, gpuDeviceName, memorySliceCounter, migDeviceName } from './names.js';
 import type { DriverRelease } from './release.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
+import { sharesEnabled, withConsumableShares, type ConsumableShares } from './consumable-shares.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
@@ -21,6 +22,8 @@ export interface DeviceModelOptions {
   release: DriverRelease;
   /** NVIDIA's feature gates, resolved (`model/feature-gates`). */
   gates: FeatureGates;
+  /** `--consumable-shares` (checked against the gate already); absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
 }
 
 /**
@@ -176,14 +179,30 @@ function partitions(gpu: GpuInfo, release: DriverRelease): GpuDevices {
   return inOrder(gpu, devices, { name: setName, counters: counters(all) });
 }
 
+/**
+ * The devices NVIDIA's applyConsumableShares reaches: full GPUs, static and dynamic MIG (NVIDIA v0.5.0
+ * allocatable.go, partitions.go). VFIO devices never take shares: a VFIO handle stays out of this set.
+ */
+const SHAREABLE: ReadonlySet<DeviceHandle['type']> = new Set(['gpu', 'mig', 'partition']);
+
+function shared(g: GpuDevices, mode: ConsumableShares | undefined): GpuDevices {
+  if (!mode || !sharesEnabled(mode)) return g;
+  const devices = g.devices.map((d, i) => {
+    const h = g.handles[i];
+    return h && SHAREABLE.has(h.type) ? withConsumableShares(d, mode) : d;
+  });
+  return { ...g, devices };
+}
+
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
   return ordered.map((gpu): GpuDevices => {
-    if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release);
+    if (opts.dynamicMig && dynamicCapable(gpu))
+      return shared(partitions(gpu, opts.release), opts.consumableShares);
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
       : [{ device: fullGpu(gpu, opts.release), handle: { type: 'gpu' } }];
-    return inOrder(gpu, devices, null);
+    return shared(inOrder(gpu, devices, null), opts.consumableShares);
   });
 }

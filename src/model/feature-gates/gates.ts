@@ -146,7 +146,7 @@ export const GATES = {
     default: false,
     since: '0.5',
     releases: ONLY_05,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: 'devices allocatable to several claims by consumed capacity (--consumable-shares)',
   },
 } as const satisfies Record<string, Gate>;
