@@ -29,6 +29,8 @@ const PreparedDevice = z.strictObject({
   /** The device's identity: GPU or MIG UUID, a NIC's PCI address; empty for a MIG device not yet made. */
   uuid: z.string(),
   type: z.enum(['gpu', 'mig', 'nic', 'channel', 'daemon']),
+  /** Prepared with admin access: holds nothing, so it never counts as another claim's (NVIDIA's GetNonAdminDevices). */
+  adminAccess: z.literal(true).optional(),
   /** A MIG device made at prepare (dynamic MIG), destroyed at unprepare. */
   migInstance: MigInstance.optional(),
   /** An IMEX channel or daemon: its domain as prepare found it, so files and unprepare need no API. */
@@ -52,7 +54,12 @@ const PreparedClaim = z.strictObject({
   /** Sharing settings applied, per device, as the real driver records them. */
   configState: z.record(
     z.string(),
-    z.strictObject({ timeSlice: z.string().optional(), mps: z.boolean().optional() }),
+    z.strictObject({
+      timeSlice: z.string().optional(),
+      mps: z.boolean().optional(),
+      /** With consumable shares: the device's normalised config, which a claim sharing it must equal. */
+      config: z.string().optional(),
+    }),
   ),
 });
 export type PreparedClaim = z.infer<typeof PreparedClaim>;
@@ -141,7 +148,9 @@ export class CheckpointStore {
   holder(device: string, uid: string): string | undefined {
     return this.all().find(
       ([other, c]) =>
-        other !== uid && c.state === 'PrepareCompleted' && c.devices.some((d) => d.deviceName === device),
+        other !== uid &&
+        c.state === 'PrepareCompleted' &&
+        c.devices.some((d) => d.deviceName === device && !d.adminAccess),
     )?.[0];
   }
 
