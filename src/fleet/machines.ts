@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../model/device/release.js';
 import { defaultGates, type FeatureGates } from '../model/feature-gates/gates.js';
+import type { ConsumableShares } from '../model/device/consumable-shares.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../kube/types/version.js';
 import { type ResolvedProfile } from '../model/profile/load.js';
@@ -37,6 +38,8 @@ export interface MachineOptions {
   release: DriverRelease;
   /** NVIDIA's gates, resolved; a pool's `dynamicMig` overrides DynamicMIG. */
   gates?: FeatureGates | undefined;
+  /** `--consumable-shares`, checked against the gates; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
   nics?: NicRenderOptions | undefined;
   /** Publish NVIDIA's compute-domain slice on nodes with NVLink fabric. */
   computeDomains?: boolean | undefined;
@@ -153,6 +156,8 @@ export class Machines {
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
       gates: { ...(this.o.gates ?? defaultGates()), DynamicMIG: m.dynamicMig },
+      // A server that drops allowMultipleAllocations cannot share a device: published unshared.
+      consumableShares: this.gatesOff.has('allowMultipleAllocations') ? undefined : this.o.consumableShares,
       nics: this.o.nics,
       computeDomains: this.o.computeDomains,
     };
