@@ -160,6 +160,7 @@ class GpuHooks implements ClaimHooks {
     device: GpuAllocatable,
     configs: readonly AllocationConfig[],
   ): (() => string) | null {
+    // NVIDIA shares no VFIO device (`dev.Type() != VfioDeviceType`): one must return null here too.
     if (!this.sharing()) return null;
     return () => {
       try {
@@ -208,35 +209,9 @@ class GpuHooks implements ClaimHooks {
         throw new ClaimError(
           `admin access to MIG partition ${r.device}, which claim ${holder} holds, is not supported`,
         );
-      const config = this.configFor(r, device.type, configs);
-      const s = config?.sharing;
-      if (s?.strategy === 'TimeSlicing')
-        configState[r.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
-      if (s?.strategy === 'MPS') {
-        if (this.sharing()) throw new ClaimError(MPS_WITH_SHARES);
-        configState[r.device] = { mps: true };
-      }
-      if (this.sharing() && !r.adminAccess)
-        configState[r.device] = { ...configState[r.device], config: normalisedConfig(config, device.type) };
-      devices.push({
-        requestNames: [baseRequest(r.request)],
-        poolName: r.pool,
-        deviceName: r.device,
-        cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
-        // A partition's MIG UUID exists once it is made; its placement is recorded before that.
-        uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
-        type: device.type,
-        ...(r.adminAccess ? { adminAccess: true as const } : {}),
-        ...(device.partition
-          ? {
-              migInstance: {
-                parentUuid: device.gpu.uuid,
-                profileId: device.partition.profile.info.id,
-                start: device.partition.start,
-              },
-            }
-          : {}),
-      });
+      const state = this.stateFor(r, device.type, this.configFor(r, device.type, configs));
+      if (state) configState[r.device] = state;
+      devices.push(this.prepared(uid, r, device));
     }
     return {
       namespace: claim.metadata.namespace,
@@ -244,6 +219,46 @@ class GpuHooks implements ClaimHooks {
       state: 'PrepareStarted',
       devices,
       configState,
+    };
+  }
+
+  /**
+   * What a device's config leaves in the checkpoint: NVIDIA's sharing state and, with shares on, the
+   * normalised config a claim sharing the device must equal. NVIDIA refuses MPS while shares are on.
+   */
+  private stateFor(
+    r: AllocationResult,
+    type: 'gpu' | 'mig',
+    config: DeviceConfig | null,
+  ): PreparedClaim['configState'][string] | undefined {
+    const s = config?.sharing;
+    if (s?.strategy === 'MPS' && this.sharing()) throw new ClaimError(MPS_WITH_SHARES);
+    const state: PreparedClaim['configState'][string] = {};
+    if (s?.strategy === 'TimeSlicing') state.timeSlice = s.timeSlicingConfig?.interval ?? 'Default';
+    if (s?.strategy === 'MPS') state.mps = true;
+    if (this.sharing() && !r.adminAccess) state.config = normalisedConfig(config, type);
+    return Object.keys(state).length > 0 ? state : undefined;
+  }
+
+  private prepared(uid: string, r: AllocationResult, device: GpuAllocatable): PreparedDevice {
+    return {
+      requestNames: [baseRequest(r.request)],
+      poolName: r.pool,
+      deviceName: r.device,
+      cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
+      // A partition's MIG UUID exists once it is made; its placement is recorded before that.
+      uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
+      type: device.type,
+      ...(r.adminAccess ? { adminAccess: true as const } : {}),
+      ...(device.partition
+        ? {
+            migInstance: {
+              parentUuid: device.gpu.uuid,
+              profileId: device.partition.profile.info.id,
+              start: device.partition.start,
+            },
+          }
+        : {}),
     };
   }
 
