@@ -13,6 +13,8 @@ import { renderSlices } from '../../src/model/render.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { devicesOf, RENDER_OPTIONS } from '../support/render.js';
+import { apiViolations } from '../support/api-limits.js';
+import { PRESETS } from '../../src/model/preset/index.js';
 
 const ON = gatesWith({ ConsumableShares: true });
 const refusal = (text: string | undefined, gates = ON): string => {
@@ -136,6 +138,23 @@ describe('consumable shares published', () => {
       assert.deepEqual(rest, rest0);
       assert.equal(memory?.value, m0?.value);
       assert.equal(shares?.value, '2');
+    }
+  });
+
+  it('every preset, plain and dynamic MIG, with N shares stays within the v1 API limits', () => {
+    const a100 = resolveProfile(join(REPO_ROOT, 'test', 'fixtures', 'profiles', 'dgx-a100-mig.yaml'));
+    const cases = [...PRESETS.map((p) => resolveProfile(p.name)), a100].flatMap((profile) =>
+      // A static layout cannot be combined with dynamic MIG.
+      (profile === a100 ? [false] : [false, true]).map((dynamicMig) => ({ profile, dynamicMig })),
+    );
+    for (const { profile, dynamicMig } of cases) {
+      const list = renderSlices(profile, {
+        ...RENDER_OPTIONS,
+        dynamicMig,
+        gates: gatesWith({ ConsumableShares: true, DynamicMIG: dynamicMig }),
+        consumableShares: { shares: 8n },
+      });
+      assert.deepEqual(apiViolations(list.items), [], `${profile.name} ${String(dynamicMig)}`);
     }
   });
 });
