@@ -357,7 +357,7 @@ async function startPlugin(
   const node = nodeModel(o, await chooseProfile(o, kc, log));
   const { model } = node;
   const health = new NodeHealth(model.nvml, model.devices, {
-    enabled: o.gates.NVMLDeviceHealthCheck === true,
+    enabled: o.gates.NVMLDeviceHealthCheck,
     release: o.release,
     ignoredXids: o.ignoredXids ?? ignoredXids(''),
     log,
