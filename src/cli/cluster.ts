@@ -19,6 +19,7 @@ import { checkNodeName } from '../model/render.js';
 import { nicNumaOption } from './commands.js';
 import { intFlag, resolveGates } from './options.js';
 import { DEFAULT_RELEASE } from '../model/device/release.js';
+import { parseConsumableShares } from '../model/device/consumable-shares.js';
 import { table } from './output.js';
 import {
   examples,
@@ -118,6 +119,7 @@ interface UpFlags {
   nicNumaAttribute: 'dranet' | 'standard';
   nics: boolean;
   featureGates?: string;
+  consumableShares?: string;
   healthService?: boolean;
   kwokNodes: string;
   kwokProfile?: string;
@@ -153,6 +155,10 @@ function nodeFlags(c: Command): Command {
     .option(
       '--feature-gates <gates>',
       "NVIDIA's driver gates for the node plugin and the fleet, e.g. ConsumableShares=true (docs/feature-gates.md)",
+    )
+    .option(
+      '--consumable-shares <mode>',
+      "NVIDIA's consumable shares for the node plugin and the fleet ('disabled', 'memory', 'unlimited', or a positive integer); needs --feature-gates ConsumableShares=true",
     )
     .option(
       '--health-service',
@@ -214,6 +220,7 @@ function upOptions(f: UpFlags): ClusterOptions {
     nicNumaAttribute: f.nicNumaAttribute,
     nics: f.nics,
     pluginGates: f.featureGates,
+    consumableShares: f.consumableShares,
     healthService: f.healthService === true,
     kwokNodes,
     kwokProfile:
@@ -277,6 +284,8 @@ function checkPluginFlags(f: UpFlags): void {
       '--health-service',
       'needs --feature-gates NVMLDeviceHealthCheck=true: health is what its monitor finds',
     );
+  // Refused here in NVIDIA's words rather than by the plugin and the fleet once started.
+  parseConsumableShares(f.consumableShares, gates);
 }
 
 function statusTable(s: ComponentStatus[]): string {

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { modelLookup } from '../model/hardware/models.js';
 import { parseRelease } from '../model/device/release.js';
+import { parseConsumableShares } from '../model/device/consumable-shares.js';
 import { FakegpuError, show } from '../errors.js';
 import { buildMachine } from '../model/hardware/build.js';
 import { presetForInstanceType, PRESETS } from '../model/preset/index.js';
@@ -14,6 +15,7 @@ import { DRIVER_NAME } from '../model/slice/build.js';
 import { DRANET, nicDeviceName } from '../model/nic/attributes.js';
 import {
   featureGatesOption,
+  consumableSharesOption,
   layoutVersionOption,
   noComputeDomainsOption,
   releaseChoiceOption,
@@ -111,6 +113,7 @@ interface RenderFlags {
   kubernetesVersion: string;
   draDriverRelease: string;
   featureGates: string;
+  consumableShares: string;
   nics: boolean;
   nicDriverName: string;
   nicNumaAttribute: string;
@@ -143,6 +146,7 @@ export function renderCommand(write: (s: string) => void): Command {
     .addOption(layoutVersionOption())
     .addOption(releaseChoiceOption())
     .addOption(featureGatesOption())
+    .addOption(consumableSharesOption())
     .option('--no-nics', "leave out the NIC slices (DRANET's) that a profile with NICs gets")
     .option('--nic-driver-name <name>', 'driver name of the NIC slices', DRANET)
     .addOption(nicNumaOption())
@@ -183,6 +187,7 @@ export function renderCommand(write: (s: string) => void): Command {
         kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
         release,
         gates,
+        consumableShares: parseConsumableShares(opts.consumableShares, gates),
       });
       write(serialize(list, opts.output));
     });

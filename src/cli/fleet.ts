@@ -3,6 +3,7 @@ import { FakegpuError } from '../errors.js';
 import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, type DriverRelease } from '../model/device/release.js';
 import type { FeatureGates } from '../model/feature-gates/gates.js';
+import { parseConsumableShares, type ConsumableShares } from '../model/device/consumable-shares.js';
 import { checkIgnoredXids, ignoredXids } from '../model/health/taints.js';
 import { loadPools } from '../fleet/pools.js';
 import type { FleetRunOptions } from '../fleet/run.js';
@@ -22,6 +23,7 @@ import {
   driverReleaseOption,
   dynamicMigOption,
   featureGatesOption,
+  consumableSharesOption,
   resolveGates,
   envOption,
   intFlag,
@@ -42,6 +44,7 @@ interface Flags {
   driverName: string;
   draDriverRelease: string;
   featureGates: string;
+  consumableShares: string;
   nics?: boolean;
   computeDomains: boolean;
   driverNamespace: string;
@@ -104,6 +107,7 @@ function servedFlags(c: Command): Command {
     )
     .addOption(dynamicMigOption())
     .addOption(featureGatesOption('FEATURE_GATES'))
+    .addOption(consumableSharesOption('CONSUMABLE_SHARES'))
     .addOption(driverNameOption())
     .addOption(driverReleaseOption())
     .addOption(new Option('--nics', "also publish the nodes' NICs as DRANET would").env('FAKEGPU_NICS'))
@@ -200,6 +204,7 @@ interface Common {
   ignored: string;
   release: DriverRelease;
   gates: FeatureGates;
+  consumableShares: ConsumableShares;
   driverName: string;
   driverNamespace: string;
   nics: { driverName: string; standardNumaNode: boolean } | undefined;
@@ -221,6 +226,11 @@ function checkCommon(f: Flags, cmd: Command): Common {
     f.dynamicMig === true,
     sourceOf(cmd, 'featureGates', '--feature-gates'),
   );
+  const consumableShares = parseConsumableShares(
+    f.consumableShares,
+    gates,
+    sourceOf(cmd, 'consumableShares', '--consumable-shares'),
+  );
   const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
   const driverNamespace = checkNamespace(
     f.driverNamespace,
@@ -236,6 +246,7 @@ function checkCommon(f: Flags, cmd: Command): Common {
     ignored,
     release,
     gates,
+    consumableShares,
     driverName,
     driverNamespace,
     nics,
@@ -284,6 +295,7 @@ function checkProfile(f: Flags, c: Common): void {
     kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
     release: c.release,
     gates: c.gates,
+    consumableShares: c.consumableShares,
     nics: c.nics,
   });
 }
@@ -317,6 +329,7 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
     driverName: c.driverName,
     release: c.release,
     gates: c.gates,
+    consumableShares: c.consumableShares,
     nics: c.nics,
     concurrency: c.concurrency,
     qps: c.qps,

@@ -221,6 +221,18 @@ export function resolveGates(
   return withMig;
 }
 
+/**
+ * NVIDIA's `--consumable-shares` (env `CONSUMABLE_SHARES` where a process runs), usage text verbatim
+ * from NVIDIA v0.5.0 cmd/gpu-kubelet-plugin/main.go.
+ */
+export function consumableSharesOption(envVar?: string): Option {
+  const o = new Option(
+    '--consumable-shares <mode>',
+    "Configure consumable shares support ('disabled', 'memory', 'unlimited', or a positive integer).",
+  );
+  return (envVar ? o.env(envVar) : o).default('disabled');
+}
+
 /** dcgm-exporter's endpoint, on the plugin and the fleet alike; `what` says whose GPUs it serves. */
 export function dcgmEndpointOption(what: string): Option {
   return envOption(

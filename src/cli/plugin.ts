@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, RELEASES } from '../model/device/release.js';
+import { parseConsumableShares } from '../model/device/consumable-shares.js';
 import { FakegpuError } from '../errors.js';
 import type { PluginOptions } from '../node/plugin/run.js';
 import { resolveProfile } from '../process/profile-file.js';
@@ -24,6 +25,7 @@ import {
   noComputeDomainsOption,
   resolveGates,
   featureGatesOption,
+  consumableSharesOption,
   sourceOf,
 } from './options.js';
 import { examples } from './flags.js';
@@ -46,6 +48,7 @@ interface Flags {
   dcgmEndpoint: string;
   dcgmExporterVersion: string;
   featureGates: string;
+  consumableShares: string;
   additionalXidsToIgnore: string;
   healthService?: boolean;
   resetCheckpoint?: boolean;
@@ -133,6 +136,7 @@ function serviceFlags(c: Command): Command {
     .addOption(dcgmEndpointOption("this node's"))
     .addOption(dcgmVersionOption())
     .addOption(featureGatesOption('FEATURE_GATES'))
+    .addOption(consumableSharesOption('CONSUMABLE_SHARES'))
     .addOption(
       envOption(
         '--additional-xids-to-ignore <xids>',
@@ -197,6 +201,11 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     sourceOf(cmd, 'featureGates', '--feature-gates'),
   );
   const dynamicMig = gates.DynamicMIG;
+  const consumableShares = parseConsumableShares(
+    f.consumableShares,
+    gates,
+    sourceOf(cmd, 'consumableShares', '--consumable-shares'),
+  );
   const ignored = checkIgnoredXids(
     f.additionalXidsToIgnore,
     sourceOf(cmd, 'additionalXidsToIgnore', '--additional-xids-to-ignore'),
@@ -236,6 +245,8 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     kubernetesVersion: parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION, '--kubernetes-version'),
     release,
     nics,
+    gates,
+    consumableShares,
   });
   const dcgmStyle = await checkServingFlags(f, cmd);
   // Loaded here: gRPC and its protobuf parser, the API client and the logger are no part of other
@@ -264,6 +275,7 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     dcgmEndpoint: f.dcgmEndpoint || undefined,
     dcgmStyle,
     gates,
+    consumableShares,
     ignoredXids: ignoredXids(ignored),
     healthService: f.healthService === true,
     resetCheckpoint: f.resetCheckpoint === true,

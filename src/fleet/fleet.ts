@@ -2,6 +2,7 @@ import type { Machine } from '../model/hardware/machine.js';
 import type { NvmlFault } from '../model/nvml/state.js';
 import type { Logger } from 'pino';
 import type { FeatureGates } from '../model/feature-gates/gates.js';
+import type { ConsumableShares } from '../model/device/consumable-shares.js';
 import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { FaultApi } from '../kube/gpufault/api.js';
@@ -62,6 +63,8 @@ export interface FleetOptions {
   release: DriverRelease;
   /** NVIDIA's gates, resolved; absent: the release's defaults. */
   gates?: FeatureGates | undefined;
+  /** `--consumable-shares`, checked against the gates; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
   nics?: NicRenderOptions | undefined;
   /** Nodes reconciled at once. */
   concurrency: number;
@@ -392,7 +395,7 @@ export class Fleet {
 
   /**
    * Once per fleet: which gated fields this API server drops, learnt from a dry run of a DGX H100 with
-   * dynamic MIG and a probe taint (the server is the same for every node).
+   * dynamic MIG, a probe taint and the fleet's consumable shares (the server is the same for every node).
    */
   private async probeGates(version: Semver): Promise<Set<GatedField>> {
     let off: Set<GatedField>;
@@ -404,6 +407,7 @@ export class Fleet {
         kubernetesVersion: version,
         release: this.o.release,
         gates: this.o.gates,
+        consumableShares: this.o.consumableShares,
       }).items;
       off = await probeGates(this.api, probe);
     } catch {

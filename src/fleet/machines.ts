@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { DriverRelease } from '../model/device/release.js';
 import { defaultGates, type FeatureGates } from '../model/feature-gates/gates.js';
+import type { ConsumableShares } from '../model/device/consumable-shares.js';
 import { formatFeatureGates } from '../model/feature-gates/parse.js';
 
 /** What a node is: its machine, whether it runs dynamic MIG, and its pool's gates (absent: the fleet's). */
@@ -45,6 +46,8 @@ export interface MachineOptions {
   release: DriverRelease;
   /** NVIDIA's gates, resolved; a pool's `dynamicMig` overrides DynamicMIG. */
   gates?: FeatureGates | undefined;
+  /** `--consumable-shares`, checked against the gates; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
   nics?: NicRenderOptions | undefined;
   /** Publish NVIDIA's compute-domain slice on nodes with NVLink fabric. */
   computeDomains?: boolean | undefined;
@@ -161,6 +164,8 @@ export class Machines {
       kubernetesVersion: this.kubernetesVersion,
       release: this.o.release,
       gates: this.gates(m),
+      // A server that drops allowMultipleAllocations cannot share a device: published unshared.
+      consumableShares: this.gatesOff.has('allowMultipleAllocations') ? undefined : this.o.consumableShares,
       nics: this.o.nics,
       computeDomains: this.o.computeDomains,
     };

@@ -24,6 +24,7 @@ export interface FleetRunOptions extends Pick<
   | 'driverName'
   | 'release'
   | 'gates'
+  | 'consumableShares'
   | 'nics'
   | 'concurrency'
   | 'qps'
@@ -151,6 +152,7 @@ function lead(o: FleetRunOptions, kc: PooledKubeConfig, onFaults: ReturnType<typ
     driverName: o.driverName,
     release: o.release,
     gates: o.gates,
+    consumableShares: o.consumableShares,
     nics: o.nics,
     concurrency: o.concurrency,
     qps: o.qps,

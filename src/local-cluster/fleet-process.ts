@@ -58,5 +58,6 @@ export function fleetArgs(l: Layout, s: State, ports: { http: string; dcgm?: str
     ...(ports.dcgm ? [`--dcgm-endpoint=${ports.dcgm}`] : []),
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
     ...(s.pluginGates ? [`--feature-gates=${s.pluginGates}`] : []),
+    ...(s.consumableShares ? [`--consumable-shares=${s.consumableShares}`] : []),
   ];
 }

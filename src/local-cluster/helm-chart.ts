@@ -69,6 +69,7 @@ export function helmValues(l: Layout, s: State): Record<string, unknown> {
     dynamicMig: s.dynamicMig,
     nics: { enabled: s.nics !== false, numaAttribute: s.nicNumaAttribute ?? 'dranet' },
     featureGates: clusterGates(s),
+    ...(s.consumableShares ? { consumableShares: s.consumableShares } : {}),
     kubeletPluginsDir: join(l.kubeletRoot, 'plugins'),
     kubeletRegistrarDir: join(l.kubeletRoot, 'plugins_registry'),
     cdiRoot: l.cdiDir,

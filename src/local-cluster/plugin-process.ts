@@ -49,6 +49,7 @@ export function pluginArgs(l: Layout, s: State): string[] {
     `--http-endpoint=${PLUGIN_HTTP}`,
     `--dcgm-endpoint=${PLUGIN_DCGM}`,
     `--feature-gates=${clusterGates(s)}`,
+    ...(s.consumableShares ? [`--consumable-shares=${s.consumableShares}`] : []),
     ...(s.healthService ? ['--health-service'] : []),
     `--profile-label=${PROFILE_LABEL}`,
     // No GPU Feature Discovery here: the plugin sets the clique label in its place.

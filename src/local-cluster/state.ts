@@ -72,6 +72,8 @@ export interface State {
   nics?: boolean;
   /** The plugin's NVIDIA gates beyond the sharing ones, e.g. `NVMLDeviceHealthCheck=true`. */
   pluginGates?: string;
+  /** The plugin's and the fleet's `--consumable-shares` (e.g. `memory`); absent: disabled. */
+  consumableShares?: string;
   healthService?: boolean;
   kwokNodes?: number;
   kwokProfile?: string | null;

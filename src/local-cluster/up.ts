@@ -62,6 +62,8 @@ export interface ClusterOptions {
   nics?: boolean;
   /** NVIDIA driver gates for the plugin, beside the sharing gates the cluster always turns on. */
   pluginGates?: string | undefined;
+  /** `--consumable-shares` for the plugin and the fleet (checked against the gates); absent: disabled. */
+  consumableShares?: string | undefined;
   /** The plugin serves the kubelet's DRAResourceHealth. */
   healthService?: boolean;
   /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
@@ -138,12 +140,13 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
       ((state.nicNumaAttribute ?? 'dranet') !== nicNumaAttribute ||
         (state.nics ?? true) !== (o.nics ?? true) ||
         (state.pluginGates ?? '') !== (o.pluginGates ?? '') ||
+        (state.consumableShares ?? 'disabled') !== (o.consumableShares ?? 'disabled') ||
         (state.healthService ?? false) !== (o.healthService ?? false)))
   ) {
     const now =
       state.profile === null
         ? 'no node plugin'
-        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.nics === false ? ' without NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.healthService ? ' with the health service' : ''}`;
+        : `profile ${JSON.stringify(state.profile)}${state.dynamicMig ? ' with dynamic MIG' : ''}${state.nicNumaAttribute === 'standard' ? ' with the standard NUMA attribute on NICs' : ''}${state.nics === false ? ' without NICs' : ''}${state.pluginGates ? ` with feature gates ${state.pluginGates}` : ''}${state.consumableShares ? ` with consumable shares ${state.consumableShares}` : ''}${state.healthService ? ' with the health service' : ''}`;
     throw new FakegpuError(
       '--profile',
       `the cluster in ${dir} runs ${now}; run "fakegpu cluster down" first to change it`,
@@ -266,6 +269,9 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     nicNumaAttribute: o.nicNumaAttribute ?? 'dranet',
     ...(o.nics === false ? { nics: false } : {}),
     ...(o.pluginGates ? { pluginGates: o.pluginGates } : {}),
+    ...(o.consumableShares && o.consumableShares !== 'disabled'
+      ? { consumableShares: o.consumableShares }
+      : {}),
     ...(o.healthService ? { healthService: true } : {}),
     kwokNodes: o.kwokNodes ?? 0,
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,

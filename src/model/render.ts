@@ -1,6 +1,7 @@
 import { buildDevices, type GpuDevices } from './device/allocatable.js';
 import { defaultGates, type FeatureGates } from './feature-gates/gates.js';
 import { discoverGpus } from './device/discover.js';
+import type { ConsumableShares } from './device/consumable-shares.js';
 import { DEFAULT_RELEASE, RELEASES, type DriverRelease } from './device/release.js';
 import { FakegpuError, show } from '../errors.js';
 import { applyTaints, type DeviceTaints } from './health/taints.js';
@@ -27,6 +28,8 @@ export interface RenderOptions {
   release: DriverRelease;
   /** NVIDIA's feature gates, resolved; absent: the release's defaults. */
   gates?: FeatureGates | undefined;
+  /** `--consumable-shares`, checked against the gates; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
   /** Where MIG state lives, chosen per machine; a fresh in-memory store renders the machine as booted. */
   migState?: (machine: Machine) => MigStateStore;
   /** Publish the machine's NICs as DRANET would, under this driver name; absent: GPUs only. */
@@ -77,6 +80,7 @@ export function modelNode(profile: ResolvedProfile, opts: RenderOptions): NodeMo
       release: opts.release,
       gates: opts.gates ?? defaultGates(),
       fabricManager: machine.fabricManager,
+      consumableShares: opts.consumableShares,
     }),
   };
 }

@@ -330,6 +330,26 @@ describe('bad input on the command line', () => {
       /^fakegpu: --feature-gates: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck\n$/,
     ],
     [
+      'plugin consumable shares without the gate',
+      ['plugin', '--node-name', 'n1', '-p', 'dgx-h100', '--consumable-shares', 'memory'],
+      /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,
+    ],
+    [
+      'fleet consumable shares not a mode',
+      ['fleet', '--feature-gates', 'ConsumableShares=true', '--consumable-shares', '0'],
+      /^fakegpu: --consumable-shares: invalid value for --consumable-shares: "0" \(must be 'disabled', 'memory', 'unlimited', or a positive integer\)\n$/,
+    ],
+    [
+      'render consumable shares without the gate',
+      ['render', '-p', 'dgx-h100', '-n', 'n1', '--consumable-shares', '4'],
+      /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,
+    ],
+    [
+      'cluster consumable shares without the gate',
+      ['cluster', 'up', '-p', 'dgx-h100', '--consumable-shares', 'memory'],
+      /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,
+    ],
+    [
       'fleet ignored XIDs',
       ['fleet', '--additional-xids-to-ignore', '79,x'],
       /^fakegpu: --additional-xids-to-ignore: "x" is not an XID; expected a comma-separated list of numbers\n$/,

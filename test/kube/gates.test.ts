@@ -17,7 +17,9 @@ import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { FakeApi } from '../support/fake-api.js';
 import { testFleet } from '../support/fleet.js';
 import { until } from '../support/http.js';
-import { render } from '../support/render.js';
+import { render, RENDER_OPTIONS } from '../support/render.js';
+import { renderSlices } from '../../src/model/render.js';
+import { gatesWith } from '../../src/model/feature-gates/gates.js';
 
 /**
  * An API server whose DRA gates are off drops their fields without an error (partitionable devices on
@@ -86,6 +88,29 @@ describe('fields an API server drops while their gate is off', () => {
     api.fail('dryRunSlice', 3, 422);
     assert.deepEqual([...(await probeGates(api, dynamic))], []);
   });
+
+  it('a server without DRAConsumableCapacity drops allowMultipleAllocations and request policies: probed, said, left out', async () => {
+    const shared = renderSlices(resolveProfile('dgx-h100'), {
+      ...RENDER_OPTIONS,
+      gates: gatesWith({ ConsumableShares: true }),
+      consumableShares: { shares: 4n },
+    }).items;
+    const api = new FakeApi();
+    api.drops = new Set(['allowMultipleAllocations']);
+    assert.deepEqual([...(await probeGates(api, shared))], ['allowMultipleAllocations']);
+    const kept = withoutFields(shared, new Set(['allowMultipleAllocations'] as const));
+    const [d] = kept[0]?.spec.devices ?? [];
+    assert.deepEqual(
+      [d?.allowMultipleAllocations, d?.capacity],
+      [undefined, { memory: { value: '81559Mi' }, shares: { value: '4' } }],
+    );
+    assert.match(
+      gateMessage(['allowMultipleAllocations'], '1.34.4'),
+      /^Kubernetes 1\.34\.4: consumable shares need DRAConsumableCapacity, which is off on this API server \(it dropped allowMultipleAllocations from a dry run\): each device goes to one claim at a time/,
+    );
+    api.drops = new Set();
+    assert.deepEqual([...(await probeGates(api, shared))], []);
+  });
 });
 
 describe('the fleet on a server without partitionable devices', () => {
@@ -124,6 +149,43 @@ describe('the fleet on a server without partitionable devices', () => {
           assert.equal(slices.length, 9);
           assert.ok(slices.some((s) => s.spec.sharedCounters));
         }
+      },
+    );
+  }
+});
+
+describe('the fleet with consumable shares', () => {
+  let fleets: Fleet[] = [];
+  afterEach(() => {
+    for (const f of fleets) f.stop();
+    fleets = [];
+  });
+
+  for (const drops of [false, true]) {
+    it(
+      drops
+        ? 'publishes devices unshared where the server drops allowMultipleAllocations'
+        : "publishes every KWOK node's GPUs shared, as the plugin does",
+      async () => {
+        const api = new FakeApi();
+        if (drops) api.drops = new Set(['allowMultipleAllocations']);
+        api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+        const f = testFleet(api, {
+          gates: gatesWith({ ConsumableShares: true }),
+          consumableShares: 'memory',
+        });
+        fleets.push(f);
+        await f.start();
+        await until('converged', () => f.converged() && api.slices.size > 0);
+        const devices = [...api.slices.values()].flatMap((s) => s.spec.devices ?? []);
+        assert.equal(devices.length, 8);
+        for (const d of devices)
+          if (drops)
+            assert.deepEqual(
+              [d.allowMultipleAllocations, d.capacity],
+              [undefined, { memory: { value: '81559Mi' } }],
+            );
+          else assert.equal(d.capacity?.['memory']?.requestPolicy?.default, '81559Mi');
       },
     );
   }

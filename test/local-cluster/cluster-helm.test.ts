@@ -7,6 +7,7 @@ import { layout } from '../../src/local-cluster/config.js';
 import { FAKEGPU_IMAGE } from '../../src/local-cluster/fakegpu-image.js';
 import { helmValues, refuseForHelm } from '../../src/local-cluster/helm-chart.js';
 import { pluginArgs } from '../../src/local-cluster/plugin-process.js';
+import { fleetArgs } from '../../src/local-cluster/fleet-process.js';
 import { defaultRelease, releaseOf } from '../../src/local-cluster/releases.js';
 import { clusterRestart } from '../../src/local-cluster/restart.js';
 import { componentsOf, writeState, type State } from '../../src/local-cluster/state.js';
@@ -34,6 +35,26 @@ describe('cluster up --helm', () => {
     const host = componentsOf(state({ kwokNodes: 4 }));
     assert.ok(!host.includes('kube-proxy'));
     assert.ok(host.includes('fakegpu-plugin') && host.includes('fakegpu-fleet'));
+  });
+
+  it('passes --consumable-shares to the plugin, the fleet and the chart, and nothing when disabled', () => {
+    const l = layout('/tmp/c');
+    const shared = state({ pluginGates: 'ConsumableShares=true', consumableShares: 'memory', kwokNodes: 2 });
+    assert.ok(pluginArgs(l, shared).includes('--consumable-shares=memory'));
+    assert.ok(
+      pluginArgs(l, shared).includes(
+        '--feature-gates=TimeSlicingSettings=true,MPSSupport=true,ConsumableShares=true',
+      ),
+    );
+    const fleet = fleetArgs(l, shared, { http: '127.0.0.1:1' });
+    assert.ok(
+      fleet.includes('--consumable-shares=memory') && fleet.includes('--feature-gates=ConsumableShares=true'),
+    );
+    assert.equal(helmValues(l, { ...shared, helm: true })['consumableShares'], 'memory');
+    const plain = state({ kwokNodes: 2 });
+    assert.ok(!pluginArgs(l, plain).some((a) => a.startsWith('--consumable-shares')));
+    assert.ok(!fleetArgs(l, plain, { http: '127.0.0.1:1' }).some((a) => a.startsWith('--consumable-shares')));
+    assert.equal(helmValues(l, { ...plain, helm: true })['consumableShares'], undefined);
   });
 
   it('gives the chart what the host processes get as flags: machine, gates, host paths, the fleet', () => {

@@ -201,6 +201,40 @@ describe('GPU metrics as dcgm-exporter serves them', () => {
     assert.equal(series(text, 'DCGM_FI_DEV_GPU_UTIL').length, 9);
   });
 
+  it('a GPU two claims share (ConsumableShares) is attributed to both pods: one series each, same GPU labels', () => {
+    const p1 = pod({ name: 'share-a', claims: { gpus: 'claim-a' } });
+    const p2 = pod({ name: 'share-b', claims: { gpus: 'claim-b' } });
+    // A pod listing two claims of one GPU keeps one series, its first claim's, as dcgm-exporter dedups.
+    const p3 = pod({
+      name: 'share-c',
+      containers: [{ name: 'main', claims: ['x', 'y'] }],
+      claims: { x: 'claim-c1', y: 'claim-c2' },
+    });
+    const claims = ['claim-a', 'claim-b', 'claim-c1', 'claim-c2'].map((name) => claim(['gpu-2'], { name }));
+    const a = attribute(claims, [p1, p2, p3], 'gpu.nvidia.com', never);
+    const text = new DcgmExporter({ now: () => 0 }).render([node('dgx-h100')], a);
+    const util = series(text, 'DCGM_FI_DEV_GPU_UTIL').filter((x) => label(x, 'gpu') === '2');
+    assert.deepEqual(
+      util.map((x) => [label(x, 'pod'), label(x, 'dra_claim_name')]),
+      [
+        ['share-a', 'claim-a'],
+        ['share-b', 'claim-b'],
+        ['share-c', 'claim-c1'],
+      ],
+    );
+    assert.equal(new Set(util.map((x) => label(x, 'UUID'))).size, 1);
+    assert.equal(new Set(util.map((x) => x.value)).size, 1, 'copies of one reading');
+  });
+
+  it('a claim two pods share is attributed to both', () => {
+    const p2 = pod({ name: 'train-1' });
+    const a = attribute([claim(['gpu-0'])], [pod(), p2], 'gpu.nvidia.com', never);
+    assert.deepEqual(
+      a.get('node-a\0gpu-0')?.map((x) => x.labels.find(([k]) => k === 'pod')?.[1]),
+      ['train-0', 'train-1'],
+    );
+  });
+
   it('reads claims and pods as the API server gives them: template claims through the pod status', () => {
     const c = claimView({
       metadata: { namespace: 'ml', name: 'p-gpu-abcde' },

@@ -183,7 +183,7 @@ describe('preparing claims', () => {
     await t.state.prepare(claim('c1', ['gpu-0']));
     await assert.rejects(t.state.prepare(claim('c2', ['gpu-0'])), {
       message:
-        'error preparing devices for claim default/claim-c2:c2: prepare devices failed: requested device gpu-0 is already allocated to different claim c1',
+        'error preparing devices for claim default/claim-c2:c2: unable to prepare claim c2: requested device gpu-0 is already allocated to different claim c1',
     });
     await assert.rejects(t.state.prepare(claim('c3', ['gpu-9'])), {
       message: /prepare devices failed: allocatable not found for device "gpu-9"$/,

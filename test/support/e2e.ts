@@ -63,6 +63,7 @@ export function nvidiaCluster(): Promise<Exports> {
     nodeName: NVIDIA_NODE,
     profile: E2E_PROFILE,
     pluginGates: NVIDIA_GATES,
+    consumableShares: 'memory',
   });
 }
 

@@ -7,12 +7,15 @@ import type { Device, DeviceAttribute, ResourceSlice } from '../types/resource.j
  * is probed once with a dry run before publishing (`probeSlices`, `droppedFields`), and what the server
  * cannot take is left out or refused with one line naming the gate (`gateMessage`).
  */
-export type GatedField = 'sharedCounters' | 'consumesCounters' | 'taints' | 'listAttributes';
+export type GatedField =
+  'sharedCounters' | 'consumesCounters' | 'taints' | 'allowMultipleAllocations' | 'listAttributes';
 
 export const FIELD_GATES: Record<GatedField, string> = {
   sharedCounters: 'DRAPartitionableDevices',
   consumesCounters: 'DRAPartitionableDevices',
   taints: 'DRADeviceTaints',
+  // With it the server also drops capacities' requestPolicy (Kubernetes 1.34+, alpha).
+  allowMultipleAllocations: 'DRAConsumableCapacity',
   listAttributes: 'DRAListTypeAttributes',
 };
 
@@ -33,7 +36,11 @@ export function probeSlices(desired: readonly ResourceSlice[]): ResourceSlice[] 
   if (counters) probes.push(counters);
   const consuming = desired.find((s) => s.spec.devices?.some((d) => d.consumesCounters));
   if (consuming && consuming !== counters) probes.push(consuming);
-  const withDevice = desired.find((s) => (s.spec.devices?.length ?? 0) > 0);
+  // A shared device (ConsumableShares) goes first: the taint probe then carries its
+  // allowMultipleAllocations and request policies too.
+  const withDevice =
+    desired.find((s) => s.spec.devices?.some((d) => d.allowMultipleAllocations)) ??
+    desired.find((s) => (s.spec.devices?.length ?? 0) > 0);
   const [first] = withDevice?.spec.devices ?? [];
   if (withDevice && first) {
     // Only the taint is probed here: the counters have probes of their own.
@@ -68,6 +75,9 @@ export function droppedFields(sent: ResourceSlice, stored: ResourceSlice): Gated
     (devices ?? []).some((d) => (d[f]?.length ?? 0) > 0);
   for (const f of ['consumesCounters', 'taints'] as const)
     if (has(sent.spec.devices, f) && !has(stored.spec.devices, f)) out.add(f);
+  const shared = (devices: readonly Device[] | undefined) =>
+    (devices ?? []).some((d) => d.allowMultipleAllocations === true);
+  if (shared(sent.spec.devices) && !shared(stored.spec.devices)) out.add('allowMultipleAllocations');
   if ((sent.spec.devices ?? []).some(hasList) && !(stored.spec.devices ?? []).some(hasList))
     out.add('listAttributes');
   return [...out];
@@ -82,19 +92,24 @@ export function withoutFields(
   return slices.map((s) => {
     const spec = { ...s.spec };
     if (fields.has('sharedCounters')) delete spec.sharedCounters;
-    if (
-      spec.devices &&
-      (fields.has('consumesCounters') || fields.has('taints') || fields.has('listAttributes'))
-    )
+    if (spec.devices && [...fields].some((f) => f !== 'sharedCounters'))
       spec.devices = spec.devices.map((d) => {
         const x = { ...d };
         if (fields.has('consumesCounters')) delete x.consumesCounters;
         if (fields.has('taints')) delete x.taints;
+        if (fields.has('allowMultipleAllocations')) withoutSharing(x);
         if (fields.has('listAttributes') && x.attributes) x.attributes = scalarAttributes(x.attributes);
         return x;
       });
     return { ...s, spec };
   });
+}
+
+/** What a server without DRAConsumableCapacity keeps of a shared device: its capacities' values. */
+function withoutSharing(d: Device): void {
+  delete d.allowMultipleAllocations;
+  if (!d.capacity) return;
+  d.capacity = Object.fromEntries(Object.entries(d.capacity).map(([k, c]) => [k, { value: c.value }]));
 }
 
 /** A one-element list as the scalar NVIDIA publishes without its DRAListTypeAttributes gate. */
@@ -115,6 +130,10 @@ export function gateMessage(fields: readonly GatedField[], server: string): stri
   if (gates.includes('DRADeviceTaints'))
     parts.push(
       'device taints need DRADeviceTaints, which is off on this API server (it dropped taints from a dry run): GPU failures are logged and counted in metrics but not published as taints',
+    );
+  if (gates.includes('DRAConsumableCapacity'))
+    parts.push(
+      'consumable shares need DRAConsumableCapacity, which is off on this API server (it dropped allowMultipleAllocations from a dry run): each device goes to one claim at a time; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) to share devices',
     );
   if (gates.includes('DRAListTypeAttributes'))
     parts.push(

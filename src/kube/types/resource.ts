@@ -11,8 +11,15 @@ export type DeviceAttribute =
   /** DRAListTypeAttributes (KEP-5491, alpha in Kubernetes 1.36); fakegpu publishes only `ints`. */
   | { ints: number[] };
 
+/** Kubernetes 1.34+ DRAConsumableCapacity: how much of a capacity one claim may consume. */
+export interface CapacityRequestPolicy {
+  default: string;
+  validRange?: { min?: string; max?: string; step?: string };
+}
+
 export interface DeviceCapacity {
   value: string;
+  requestPolicy?: CapacityRequestPolicy;
 }
 
 export interface Counter {
@@ -46,6 +53,8 @@ export interface Device {
   capacity?: Record<string, DeviceCapacity>;
   consumesCounters?: DeviceCounterConsumption[];
   taints?: DeviceTaint[];
+  /** DRAConsumableCapacity: several claims may hold the device (NVIDIA's ConsumableShares). */
+  allowMultipleAllocations?: boolean;
 }
 
 export interface ResourcePool {

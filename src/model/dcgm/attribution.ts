@@ -36,12 +36,20 @@ export interface Attribution {
 
 export const deviceKey = (pool: string, device: string): string => `${pool}\0${device}`;
 
+const label = (a: Pick<Attribution, 'labels'>, k: string): string =>
+  a.labels.find(([n]) => n === k)?.[1] ?? '';
+const who = (a: Pick<Attribution, 'labels'>): string =>
+  `${label(a, 'namespace')}/${label(a, 'pod')}/${label(a, 'container')}`;
+
 /**
  * Every device of `driver` that a claim used by a pod holds, by `deviceKey`. The pod is found through its
  * own claim references (`spec.resourceClaims`, and `status.resourceClaimStatuses` for templates), which
- * is how a claim made for it is named; a claim shared by pods is shown with the first. As dcgm-exporter
- * 4.8 does, each container that lists the claim gets a series of its own (the same values, `container`
- * apart). A pod whose annotations do not parse keeps the default load; `bad` hears of it.
+ * is how a claim made for it is named. A device is listed with every pod that holds it: through a claim
+ * several pods share, or through several claims sharing the device (ConsumableShares). As dcgm-exporter
+ * does (4.8's toDeviceToPodsDRA keeps a list of pods per device and copies each metric once per pod and
+ * container), each container that lists a claim gets a series of its own, the same values with its
+ * own `pod`, `container` and `dra_*` labels. A pod whose annotations do not parse keeps the default
+ * load; `bad` hears of it.
  */
 export function attribute(
   claims: Iterable<ClaimView>,
@@ -49,20 +57,15 @@ export function attribute(
   driver: string,
   bad: (pod: PodView, err: FakegpuError) => void,
 ): Map<string, Attribution[]> {
-  const byClaim = new Map<string, { pod: PodView; podClaim: string }>();
+  const byClaim = new Map<string, { pod: PodView; podClaim: string }[]>();
   for (const pod of pods)
     for (const [podClaim, claim] of Object.entries(pod.claims)) {
       const key = `${pod.namespace}/${claim}`;
-      if (!byClaim.has(key)) byClaim.set(key, { pod, podClaim });
+      byClaim.set(key, [...(byClaim.get(key) ?? []), { pod, podClaim }]);
     }
   const out = new Map<string, Attribution[]>();
   const loads = new Map<PodView, Load>();
-  for (const c of claims) {
-    const mine = c.results.filter((r) => r.driver === driver);
-    if (mine.length === 0) continue;
-    const user = byClaim.get(`${c.namespace}/${c.name}`);
-    if (!user) continue;
-    const { pod, podClaim } = user;
+  const loadFor = (pod: PodView): Load => {
     let load = loads.get(pod);
     if (!load) {
       try {
@@ -74,12 +77,18 @@ export function attribute(
       }
       loads.set(pod, load);
     }
-    const listed = pod.containers.filter((k) => k.claims.includes(podClaim)).map((k) => k.name);
-    const containers = listed.length > 0 ? listed : [''];
-    for (const r of mine)
-      out.set(
-        deviceKey(r.pool, r.device),
-        containers.map((container) => ({
+    return load;
+  };
+  for (const c of claims) {
+    const mine = c.results.filter((r) => r.driver === driver);
+    if (mine.length === 0) continue;
+    for (const { pod, podClaim } of byClaim.get(`${c.namespace}/${c.name}`) ?? []) {
+      const load = loadFor(pod);
+      const listed = pod.containers.filter((k) => k.claims.includes(podClaim)).map((k) => k.name);
+      const containers = listed.length > 0 ? listed : [''];
+      for (const r of mine) {
+        const key = deviceKey(r.pool, r.device);
+        const rows = containers.map((container) => ({
           labels: [
             ['container', container],
             ['dra_claim_name', c.name],
@@ -89,11 +98,16 @@ export function attribute(
             ['dra_pool_name', r.pool],
             ['namespace', pod.namespace],
             ['pod', pod.name],
-          ],
+          ] as const,
           load,
           startedAtMs: pod.startedAtMs,
-        })),
-      );
+        }));
+        // dcgm-exporter keeps one series per pod and container on a device, the first claim's.
+        const had = out.get(key) ?? [];
+        const seen = new Set(had.map(who));
+        out.set(key, [...had, ...rows.filter((x) => !seen.has(who(x)))]);
+      }
+    }
   }
   return out;
 }

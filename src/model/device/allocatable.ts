@@ -19,6 +19,7 @@ import type { DriverRelease } from './release.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
 import { listNumaNodes } from './list-attributes.js';
 import { vfioDevice, vfioEnabled } from './vfio.js';
+import { sharesEnabled, withConsumableShares, type ConsumableShares } from './consumable-shares.js';
 
 export interface DeviceModelOptions {
   /** The driver runs with its `DynamicMIG` feature gate: every possible MIG partition is published. */
@@ -28,6 +29,8 @@ export interface DeviceModelOptions {
   gates: FeatureGates;
   /** Fabric Manager's partitions where the node has an NVSwitch fabric (`Machine.fabricManager`). */
   fabricManager?: readonly FmPartition[] | null | undefined;
+  /** `--consumable-shares` (checked against the gate already); absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
 }
 
 /**
@@ -185,6 +188,21 @@ function partitions(gpu: GpuInfo, release: DriverRelease, fm: Attributes): GpuDe
   return inOrder(gpu, devices, { name: setName, counters: counters(all) });
 }
 
+/**
+ * The devices NVIDIA's applyConsumableShares reaches: full GPUs, static and dynamic MIG (NVIDIA v0.5.0
+ * allocatable.go, partitions.go). VFIO devices never take shares: a VFIO handle stays out of this set.
+ */
+const SHAREABLE: ReadonlySet<DeviceHandle['type']> = new Set(['gpu', 'mig', 'partition']);
+
+function shared(g: GpuDevices, mode: ConsumableShares | undefined): GpuDevices {
+  if (!mode || !sharesEnabled(mode)) return g;
+  const devices = g.devices.map((d, i) => {
+    const h = g.handles[i];
+    return h && SHAREABLE.has(h.type) ? withConsumableShares(d, mode) : d;
+  });
+  return { ...g, devices };
+}
+
 /** Every GPU's devices as the driver would allocate them, in PCI bus order. */
 export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions): GpuDevices[] {
   const ordered = [...gpus].sort((a, b) => (a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0));
@@ -193,7 +211,8 @@ export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions)
     const fm = opts.gates.FabricManagerPartitioning
       ? fabricManagerAttributes(gpu, opts.fabricManager ?? null)
       : {};
-    if (opts.dynamicMig && dynamicCapable(gpu)) return partitions(gpu, opts.release, fm);
+    if (opts.dynamicMig && dynamicCapable(gpu))
+      return shared(partitions(gpu, opts.release, fm), opts.consumableShares);
     const devices: Handled[] = gpu.migEnabled
       ? staticMig(gpu, opts.release)
       : [{ device: fullGpu(gpu, opts.release, fm), handle: { type: 'gpu' } }];
@@ -205,7 +224,7 @@ export function buildDevices(gpus: readonly GpuInfo[], opts: DeviceModelOptions)
         handle: { type: 'vfio', index },
       });
     }
-    return inOrder(gpu, devices, null);
+    return shared(inOrder(gpu, devices, null), opts.consumableShares);
   });
   return opts.gates.DRAListTypeAttributes ? listNumaNodes(built) : built;
 }

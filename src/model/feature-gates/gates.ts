@@ -33,11 +33,6 @@ const ALL: readonly DriverRelease[] = ['25.12', '0.4', '0.5'];
 const FROM_04: readonly DriverRelease[] = ['0.4', '0.5'];
 const ONLY_05: readonly DriverRelease[] = ['0.5'];
 const MODELLED: Modelled = { kind: 'modelled' };
-/** Until fakegpu reproduces a gate, only its default is accepted. */
-const NOT_YET: Modelled = {
-  kind: 'default-only',
-  why: 'fakegpu does not reproduce this gate yet',
-};
 
 const CD_DEFAULT = "fakegpu's ComputeDomain daemons have no other mode";
 
@@ -146,7 +141,7 @@ export const GATES = {
     default: false,
     since: '0.5',
     releases: ONLY_05,
-    fakegpu: NOT_YET,
+    fakegpu: MODELLED,
     summary: 'devices allocatable to several claims by consumed capacity (--consumable-shares)',
   },
 } as const satisfies Record<string, Gate>;

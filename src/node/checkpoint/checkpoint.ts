@@ -29,6 +29,8 @@ const PreparedDevice = z.strictObject({
   /** The device's identity: GPU or MIG UUID, a NIC's PCI address; empty for a MIG device not yet made. */
   uuid: z.string(),
   type: z.enum(['gpu', 'mig', 'vfio', 'nic', 'channel', 'daemon']),
+  /** Prepared with admin access: holds nothing, so it never counts as another claim's (NVIDIA's GetNonAdminDevices). */
+  adminAccess: z.literal(true).optional(),
   /** A MIG device made at prepare (dynamic MIG), destroyed at unprepare. */
   migInstance: MigInstance.optional(),
   /** An IMEX channel or daemon: its domain as prepare found it, so files and unprepare need no API. */
@@ -64,6 +66,8 @@ const PreparedClaim = z.strictObject({
           enableAPIDevice: z.boolean(),
         })
         .optional(),
+      /** With consumable shares: the device's normalised config, which a claim sharing it must equal. */
+      config: z.string().optional(),
     }),
   ),
 });
@@ -153,7 +157,9 @@ export class CheckpointStore {
   holder(device: string, uid: string): string | undefined {
     return this.all().find(
       ([other, c]) =>
-        other !== uid && c.state === 'PrepareCompleted' && c.devices.some((d) => d.deviceName === device),
+        other !== uid &&
+        c.state === 'PrepareCompleted' &&
+        c.devices.some((d) => d.deviceName === device && !d.adminAccess),
     )?.[0];
   }
 

@@ -8,6 +8,7 @@ import { clientOf, loadKubeconfigInto } from '../../kube/client.js';
 import { serveProbes, type ProbeServer } from '../../process/probe-server.js';
 import { CheckpointStore } from '../checkpoint/checkpoint.js';
 import type { FeatureGates } from '../../model/feature-gates/gates.js';
+import type { ConsumableShares } from '../../model/device/consumable-shares.js';
 import { RELEASES, type DriverRelease } from '../../model/device/release.js';
 import { KubeFaultApi } from '../../kube/gpufault/api.js';
 import { gpuSkeleton } from '../../model/health/gpus.js';
@@ -70,6 +71,8 @@ export interface PluginOptions {
   /** Which dcgm-exporter the metrics look like. */
   dcgmStyle?: Style | undefined;
   gates: FeatureGates;
+  /** `--consumable-shares`, checked against the gates; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
   /** With the gate NVMLDeviceHealthCheck: XIDs tainted with effect None. */
   ignoredXids?: ReadonlySet<number> | undefined;
   /** Serve the kubelet's DRAResourceHealth (KEP-4680) from the health monitor. */
@@ -142,6 +145,7 @@ function nodeModel(
     kubernetesVersion: { major: 1, minor: 37, patch: 0 } satisfies Semver,
     release: o.release,
     gates: o.gates,
+    consumableShares: o.consumableShares,
     // One state file per machine: a node relabelled to another preset, and back, keeps each one's MIG state.
     migState: (machine) =>
       (store = new FileMigStateStore(
@@ -191,6 +195,7 @@ function gpuDriver(
     stateDir: o.stateDir,
     gates: o.gates,
     release: o.release,
+    consumableShares: o.consumableShares,
   });
   // Slices replayed from a file have no hardware behind them to break.
   const faults = o.slicesFile

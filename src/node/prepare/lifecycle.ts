@@ -28,21 +28,41 @@ export interface ClaimHooks {
   readonly errorPrefix: string;
   /** The whole error string, for a driver whose wording differs (quotes, prefix). */
   failure?(claim: { namespace: string; name: string; uid: string }, cause: string): string;
-  /** Checks the allocation and decides the devices and their config; changes nothing on the node. */
-  plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim;
+  /**
+   * Checks the allocation and decides the devices and their config; changes nothing on the node.
+   * `others`: the other claims prepared completely, as the checkpoint has them (shared devices).
+   */
+  plan(
+    claim: ResourceClaim,
+    heldBy: (device: string) => string | undefined,
+    others: readonly Holding[],
+  ): PreparedClaim;
   /**
    * Makes what the devices need and the node does not have yet (dynamic MIG), calling `record` with
    * the devices as they now are after each thing made, so the checkpoint always knows it.
    */
-  apply(devices: PreparedDevice[], record: (devices: PreparedDevice[]) => void): PreparedDevice[];
-  /** Destroys what `apply` made, whatever it got to; what is already gone is no error. */
-  undo(devices: readonly PreparedDevice[], uid?: string): void;
+  apply(
+    devices: PreparedDevice[],
+    record: (devices: PreparedDevice[]) => void,
+    others: readonly Holding[],
+  ): PreparedDevice[];
+  /**
+   * Destroys what `apply` made, whatever it got to; what is already gone is no error. What `others`
+   * (the other completed claims) still hold stays.
+   */
+  undo(devices: readonly PreparedDevice[], others: readonly Holding[]): void;
   /** Writes the claim's views under `dir` in place and returns its CDI spec (null: none). */
   files(uid: string, claim: PreparedClaim, dir: string): CdiSpec | null;
   /** Whether this machine still has the device as recorded (a relabelled node may not). */
   has(device: PreparedDevice): boolean;
   /** Destroys instances that none of `held` records; returns how many. */
   sweepInstances(held: readonly PreparedDevice[]): number;
+}
+
+/** Another claim the checkpoint has as prepared completely: NVIDIA's driver rescans these each time. */
+export interface Holding {
+  uid: string;
+  claim: PreparedClaim;
 }
 
 /** A plan for devices that need no settings recorded (NICs, IMEX channels and daemons). */
@@ -159,7 +179,7 @@ export class ClaimLifecycle {
     if (done) this.forget(uid);
     let planned: PreparedClaim;
     try {
-      planned = this.hooks.plan(claim, (device) => this.checkpoint.holder(device, uid));
+      planned = this.hooks.plan(claim, (device) => this.checkpoint.holder(device, uid), this.others(uid));
     } catch (e) {
       if (e instanceof ClaimError) throw this.fail(claim, e.message, e instanceof ClaimRefused);
       throw e;
@@ -173,9 +193,13 @@ export class ClaimLifecycle {
     }
     let devices: PreparedDevice[];
     try {
-      devices = this.hooks.apply(planned.devices, (now) => {
-        this.checkpoint.put(uid, { ...planned, devices: now });
-      });
+      devices = this.hooks.apply(
+        planned.devices,
+        (now) => {
+          this.checkpoint.put(uid, { ...planned, devices: now });
+        },
+        this.others(uid),
+      );
     } catch (e) {
       // Leave nothing half-applied: whatever was made for this claim goes again.
       this.forget(uid);
@@ -199,9 +223,20 @@ export class ClaimLifecycle {
     else removeSpec(this.where.cdiRoot, uid, this.hooks.cdiKind);
   }
 
+  /**
+   * The other claims prepared completely, read from the checkpoint at each call: counting holders of a
+   * shared device this way, as NVIDIA does, survives any restart (there is no counter to lose).
+   */
+  private others(uid: string): Holding[] {
+    return this.checkpoint
+      .all()
+      .filter(([other, c]) => other !== uid && c.state === 'PrepareCompleted')
+      .map(([other, c]) => ({ uid: other, claim: c }));
+  }
+
   /** Undoes a claim whatever state it is in; each step is idempotent, and the record goes last. */
   private forget(uid: string): void {
-    this.hooks.undo(this.checkpoint.get(uid)?.devices ?? [], uid);
+    this.hooks.undo(this.checkpoint.get(uid)?.devices ?? [], this.others(uid));
     crashPoint('unprepare-undone');
     removeSpec(this.where.cdiRoot, uid, this.hooks.cdiKind);
     removeDurably(this.claimDir(uid));

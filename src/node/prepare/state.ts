@@ -23,7 +23,9 @@ import {
 } from '../../kube/types/claim.js';
 import { CTL_MINORS, GpuFiles, type GpuAllocatable } from './gpu-files.js';
 import { crashPoint } from './crash.js';
-import { ClaimLifecycle, type ClaimHooks } from './lifecycle.js';
+import { ClaimLifecycle, type ClaimHooks, type Holding } from './lifecycle.js';
+import { checkOverlap, migInUse, MPS_WITH_SHARES, normalisedConfig, preparedMig } from './shares.js';
+import { sharesEnabled, type ConsumableShares } from '../../model/device/consumable-shares.js';
 import { MigInstances } from './mig.js';
 import { ClaimError, ClaimRefused, makeFakeNodes } from './node.js';
 import { fabricPartitionsFor, type FabricPartitions } from './fabric-manager.js';
@@ -46,6 +48,8 @@ export interface PrepareOptions {
   gates: FeatureGates;
   /** NVIDIA's release whose prepare rules apply (v0.5.0's admin-access checks). */
   release: DriverRelease;
+  /** `--consumable-shares`; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
 }
 
 function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatable> {
@@ -121,13 +125,80 @@ class GpuHooks implements ClaimHooks {
         );
   }
 
+  /** The config that applies to one result: class configs first, then the claim's; the last one wins. */
+  private configFor(
+    r: AllocationResult,
+    type: GpuAllocatable['type'],
+    configs: readonly AllocationConfig[],
+  ): { config: DeviceConfig | null; source: AllocationConfig | null } {
+    let config: DeviceConfig | null = null;
+    let source: AllocationConfig | null = null;
+    for (const c of configs) {
+      const applies =
+        !c.requests ||
+        c.requests.length === 0 ||
+        c.requests.includes(r.request) ||
+        c.requests.includes(baseRequest(r.request));
+      if (!applies) continue;
+      let decoded: DeviceConfig;
+      try {
+        decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
+      } catch (e) {
+        if (e instanceof ConfigInvalid) throw new ClaimError(`error validating GPU config: ${e.message}`);
+        if (e instanceof ConfigError)
+          throw new ClaimError(`error getting opaque device configs: ${e.message}`);
+        throw e;
+      }
+      if (decoded.kind !== configKindFor(type)) {
+        if (c.requests && c.requests.length > 0) {
+          throw new ClaimError(
+            `cannot apply ${decoded.kind} to device "${r.device}" of type "${type}" (request: ${r.request})`,
+          );
+        }
+        continue;
+      }
+      config = decoded;
+      source = c;
+    }
+    return { config, source };
+  }
+
+  /**
+   * With shares on, the incoming claim's normalised config for a device, resolved only if another
+   * claim holds it (NVIDIA's wording when that fails); without shares, null: any holder refuses.
+   */
+  private incomingConfig(
+    uid: string,
+    r: AllocationResult,
+    device: GpuAllocatable,
+    configs: readonly AllocationConfig[],
+  ): (() => string) | null {
+    // NVIDIA shares no VFIO device (`dev.Type() != VfioDeviceType`): one must return null here too.
+    const type = device.type;
+    if (!this.sharing() || type === 'vfio') return null;
+    return () => {
+      try {
+        return normalisedConfig(this.configFor(r, type, configs).config, type);
+      } catch (e) {
+        if (!(e instanceof ClaimError)) throw e;
+        throw new ClaimRefused(
+          `unable to prepare claim ${uid}: error resolving config for incoming claim ${uid} on device ${r.device}: ${e.message}`,
+        );
+      }
+    };
+  }
+
   /** The device still exists, and as the same kind: `--dynamic-mig` switched makes a static name a partition. */
   has(d: PreparedDevice): boolean {
     const a = this.allocatable.get(d.deviceName);
     return a !== undefined && (a.partition !== null) === (d.migInstance !== undefined);
   }
 
-  plan(claim: ResourceClaim, heldBy: (device: string) => string | undefined): PreparedClaim {
+  plan(
+    claim: ResourceClaim,
+    heldBy: (device: string) => string | undefined,
+    others: readonly Holding[],
+  ): PreparedClaim {
     const uid = claim.metadata.uid;
     const allocation = claim.status?.allocation?.devices;
     if (!allocation) throw new ClaimError('claim not yet allocated');
@@ -146,71 +217,21 @@ class GpuHooks implements ClaimHooks {
         (device.type === 'mig' && !device.mig && !device.partition)
       )
         throw new ClaimError(`allocatable not found for device "${r.device}"`);
+      if (!r.adminAccess) checkOverlap(uid, r.device, this.incomingConfig(uid, r, device, configs), others);
       const holder = heldBy(r.device);
-      if (holder !== undefined && !r.adminAccess)
-        throw new ClaimError(
-          `requested device ${r.device} is already allocated to different claim ${holder}`,
-        );
       // Admin access shares a device someone holds; a partition is made per claim, and making it twice
       // would fail, and undoing that failure would take the holder's instance with it.
-      if (holder !== undefined && device.partition)
+      if (holder !== undefined && r.adminAccess && device.partition)
         throw new ClaimError(
           `admin access to MIG partition ${r.device}, which claim ${holder} holds, is not supported`,
         );
-      // Class configs come before claim configs in the allocation; the last one that applies wins.
-      let config: DeviceConfig | null = null;
-      let source: AllocationConfig | null = null;
-      for (const c of configs) {
-        const applies =
-          !c.requests ||
-          c.requests.length === 0 ||
-          c.requests.includes(r.request) ||
-          c.requests.includes(baseRequest(r.request));
-        if (!applies) continue;
-        let decoded: DeviceConfig;
-        try {
-          decoded = decodeConfig(c.opaque?.parameters, this.opts.gates);
-        } catch (e) {
-          if (e instanceof ConfigInvalid) throw new ClaimError(`error validating GPU config: ${e.message}`);
-          if (e instanceof ConfigError)
-            throw new ClaimError(`error getting opaque device configs: ${e.message}`);
-          throw e;
-        }
-        const want = configKindFor(device.type);
-        if (decoded.kind !== want) {
-          if (c.requests && c.requests.length > 0) {
-            throw new ClaimError(
-              `cannot apply ${decoded.kind} to device "${r.device}" of type "${device.type}" (request: ${r.request})`,
-            );
-          }
-          continue;
-        }
-        config = decoded;
-        source = c;
-      }
+      const { config, source } = this.configFor(r, device.type, configs);
       if (device.type === 'vfio') configState[r.device] = vfioState(vfioSources, source, config);
-      const s = config?.sharing;
-      if (s?.strategy === 'TimeSlicing')
-        configState[r.device] = { timeSlice: s.timeSlicingConfig?.interval ?? 'Default' };
-      if (s?.strategy === 'MPS') configState[r.device] = { mps: true };
-      devices.push({
-        requestNames: [baseRequest(r.request)],
-        poolName: r.pool,
-        deviceName: r.device,
-        cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
-        // A partition's MIG UUID exists once it is made; its placement is recorded before that.
-        uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
-        type: device.type,
-        ...(device.partition
-          ? {
-              migInstance: {
-                parentUuid: device.gpu.uuid,
-                profileId: device.partition.profile.info.id,
-                start: device.partition.start,
-              },
-            }
-          : {}),
-      });
+      else {
+        const state = this.stateFor(r, device.type, config);
+        if (state) configState[r.device] = state;
+      }
+      devices.push(this.prepared(uid, r, device));
     }
     const partition = this.fabric?.resolve(results) ?? null;
     if (partition) this.fabricPlans.set(devices, partition);
@@ -224,7 +245,51 @@ class GpuHooks implements ClaimHooks {
     };
   }
 
-  apply(planned: PreparedDevice[], record: (devices: PreparedDevice[]) => void): PreparedDevice[] {
+  /**
+   * What a device's config leaves in the checkpoint: NVIDIA's sharing state and, with shares on, the
+   * normalised config a claim sharing the device must equal. NVIDIA refuses MPS while shares are on.
+   */
+  private stateFor(
+    r: AllocationResult,
+    type: 'gpu' | 'mig',
+    config: DeviceConfig | null,
+  ): PreparedClaim['configState'][string] | undefined {
+    const s = config?.sharing;
+    if (s?.strategy === 'MPS' && this.sharing()) throw new ClaimError(MPS_WITH_SHARES);
+    const state: PreparedClaim['configState'][string] = {};
+    if (s?.strategy === 'TimeSlicing') state.timeSlice = s.timeSlicingConfig?.interval ?? 'Default';
+    if (s?.strategy === 'MPS') state.mps = true;
+    if (this.sharing() && !r.adminAccess) state.config = normalisedConfig(config, type);
+    return Object.keys(state).length > 0 ? state : undefined;
+  }
+
+  private prepared(uid: string, r: AllocationResult, device: GpuAllocatable): PreparedDevice {
+    return {
+      requestNames: [baseRequest(r.request)],
+      poolName: r.pool,
+      deviceName: r.device,
+      cdiDeviceIds: [cdiDeviceId(uid, r.device, this.cdiKind)],
+      // A partition's MIG UUID exists once it is made; its placement is recorded before that.
+      uuid: device.partition ? '' : (device.mig?.uuid ?? device.gpu.uuid),
+      type: device.type,
+      ...(r.adminAccess ? { adminAccess: true as const } : {}),
+      ...(device.partition
+        ? {
+            migInstance: {
+              parentUuid: device.gpu.uuid,
+              profileId: device.partition.profile.info.id,
+              start: device.partition.start,
+            },
+          }
+        : {}),
+    };
+  }
+
+  apply(
+    planned: PreparedDevice[],
+    record: (devices: PreparedDevice[]) => void,
+    others: readonly Holding[],
+  ): PreparedDevice[] {
     const devices = planned.map((d) => ({ ...d }));
     const partition = this.fabricPlans.get(planned);
     if (partition && this.fabric) {
@@ -235,31 +300,43 @@ class GpuHooks implements ClaimHooks {
     for (const d of devices) {
       const a = this.allocatable.get(d.deviceName);
       if (!a?.partition) continue;
-      try {
-        const made = this.mig.create(a.gpu, a.partition);
+      // A share of a MIG device another claim made uses that one (NVIDIA's getPreparedMigDevice).
+      const made = this.sharing() ? preparedMig(d.deviceName, others) : undefined;
+      if (made?.migInstance) {
         d.uuid = made.uuid;
-        d.migInstance = made.instance;
-      } catch (e) {
-        throw new ClaimError(
-          `error creating MIG device for "${d.deviceName}": ${e instanceof Error ? e.message : String(e)}`,
-        );
-      }
+        d.migInstance = { ...made.migInstance };
+      } else this.create(d, a);
       record(devices);
       crashPoint('mig-recorded');
     }
     return devices;
   }
 
-  undo(devices: readonly PreparedDevice[], uid?: string): void {
-    for (const d of devices) if (d.migInstance) this.mig.destroy(d.migInstance);
-    this.fabric?.release(devices, (gpu) =>
-      this.checkpoint
-        .all()
-        .some(
-          ([other, c]) =>
-            other !== uid && c.state === 'PrepareCompleted' && c.devices.some((d) => d.uuid === gpu),
-        ),
-    );
+  private create(d: PreparedDevice, a: GpuAllocatable): void {
+    if (!a.partition) return;
+    try {
+      const made = this.mig.create(a.gpu, a.partition);
+      d.uuid = made.uuid;
+      d.migInstance = made.instance;
+    } catch (e) {
+      throw new ClaimError(
+        `error creating MIG device for "${d.deviceName}": ${e instanceof Error ? e.message : String(e)}`,
+      );
+    }
+  }
+
+  private sharing(): boolean {
+    return sharesEnabled(this.opts.consumableShares);
+  }
+
+  /**
+   * The last holder's unprepare deletes a shared MIG device (NVIDIA: "still in use by other claims") and
+   * deactivates a Fabric Manager partition.
+   */
+  undo(devices: readonly PreparedDevice[], others: readonly Holding[]): void {
+    for (const d of devices)
+      if (d.migInstance && !(this.sharing() && migInUse(d, others))) this.mig.destroy(d.migInstance);
+    this.fabric?.release(devices, (gpu) => others.some((o) => o.claim.devices.some((d) => d.uuid === gpu)));
   }
 
   files(uid: string, c: PreparedClaim, dir: string) {

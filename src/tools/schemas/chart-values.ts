@@ -125,6 +125,14 @@ export const ChartValues = z.strictObject({
       z.partialRecord(z.enum([...GATE_NAMES, ...LOGGING_GATES]), z.boolean()),
     ])
     .optional(),
+  /**
+   * NVIDIA's `consumableShares` (needs featureGates ConsumableShares=true): '', 'disabled', 'memory',
+   * 'unlimited' or a positive integer, as `--set consumableShares=4` gives it; the plugin and the fleet
+   * refuse anything else in NVIDIA's words.
+   */
+  consumableShares: z
+    .union([z.string().regex(/^(|disabled|memory|unlimited|\+?0*[1-9][0-9]*)$/), z.number().int().min(1)])
+    .optional(),
   nodeSelector: StringMap.optional(),
   tolerations: AnyList.optional(),
   kubeletPluginsDir: HostPath,
