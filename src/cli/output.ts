@@ -2,7 +2,9 @@ import { stringify } from 'yaml';
 
 export type Format = 'yaml' | 'json';
 
-const YAML_OPTIONS = { lineWidth: 0 } as const;
+// An object met twice (attributes a GPU and its VFIO device share) is written twice, never as an alias:
+// what kubectl, Helm and people read back must not depend on anchors.
+const YAML_OPTIONS = { lineWidth: 0, aliasDuplicateObjects: false } as const;
 
 export function serialize(value: unknown, format: Format): string {
   return format === 'json' ? `${JSON.stringify(value, null, 2)}\n` : toYaml(value);
@@ -13,7 +15,7 @@ export function serialize(value: unknown, format: Format): string {
  * the library builds a node for every value and tests every string against every tag, which made YAML
  * output 3x slower than JSON on a large render. Plain data (objects, arrays, strings, numbers, booleans,
  * null) in block style is written here; anything else (a top-level scalar, a string that needs more than
- * one line, an object seen twice, which the library writes as an alias) goes to the library whole.
+ * one line, an object seen twice) goes to the library whole.
  */
 export function toYaml(value: unknown): string {
   if (!isCollection(value) || isEmpty(value)) return stringify(value, YAML_OPTIONS);

@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { serialize, toYaml } from '../../src/cli/output.js';
 
 /** What fakegpu printed as YAML before it wrote YAML itself, and must still print byte for byte. */
-const library = (v: unknown): string => stringify(v, { lineWidth: 0 });
+const library = (v: unknown): string => stringify(v, { lineWidth: 0, aliasDuplicateObjects: false });
 
 /** Characters that change how the library writes a scalar: indicators, quotes, escapes, line ends. */
 const tricky = fc.constantFrom(
@@ -46,7 +46,7 @@ describe('YAML output', () => {
   it('leaves to the library what its own writing does not cover', () => {
     const shared = { a: 1 };
     for (const v of [
-      [shared, shared], // an alias
+      [shared, shared], // an object met twice
       { a: 'two\nlines' }, // a block scalar
       { a: { '\u2028%': 1 } }, // a key quoted at the top level only
       { k: 'x'.repeat(2000) },
@@ -57,6 +57,11 @@ describe('YAML output', () => {
       'text',
     ])
       assert.equal(toYaml(v), library(v), JSON.stringify(v));
+  });
+
+  it('writes an object met twice in full, never as an anchor and alias', () => {
+    const shared = { int: 7 };
+    assert.equal(toYaml({ a: shared, b: shared }), 'a:\n  int: 7\nb:\n  int: 7\n');
   });
 
   it('writes a render-shaped list as kubectl users read it', () => {

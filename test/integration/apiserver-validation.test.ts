@@ -7,7 +7,7 @@ import { CHANNEL_CLASS, computeDomainSlices, DAEMON_CLASS } from '../../src/mode
 import type { ResourceSlice } from '../../src/kube/types/resource.js';
 import { PRESETS } from '../../src/model/preset/index.js';
 import { kubectl, mustKubectl, testCluster } from '../support/cluster.js';
-import { render } from '../support/render.js';
+import { everyGate, render } from '../support/render.js';
 
 /** Every preset's slices, plain and dynamic MIG, GPUs and NICs, through the real API server's validation. */
 describe('the real kube-apiserver accepts rendered slices', () => {
@@ -17,10 +17,21 @@ describe('the real kube-apiserver accepts rendered slices', () => {
   });
 
   PRESETS.forEach((p, i) => {
-    for (const dynamicMig of [false, true]) {
-      it(`${p.name}${dynamicMig ? ' --dynamic-mig' : ''}`, () => {
-        const node = `validate-${i}${dynamicMig ? '-mig' : ''}`;
-        const list = render(p.name, { node, dynamicMig, nics: true, nicNumaAttribute: 'standard' });
+    for (const [dynamicMig, gates] of [
+      [false, false],
+      [true, false],
+      [false, true],
+      [true, true],
+    ] as const) {
+      it(`${p.name}${dynamicMig ? ' --dynamic-mig' : ''}${gates ? ' with every NVIDIA 0.5 gate that publishes' : ''}`, () => {
+        const node = `validate-${i}${dynamicMig ? '-mig' : ''}${gates ? '-gates' : ''}`;
+        const list = render(p.name, {
+          node,
+          dynamicMig,
+          nics: true,
+          nicNumaAttribute: 'standard',
+          ...(gates ? everyGate(dynamicMig) : {}),
+        });
         const names = mustKubectl(e, ['create', '-o', 'name', '-f', '-'], JSON.stringify(list))
           .trim()
           .split('\n');

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { serialize } from '../../src/cli/output.js';
 import { PRESETS } from '../../src/model/preset/index.js';
 import { apiViolations } from '../support/api-limits.js';
-import { devicesOf, render } from '../support/render.js';
+import { devicesOf, everyGate, render, type TestRender } from '../support/render.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
 /**
@@ -32,6 +32,42 @@ describe('golden slices per preset', () => {
       });
     }
   }
+});
+
+/** What NVIDIA's releases and gates change, pinned on one machine: the combinations users pick. */
+describe('golden slices per release and gate combination (dgx-h100)', () => {
+  const combos: [string, TestRender][] = [
+    ['release-25.12', { release: '25.12' }],
+    ['release-0.4', { release: '0.4' }],
+    ['release-0.4.passthrough', { release: '0.4', gates: { PassthroughSupport: true } }],
+    ['every-gate', everyGate(false)],
+    ['every-gate.dynamic-mig', { ...everyGate(true), dynamicMig: true }],
+    ['shares-4', { gates: { ConsumableShares: true }, consumableShares: { shares: 4n } }],
+    ['lists', { gates: { DRAListTypeAttributes: true } }],
+  ];
+  for (const [name, o] of combos) {
+    const file = join(goldenDir, `dgx-h100.${name}.yaml`);
+    it(name, () => {
+      const list = render('dgx-h100', { node: 'golden-node', ...o });
+      const text = serialize(list, 'yaml');
+      assert.deepEqual(apiViolations(list.items), []);
+      if (update || !existsSync(file)) {
+        assert.ok(update, `golden file ${file} is missing; run UPDATE_GOLDEN=1 npm test and commit it`);
+        writeFileSync(file, text);
+      }
+      assert.equal(text, readFileSync(file, 'utf8'));
+    });
+  }
+
+  it('every preset with every gate stays inside the API limits', () => {
+    for (const p of PRESETS)
+      for (const dynamicMig of [false, true])
+        assert.deepEqual(
+          apiViolations(render(p.name, { dynamicMig, ...everyGate(dynamicMig) }).items),
+          [],
+          p.name,
+        );
+  });
 });
 
 describe('determinism and identity', () => {

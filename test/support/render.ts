@@ -7,6 +7,7 @@ import { renderSlices, type RenderOptions } from '../../src/model/render.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
+import type { ConsumableShares } from '../../src/model/device/consumable-shares.js';
 
 export interface TestRender {
   node?: string;
@@ -19,6 +20,7 @@ export interface TestRender {
   nicNumaAttribute?: 'dranet' | 'standard';
   /** NVIDIA's gates set away from their defaults. */
   gates?: Partial<FeatureGates>;
+  consumableShares?: ConsumableShares;
 }
 
 export function render(profile: string | ResolvedProfile, o: TestRender = {}): List<ResourceSlice> {
@@ -30,6 +32,7 @@ export function render(profile: string | ResolvedProfile, o: TestRender = {}): L
     kubernetesVersion: parseLenientVersion(o.kubernetesVersion ?? '1.37.0', 'test'),
     release: o.release ?? DEFAULT_RELEASE,
     gates: o.gates ? gatesWith(o.gates) : undefined,
+    consumableShares: o.consumableShares,
     nics: o.nics ? { driverName: DRANET, standardNumaNode: o.nicNumaAttribute === 'standard' } : undefined,
   });
 }
@@ -46,3 +49,20 @@ export const RENDER_OPTIONS: RenderOptions = {
   kubernetesVersion: { major: 1, minor: 37, patch: 0 },
   release: '0.5',
 };
+
+/**
+ * The publishing gates of NVIDIA's 0.5 together, as users pick them: shares by memory, VFIO devices,
+ * list attributes, Fabric Manager partitions; with dynamic MIG, which NVIDIA's rules keep from VFIO.
+ */
+export function everyGate(dynamicMig: boolean): Pick<TestRender, 'gates' | 'consumableShares'> {
+  return {
+    gates: {
+      ConsumableShares: true,
+      PassthroughSupport: !dynamicMig,
+      DeviceMetadata: !dynamicMig,
+      DRAListTypeAttributes: true,
+      FabricManagerPartitioning: true,
+    },
+    consumableShares: 'memory',
+  };
+}
