@@ -15,7 +15,7 @@ import { modelNode } from '../../src/model/render.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { FakeApi } from '../support/fake-api.js';
-import { testFleet } from '../support/fleet.js';
+import { servedDevices, testFleet } from '../support/fleet.js';
 import { until } from '../support/http.js';
 import { render, RENDER_OPTIONS } from '../support/render.js';
 import { renderSlices } from '../../src/model/render.js';
@@ -167,17 +167,11 @@ describe('the fleet with consumable shares', () => {
         ? 'publishes devices unshared where the server drops allowMultipleAllocations'
         : "publishes every KWOK node's GPUs shared, as the plugin does",
       async () => {
-        const api = new FakeApi();
-        if (drops) api.drops = new Set(['allowMultipleAllocations']);
-        api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
-        const f = testFleet(api, {
-          gates: gatesWith({ ConsumableShares: true }),
-          consumableShares: 'memory',
-        });
-        fleets.push(f);
-        await f.start();
-        await until('converged', () => f.converged() && api.slices.size > 0);
-        const devices = [...api.slices.values()].flatMap((s) => s.spec.devices ?? []);
+        const devices = await servedDevices(
+          fleets,
+          { gates: gatesWith({ ConsumableShares: true }), consumableShares: 'memory' },
+          drops ? ['allowMultipleAllocations'] : [],
+        );
         assert.equal(devices.length, 8);
         for (const d of devices)
           if (drops)

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { Fleet } from '../../src/fleet/fleet.js';
-import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { probeGates, probeSlices } from '../../src/kube/publish/gates.js';
 import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import { FakeApi } from '../support/fake-api.js';
-import { testFleet } from '../support/fleet.js';
-import { until } from '../support/http.js';
+import { servedDevices } from '../support/fleet.js';
 import { devicesOf, render } from '../support/render.js';
 
 const NUMA = 'resource.kubernetes.io/numaNode';
@@ -73,16 +71,9 @@ describe('the fleet with DRAListTypeAttributes', () => {
         ? 'publishes scalars where the server drops lists'
         : 'publishes lists where the server keeps them',
       async () => {
-        const api = new FakeApi();
-        if (drops) api.drops = new Set(['listAttributes']);
-        api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
-        const f = testFleet(api, { gates: gatesWith(lists) });
-        fleets.push(f);
-        await f.start();
-        await until('converged', () => f.converged() && api.slices.size > 0);
-        const numa = [...api.slices.values()]
-          .flatMap((s) => s.spec.devices ?? [])
-          .map((d) => d.attributes?.[NUMA]);
+        const numa = (
+          await servedDevices(fleets, { gates: gatesWith(lists) }, drops ? ['listAttributes'] : [])
+        ).map((d) => d.attributes?.[NUMA]);
         assert.equal(numa.length, 8);
         for (const a of numa) assert.deepEqual(Object.keys(a ?? {}), [drops ? 'int' : 'ints']);
       },

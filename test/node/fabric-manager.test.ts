@@ -3,34 +3,24 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
 import { HGX_8GPU_PARTITIONS } from '../../src/model/hardware/fabric-manager.js';
-import { modelNode } from '../../src/model/render.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { FakeFabricManager } from '../../src/node/prepare/fabric-manager.js';
 import { DeviceState } from '../../src/node/prepare/state.js';
-import { resolveProfile } from '../../src/process/profile-file.js';
 
 /**
  * FabricManagerPartitioning at prepare (NVIDIA v0.5.0 device_state.go activateFabricPartition,
  * deactivateFabricPartition). On dgx-h100 the module IDs by minor are 7 5 6 8 1 3 4 2, so partition 1
  * (modules 1-4) is gpu-4..7 and partition 2 (modules 5-8) is gpu-0..3.
  */
-const NODE = 'node-a';
+import { gatedModel, gpuClaim, NODE } from '../support/node-state.js';
 const FM = gatesWith({ FabricManagerPartitioning: true });
 const PARTITION_1 = ['gpu-4', 'gpu-5', 'gpu-6', 'gpu-7'];
 
 function setup(profile = 'dgx-h100', gates: FeatureGates = FM) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-fm-'));
-  const model = modelNode(resolveProfile(profile), {
-    nodeName: NODE,
-    dynamicMig: false,
-    driverName: 'gpu.nvidia.com',
-    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-    release: '0.5',
-    gates,
-  });
+  const model = gatedModel(gates, profile);
   const stateDir = join(root, 'state');
   const opts = {
     driverName: 'gpu.nvidia.com',
@@ -52,24 +42,7 @@ function setup(profile = 'dgx-h100', gates: FeatureGates = FM) {
   return { stateDir, make, state: make(), fm };
 }
 
-function claim(uid: string, devices: string[], adminAccess = false): ResourceClaim {
-  return {
-    metadata: { name: `claim-${uid}`, namespace: 'default', uid },
-    status: {
-      allocation: {
-        devices: {
-          results: devices.map((device) => ({
-            request: 'gpus',
-            driver: 'gpu.nvidia.com',
-            pool: NODE,
-            device,
-            ...(adminAccess ? { adminAccess } : {}),
-          })),
-        },
-      },
-    },
-  };
-}
+const claim = gpuClaim;
 
 const failed = (uid: string, cause: string) =>
   `error preparing devices for claim default/claim-${uid}:${uid}: prepare devices failed: ${cause}`;

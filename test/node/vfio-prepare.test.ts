@@ -9,26 +9,17 @@ import type { CdiSpec } from '../../src/node/cdi/spec.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import type { AllocationConfig, ResourceClaim } from '../../src/kube/types/claim.js';
 import { PassthroughState } from '../../src/node/prepare/passthrough-state.js';
-import { resolveProfile } from '../../src/process/profile-file.js';
-import { modelNode } from '../../src/model/render.js';
 import { withoutSiblings } from '../../src/model/device/vfio.js';
 import { FAKE_MAJOR } from '../../src/node/prepare/node.js';
 
-const NODE = 'node-a';
+import { gatedModel, NODE } from '../support/node-state.js';
 const passthrough = gatesWith({ PassthroughSupport: true });
 const withMetadata = gatesWith({ PassthroughSupport: true, DeviceMetadata: true });
 const V1 = 'resource.nvidia.com/v1beta1';
 
 function setup(gates = passthrough) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-vfio-'));
-  const model = modelNode(resolveProfile('dgx-h100'), {
-    nodeName: NODE,
-    dynamicMig: false,
-    driverName: 'gpu.nvidia.com',
-    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
-    release: '0.5',
-    gates,
-  });
+  const model = gatedModel(gates);
   const cdiRoot = join(root, 'cdi');
   const make = () =>
     new PassthroughState(

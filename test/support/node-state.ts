@@ -1,4 +1,4 @@
-import { gatesWith } from '../../src/model/feature-gates/gates.js';
+import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
 import { join } from 'node:path';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
@@ -41,7 +41,19 @@ export function nodeState(
   return { model, opts, checkpoint, state };
 }
 
-export function gpuClaim(uid: string, devices: string[]): ResourceClaim {
+/** A plain DGX H100-like node's model (no MIG state on disk) with these gates, as prepare tests take it. */
+export function gatedModel(gates: FeatureGates, profile = 'dgx-h100') {
+  return modelNode(resolveProfile(profile), {
+    nodeName: NODE,
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: '0.5',
+    gates,
+  });
+}
+
+export function gpuClaim(uid: string, devices: string[], adminAccess = false): ResourceClaim {
   return {
     metadata: { name: `claim-${uid}`, namespace: 'default', uid },
     status: {
@@ -52,6 +64,7 @@ export function gpuClaim(uid: string, devices: string[]): ResourceClaim {
             driver: 'gpu.nvidia.com',
             pool: NODE,
             device,
+            ...(adminAccess ? { adminAccess } : {}),
           })),
         },
       },
