@@ -147,6 +147,8 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'ClusterRoleBinding',
       'DaemonSet',
       'Deployment',
+      // gpu, mig, vfio (NVIDIA's chart renders it whatever PassthroughSupport says), dranet, two compute-domain
+      'DeviceClass',
       'DeviceClass',
       'DeviceClass',
       'DeviceClass',
