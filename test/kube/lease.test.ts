@@ -191,16 +191,18 @@ describe('leader election over a Lease', () => {
       metadata: { name: NAME, namespace: NS },
       spec: { holderIdentity: 'dead', leaseDurationSeconds: 1, renewTime: 'then', leaseTransitions: 0 },
     });
-    // A retry period close to the lease's, so that the old rule (next poll after expiry) shows: 600 ms.
-    const retry = DURATION * 0.75;
+    // A retry period close to the lease's, so that the old rule (next poll after expiry) shows: 2.4 s; a
+    // longer lease than the other tests' gives the timers of a loaded machine 600 ms of slack.
+    const duration = DURATION * 4;
+    const retry = duration * 0.75;
     const b = new Elected({
       election: {
         api: new Link(store),
         namespace: NS,
         name: NAME,
         identity: 'b',
-        leaseDurationMs: DURATION,
-        renewDeadlineMs: RENEW,
+        leaseDurationMs: duration,
+        renewDeadlineMs: RENEW * 4,
         retryPeriodMs: retry,
       },
       log,
@@ -209,10 +211,10 @@ describe('leader election over a Lease', () => {
     live.push(b);
     const started = performance.now();
     b.start();
-    await until('b leads', () => b.leading, DURATION * 4);
+    await until('b leads', () => b.leading, duration * 4);
     const took = performance.now() - started;
-    assert.ok(took >= DURATION, `b waited out the lease (${took.toFixed(0)} ms)`);
-    assert.ok(took < DURATION + retry / 2, `b led ${took.toFixed(0)} ms after it first saw the lease`);
+    assert.ok(took >= duration, `b waited out the lease (${took.toFixed(0)} ms)`);
+    assert.ok(took < duration + retry / 2, `b led ${took.toFixed(0)} ms after it first saw the lease`);
     assert.equal(lease(store)?.spec.holderIdentity, 'b');
   });
 
