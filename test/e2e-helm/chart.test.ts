@@ -177,7 +177,17 @@ describe('fakegpu installed by its Helm chart', () => {
   it('helm upgrade to other machines republishes the slices, and the running pod keeps its GPU', async () => {
     const before = pluginPod(e);
     const uuids = allocatedUuids(e, podClaim(e, 'gpu-pod', 'gpu'));
-    helmOf(chartWith('upgrade', ['--set', 'dynamicMig=true', '--set', 'fleet.profile=dgx-b200']));
+    // NVIDIA's rules keep MPS from dynamic MIG: the demo's MPSSupport goes with the upgrade.
+    helmOf(
+      chartWith('upgrade', [
+        '--set',
+        'dynamicMig=true',
+        '--set',
+        'featureGates=TimeSlicingSettings=true',
+        '--set',
+        'fleet.profile=dgx-b200',
+      ]),
+    );
     await eventually('a new plugin pod', () => {
       const now = kubectl(e, [
         'get',

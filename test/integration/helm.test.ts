@@ -868,6 +868,18 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     const bad = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates.Turbo=true']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.err, /featureGates/);
+    // NVIDIA's rules that dynamicMig can break are refused when the chart renders, not by a crashing pod.
+    const mps = template(e, [
+      '--set',
+      'dynamicMig=true',
+      '--set',
+      'featureGates=TimeSlicingSettings=true\\,MPSSupport=true',
+    ]);
+    assert.notEqual(mps.code, 0);
+    assert.match(
+      mps.err,
+      /dynamicMig: feature gate DynamicMIG is currently mutually exclusive with MPSSupport \(featureGates sets MPSSupport=true\)/,
+    );
   });
 
   it('refuses bad values with the schema, naming the field', () => {

@@ -62,3 +62,19 @@ string (`A=true,B=false`) is kept. Both reach the plugin and the fleet as FEATUR
 {{- .Values.featureGates -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+NVIDIA's rules that `dynamicMig` (its gate DynamicMIG) can break, refused when the chart renders: a
+`helm upgrade --set dynamicMig=true` over the demo's MPSSupport=true then fails at once, naming the gate,
+rather than after --wait on a plugin that exits. The plugin checks every rule again when it starts.
+*/}}
+{{- define "fakegpu.checkDynamicMig" -}}
+{{- if .Values.dynamicMig -}}
+{{- $gates := include "fakegpu.featureGates" . -}}
+{{- range $g := list "PassthroughSupport" "NVMLDeviceHealthCheck" "MPSSupport" -}}
+{{- if regexMatch (printf "(^|,)\\s*%s\\s*=\\s*(1|t|T|true|TRUE|True)\\s*(,|$)" $g) $gates -}}
+{{- fail (printf "dynamicMig: feature gate DynamicMIG is currently mutually exclusive with %s (featureGates sets %s=true)" $g $g) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
