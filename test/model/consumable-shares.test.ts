@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { decimalQuantity } from '../../src/kube/types/quantity.js';
 import {
-  decimalQuantity,
   parseConsumableShares,
   withConsumableShares,
   type ConsumableShares,

@@ -7,7 +7,7 @@
 
 import { FakegpuError } from '../../errors.js';
 import type { Device, DeviceCapacity } from '../../kube/types/resource.js';
-import { binaryQuantity, MiB } from '../../kube/types/quantity.js';
+import { binaryQuantity, binaryQuantityValue, decimalQuantity, MiB } from '../../kube/types/quantity.js';
 import type { FeatureGates } from '../feature-gates/gates.js';
 
 /** `--consumable-shares` as NVIDIA's plugin reads it: off, by memory, unlimited, or N shares a device. */
@@ -58,34 +58,11 @@ export function sharesEnabled(s: ConsumableShares | undefined): boolean {
   return s !== undefined && s !== 'disabled';
 }
 
-const BINARY = {
-  '': 1n,
-  Ki: 1n << 10n,
-  Mi: 1n << 20n,
-  Gi: 1n << 30n,
-  Ti: 1n << 40n,
-  Pi: 1n << 50n,
-  Ei: 1n << 60n,
-};
-
-/** Bytes of a capacity fakegpu wrote with `binaryQuantity` (an integer and a binary suffix). */
+/** Bytes of a capacity fakegpu wrote with `binaryQuantity`. */
 function bytesOf(value: string): bigint {
-  const m = /^([0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei)?$/.exec(value);
-  if (!m?.[1]) throw new Error(`consumable shares: capacity ${value} is not a binary quantity`);
-  return BigInt(m[1]) * BINARY[(m[2] ?? '') as keyof typeof BINARY];
-}
-
-const DECIMAL = ['', 'k', 'M', 'G', 'T', 'P', 'E'] as const;
-
-/** Go's `resource.NewQuantity(n, DecimalSI).String()`: 4 is `4`, 1000 is `1k`. */
-export function decimalQuantity(n: bigint): string {
-  let v = n;
-  let exp = 0;
-  while (exp < DECIMAL.length - 1 && v !== 0n && v % 1000n === 0n) {
-    v /= 1000n;
-    exp++;
-  }
-  return `${v.toString()}${DECIMAL[exp] ?? ''}`;
+  const bytes = binaryQuantityValue(value);
+  if (bytes === null) throw new Error(`consumable shares: capacity ${value} is not a binary quantity`);
+  return bytes;
 }
 
 function memoryPolicy(mode: ConsumableShares, max: string): DeviceCapacity['requestPolicy'] {
