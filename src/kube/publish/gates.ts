@@ -119,26 +119,24 @@ function scalarAttributes(a: Record<string, DeviceAttribute>): Record<string, De
   );
 }
 
+/** What fakegpu does while each gate is off, in the order the log line says them. */
+const GATE_OFF: Record<string, string> = {
+  DRAPartitionableDevices:
+    'dynamic MIG needs DRAPartitionableDevices, which is off on this API server (it dropped sharedCounters/consumesCounters from a dry run): publishing whole GPUs and static MIG devices only; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) for dynamic MIG',
+  DRADeviceTaints:
+    'device taints need DRADeviceTaints, which is off on this API server (it dropped taints from a dry run): GPU failures are logged and counted in metrics but not published as taints',
+  DRAConsumableCapacity:
+    'consumable shares need DRAConsumableCapacity, which is off on this API server (it dropped allowMultipleAllocations from a dry run): each device goes to one claim at a time; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) to share devices',
+  DRAListTypeAttributes:
+    "list attributes need DRAListTypeAttributes, which is off on this API server (it refused or dropped a list in a dry run): publishing resource.kubernetes.io/numaNode as an int, as NVIDIA's driver does without its gate; turn the gate on (kube-apiserver, kube-scheduler) for lists",
+};
+
 /** One line for the log: which gate is off, on which server, and what fakegpu does instead. */
 export function gateMessage(fields: readonly GatedField[], server: string): string {
-  const gates = [...new Set(fields.map((f) => FIELD_GATES[f]))];
-  const parts: string[] = [];
-  if (gates.includes('DRAPartitionableDevices'))
-    parts.push(
-      'dynamic MIG needs DRAPartitionableDevices, which is off on this API server (it dropped sharedCounters/consumesCounters from a dry run): publishing whole GPUs and static MIG devices only; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) for dynamic MIG',
-    );
-  if (gates.includes('DRADeviceTaints'))
-    parts.push(
-      'device taints need DRADeviceTaints, which is off on this API server (it dropped taints from a dry run): GPU failures are logged and counted in metrics but not published as taints',
-    );
-  if (gates.includes('DRAConsumableCapacity'))
-    parts.push(
-      'consumable shares need DRAConsumableCapacity, which is off on this API server (it dropped allowMultipleAllocations from a dry run): each device goes to one claim at a time; turn the gate on (kube-apiserver, kube-scheduler, kube-controller-manager) to share devices',
-    );
-  if (gates.includes('DRAListTypeAttributes'))
-    parts.push(
-      "list attributes need DRAListTypeAttributes, which is off on this API server (it refused or dropped a list in a dry run): publishing resource.kubernetes.io/numaNode as an int, as NVIDIA's driver does without its gate; turn the gate on (kube-apiserver, kube-scheduler) for lists",
-    );
+  const gates = new Set(fields.map((f) => FIELD_GATES[f]));
+  const parts = Object.entries(GATE_OFF)
+    .filter(([gate]) => gates.has(gate))
+    .map(([, what]) => what);
   return `Kubernetes ${server}: ${parts.join('; ')}`;
 }
 
