@@ -206,7 +206,13 @@ export class Fleet {
           onPublished: o.onFaultPublished,
         })
       : null;
-    this.writer = new SliceWriter(this.api, this.index, new RateLimiter(o.qps, o.burst), this.stats);
+    this.writer = new SliceWriter(
+      this.api,
+      this.index,
+      new RateLimiter(o.qps, o.burst),
+      this.stats,
+      () => !this.stopped,
+    );
     this.queue = new WorkQueue({
       concurrency: o.concurrency,
       work: (node) => this.reconcile(node),

@@ -80,14 +80,16 @@ export class WorkQueue {
     this.queue.delete(node);
   }
 
+  /** Nothing queued starts after this, and nothing is retried; a pass in flight is the writer's to fence. */
   stop(): void {
     this.stopped = true;
+    this.queue.clear();
     for (const t of this.retries.values()) clearTimeout(t);
     this.retries.clear();
   }
 
   pump(): void {
-    if (!this.o.ready()) return;
+    if (this.stopped || !this.o.ready()) return;
     for (const next of this.queue) {
       if (this.active.size >= this.o.concurrency) return;
       if (this.active.has(next)) continue;
@@ -106,6 +108,8 @@ export class WorkQueue {
       await this.o.work(node);
       this.failures.delete(node);
     } catch (e) {
+      // A pass the writer fenced off at the end of the term is no failure, and nothing to retry.
+      if (this.stopped || e instanceof Fenced) return;
       const n = (this.failures.get(node) ?? 0) + 1;
       this.failures.set(node, n);
       // Drawn, not fixed: nodes that failed together (an API server restart) retry spread out.
@@ -129,22 +133,42 @@ export interface WriteCounters {
   requests: number;
 }
 
-/** Brings one node's pool of one driver to the desired slices, keeping the index in step. */
+/** A write not sent because the writer's term ended (the fleet stopped leading) while its pass ran. */
+export class Fenced extends Error {
+  constructor(node: string) {
+    super(`node ${node}: not written, the fleet stopped`);
+    this.name = 'Fenced';
+  }
+}
+
+/**
+ * Brings one node's pool of one driver to the desired slices, keeping the index in step. Each request
+ * is sent only while `active()` holds, so a pass in flight when the fleet stops leading sends nothing
+ * more; and each replace or delete names the resourceVersion last seen, so a write the server receives
+ * late, after another writer's, is refused (409) instead of applied.
+ */
 export class SliceWriter {
   constructor(
     private readonly api: ClusterApi,
     private readonly index: SliceIndex,
     private readonly limiter: RateLimiter,
     private readonly stats: WriteCounters,
+    private readonly active: () => boolean = () => true,
   ) {}
+
+  /** Waits its turn, then checks the term again: the wait can outlast it. */
+  private async turn(node: string): Promise<void> {
+    await this.limiter.take();
+    if (!this.active()) throw new Fenced(node);
+    this.stats.requests++;
+  }
 
   async reconcile(node: string, uid: string, driver: string, want: NodeSlice[]): Promise<void> {
     const plan = planPool(this.index.of(node, driver), want, driver, node);
     if (!plan) return;
     const owner: NodeOwner = { apiVersion: 'v1', kind: 'Node', name: node, uid, controller: true };
     for (const w of plan.writes) {
-      await this.limiter.take();
-      this.stats.requests++;
+      await this.turn(node);
       let ref: WrittenRef;
       try {
         ref = await this.write(w, plan.generation, owner);
@@ -163,18 +187,19 @@ export class SliceWriter {
       });
       this.stats.writes++;
     }
-    for (const name of plan.deletes) await this.delete(name);
+    for (const name of plan.deletes) await this.delete(node, name);
   }
 
-  /** Creates or replaces one slice from the template's text; an update replaces it whatever its version. */
+  /** Creates or replaces one slice from the template's text; a replace only of the version last seen. */
   private write(
     w: PoolPlan<NodeSlice>['writes'][number],
     generation: number,
     owner: NodeOwner,
   ): Promise<WrittenRef> {
     const { desired: d, existing } = w;
+    const rv = existing ? this.index.get(existing.name)?.rv : undefined;
     const metadata = existing
-      ? { name: existing.name, ownerReferences: [owner] }
+      ? { name: existing.name, ownerReferences: [owner], ...(rv ? { resourceVersion: rv } : {}) }
       : { generateName: d.generateName, ownerReferences: [owner] };
     const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
     return existing ? this.api.replaceSlice(existing.name, body) : this.api.createSlice(body);
@@ -184,11 +209,10 @@ export class SliceWriter {
    * The slice stays in the index until the API server confirms it gone, so that a failed delete is
    * planned again by the node's next pass.
    */
-  private async delete(name: string): Promise<void> {
-    await this.limiter.take();
-    this.stats.requests++;
+  private async delete(node: string, name: string): Promise<void> {
+    await this.turn(node);
     try {
-      await this.api.deleteSlice(name);
+      await this.api.deleteSlice(name, this.index.get(name)?.rv);
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 404)) throw e;
     }

@@ -74,7 +74,8 @@ export interface ClusterApi extends WatchSource {
   /** Replaces a slice; with a resourceVersion in the body, only that version of it (else 409). */
   replaceSlice(name: string, body: string): Promise<WrittenRef>;
   /** Rejects with `ApiError` 404 when the slice is already gone. */
-  deleteSlice(name: string): Promise<void>;
+  /** With `resourceVersion`, only that version of it (else 409). */
+  deleteSlice(name: string, resourceVersion?: string): Promise<void>;
   createEvent(namespace: string, event: object): Promise<void>;
 }
 
@@ -115,8 +116,11 @@ export class KubeApi implements ClusterApi {
     return this.http.write('PUT', `${SLICES_PATH}/${name}`, body, WRITE_ANSWER);
   }
 
-  async deleteSlice(name: string): Promise<void> {
-    await this.http.send('DELETE', `${SLICES_PATH}/${name}`);
+  async deleteSlice(name: string, resourceVersion?: string): Promise<void> {
+    const body = resourceVersion
+      ? JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion } })
+      : undefined;
+    await this.http.send('DELETE', `${SLICES_PATH}/${name}`, body);
   }
 
   async createEvent(namespace: string, event: object): Promise<void> {

@@ -201,9 +201,12 @@ export class FakeApi implements ClusterApi {
     return { name, resourceVersion: s.metadata.resourceVersion ?? '' };
   }
 
-  async deleteSlice(name: string): Promise<void> {
+  async deleteSlice(name: string, resourceVersion?: string): Promise<void> {
     await this.call('deleteSlice');
-    if (!this.slices.has(name)) throw new ApiError(404, `slice ${name} not found`);
+    const s = this.slices.get(name);
+    if (!s) throw new ApiError(404, `slice ${name} not found`);
+    if (resourceVersion !== undefined && resourceVersion !== s.metadata.resourceVersion)
+      throw new ApiError(409, `slice ${name}: the object has been modified`);
     this.removeSlice(name);
   }
 
