@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { FakegpuError } from '../errors.js';
+import { FakegpuError, show } from '../errors.js';
 import { checkNamespace } from '../kube/types/names.js';
 import { parseRelease, type DriverRelease } from '../model/device/release.js';
 import type { FeatureGates } from '../model/feature-gates/gates.js';
@@ -60,6 +60,7 @@ interface Flags {
   additionalXidsToIgnore: string;
   faults: boolean;
   deleteSlices?: boolean;
+  shards: string;
 }
 
 type FleetFlags = Flags & LeaderElectionFlags;
@@ -142,7 +143,15 @@ function clientFlags(c: Command): Command {
         '30',
       ),
     )
-    .addOption(kubeconfigOption());
+    .addOption(kubeconfigOption())
+    .addOption(
+      envOption(
+        '--shards <n>',
+        'split the nodes between replicas in this many shards, each held through a Lease (0: one replica writes, the others stand by)',
+        'FAKEGPU_FLEET_SHARDS',
+        '0',
+      ),
+    );
 }
 
 /** The fleet's endpoints, its faults, and its clean-up mode. */
@@ -278,6 +287,27 @@ async function deleteSlices(f: Flags, cmd: Command, c: Common): Promise<void> {
   pino({ name: 'fakegpu-fleet' }, pino.destination(2)).info(done, "deleted the fleet's slices");
 }
 
+/** Most shards: each is a Lease every replica lists each period, and a shard holds one node or more. */
+const MAX_SHARDS = 1024;
+
+/** `--shards`: 0 for one leader; sharding needs the Leases, so not with `--leader-elect=false`. */
+function checkShards(f: Flags, cmd: Command, election: { name: string } | undefined): number {
+  const flag = sourceOf(cmd, 'shards', '--shards');
+  const n = intFlag(f.shards, flag, 0, MAX_SHARDS);
+  if (n > 0 && !election)
+    throw new FakegpuError(
+      flag,
+      `${String(n)} needs the Leases; it cannot be used with --leader-elect=false`,
+    );
+  // The Lease name is also a label value on each of the ring's Leases.
+  if (n > 0 && election && election.name.length > 63)
+    throw new FakegpuError(
+      sourceOf(cmd, 'leaderElectionLeaseName', '--leader-election-lease-name'),
+      `${show(election.name)} is longer than 63 characters; with --shards it is also a label value`,
+    );
+  return n;
+}
+
 /** The default profile, rendered whole as validate does, for a node of a short name. */
 function checkProfile(f: Flags, c: Common): void {
   if (f.profile === '-')
@@ -304,6 +334,7 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
   // Every input is checked before anything starts (API calls, the HTTP server), each in one line.
   const c = checkCommon(f, cmd);
   const election = checkLeaderElection(f, cmd);
+  const shards = checkShards(f, cmd, election);
   if (f.deleteSlices) {
     await deleteSlices(f, cmd, c);
     return;
@@ -343,7 +374,8 @@ async function fleetAction(f: FleetFlags, cmd: Command): Promise<void> {
     dcgmEndpoint: f.dcgmEndpoint || undefined,
     dcgmStyle,
     log,
-    leaderElection: election ? { ...election, identity: leaseIdentity() } : undefined,
+    leaderElection: election && shards === 0 ? { ...election, identity: leaseIdentity() } : undefined,
+    sharding: election && shards > 0 ? { ...election, shards, identity: leaseIdentity } : undefined,
   };
   await runUntilStopped(() => runFleet(options), { log });
 }

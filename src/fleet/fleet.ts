@@ -84,6 +84,11 @@ export interface FleetOptions {
   onFaultPublished?: ((seconds: number) => void) | undefined;
   /** NVIDIA's ComputeDomain node side for nodes with NVLink fabric; absent: off. */
   computeDomains?: { namespace: string; api?: ObjectApi | undefined; periodMs?: number } | undefined;
+  /**
+   * Which served nodes this replica writes, when the fleet is sharded between replicas (`run.ts`); every
+   * node watched is still known, so that a shard taken over is written without listing again.
+   */
+  owner?: { owns(node: string): boolean } | undefined;
   /** DRANET's claim status for NIC claims (with `nics`); default: the kubeconfig's, unless `api` is given. */
   nicStatus?: Pick<FleetNicStatusOptions, 'api' | 'claims' | 'periodMs' | 'now'> | undefined;
 }
@@ -105,6 +110,8 @@ export interface FleetCounters {
 
 export interface FleetStats extends FleetCounters {
   nodes: number;
+  /** Nodes this replica writes: all of them, unless the fleet is sharded. */
+  owned: number;
   pending: number;
   slices: number;
 }
@@ -175,7 +182,7 @@ export class Fleet {
               return st ? this.machines.clique(node, st) : undefined;
             },
             labels: (node) => this.nodes.get(node)?.labels,
-            nodes: () => this.nodes.keys(),
+            nodes: () => this.ownedNames(),
           },
         })
       : null;
@@ -188,7 +195,7 @@ export class Fleet {
           ignoredXids: o.ignoredXids ?? ignoredXids(''),
           selection: o.nodeSelector,
           random: o.random,
-          nodes: () => this.nodes.entries(),
+          nodes: () => this.ownedNodes(),
           nodeExists: async (name) => {
             try {
               await this.api.readNode(name);
@@ -211,7 +218,7 @@ export class Fleet {
       this.index,
       new RateLimiter(o.qps, o.burst),
       this.stats,
-      () => !this.stopped,
+      (node) => !this.stopped && this.owns(node),
     );
     this.queue = new WorkQueue({
       concurrency: o.concurrency,
@@ -227,6 +234,7 @@ export class Fleet {
       settled: () => {
         this.noteConverged();
       },
+      mine: (node) => this.owns(node),
       random: o.random,
     });
     this.lw = this.listWatch();
@@ -243,6 +251,7 @@ export class Fleet {
     faults: { uuid: string; fault: NvmlFault }[];
   }> {
     for (const [node, st] of this.nodes) {
+      if (!this.owns(node)) continue;
       const hw = this.machines.hardware(st);
       if (hw) yield { node, ...hw, faults: this.faults?.nvmlFaultsOf(node) ?? [] };
     }
@@ -279,6 +288,35 @@ export class Fleet {
     await this.nicStatus?.stop();
   }
 
+  /** Whether this replica writes the node now: always, unless the fleet is sharded. */
+  owns(node: string): boolean {
+    return this.o.owner?.owns(node) ?? true;
+  }
+
+  private *ownedNodes(): Generator<[string, NodeState]> {
+    for (const e of this.nodes) if (this.owns(e[0])) yield e;
+  }
+
+  private *ownedNames(): Generator<string> {
+    for (const [name] of this.ownedNodes()) yield name;
+  }
+
+  /** Nodes that became this replica's (a shard taken): each is judged against the slices known. */
+  resync(gained: (node: string) => boolean): void {
+    for (const [name, st] of this.nodes)
+      if (gained(name)) {
+        this.faults?.refresh(name, st);
+        this.queue.add(name);
+      }
+  }
+
+  /** Nodes no longer this replica's: resolves once nothing more is sent for them. */
+  async disown(lost: (node: string) => boolean): Promise<void> {
+    for (const name of [...this.leaving]) if (lost(name)) this.leaving.delete(name);
+    for (const name of this.nodes.keys()) if (lost(name)) this.faults?.removed(name);
+    await this.queue.disown(lost);
+  }
+
   /** The NIC claims' status writer, where NICs are published and an API to write to is known. */
   private nicStatusOf(kc: PooledKubeConfig): FleetNicStatus | null {
     const { nics, log } = this.o;
@@ -292,7 +330,7 @@ export class Fleet {
       now: given?.now,
       log,
       link: (node, device) => {
-        const st = this.nodes.get(node);
+        const st = this.owns(node) ? this.nodes.get(node) : undefined;
         return nicLinkOn(st ? this.machines.hardware(st)?.machine : undefined, node, device);
       },
     });
@@ -307,6 +345,7 @@ export class Fleet {
     return {
       ...this.stats,
       nodes: this.nodes.size,
+      owned: this.o.owner ? [...this.ownedNames()].length : this.nodes.size,
       pending: this.queue.pending,
       slices: this.index.size,
     };
@@ -447,7 +486,7 @@ export class Fleet {
       prev.labels[this.machines.rackLabel] !== labels[this.machines.rackLabel]
     )
       this.queue.add(name);
-    this.faults?.refresh(name, st);
+    if (this.owns(name)) this.faults?.refresh(name, st);
   }
 
   /**
@@ -458,6 +497,8 @@ export class Fleet {
     this.nodes.delete(name);
     this.faults?.removed(name);
     this.reported.delete(name);
+    // Another replica's node is that replica's to clean up.
+    if (!this.owns(name)) return;
     this.leaving.add(name);
     this.queue.add(name);
   }
@@ -510,6 +551,7 @@ export class Fleet {
   }
 
   private async reconcile(node: string): Promise<void> {
+    if (!this.owns(node)) return;
     const st = this.nodes.get(node);
     if (!st) {
       // Removed: its slices go, every one of them, before the node is forgotten.

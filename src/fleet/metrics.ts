@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { RingState } from '../kube/sharding/sharder.js';
 import type { Fleet } from './fleet.js';
 
 /**
@@ -52,6 +53,11 @@ export function fleetGauges(reg: Registry, current: () => Fleet | null): void {
   };
   gauge('fakegpu_fleet_nodes', 'nodes served', (fleet) => fleet.snapshot().nodes);
   gauge(
+    'fakegpu_fleet_owned_nodes',
+    "served nodes this replica writes (its shards' when sharded)",
+    (fleet) => fleet.snapshot().owned,
+  );
+  gauge(
     'fakegpu_fleet_pending_nodes',
     'nodes queued or being reconciled',
     (fleet) => fleet.snapshot().pending,
@@ -80,5 +86,26 @@ export function fleetGauges(reg: Registry, current: () => Fleet | null): void {
     'fakegpu_fleet_first_published_seconds',
     'seconds from start until every served node was first published (-1 until then)',
     (fleet) => (fleet.firstConvergedMs === null ? -1 : fleet.firstConvergedMs / 1000),
+  );
+}
+
+/** A sharded fleet's place in the ring, read at each scrape. */
+export function shardGauges(reg: Registry, state: () => RingState): void {
+  const gauge = (name: string, help: string, of: (s: RingState) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [reg],
+      collect() {
+        this.set(of(state()));
+      },
+    });
+  };
+  gauge('fakegpu_fleet_shards_held', 'shards this replica holds and writes', (s) => s.held);
+  gauge('fakegpu_fleet_shard_members', 'live replicas, as this one sees them', (s) => s.members);
+  gauge(
+    'fakegpu_fleet_shards_covered',
+    'shards held by a live replica, as this one sees them',
+    (s) => s.covered,
   );
 }

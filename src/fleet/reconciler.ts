@@ -41,6 +41,8 @@ export interface WorkQueueOptions {
   failed(node: string, err: unknown, retryInMs: number): void;
   /** After each pass. */
   settled(): void;
+  /** Whether the node is this replica's to write (a sharded fleet's); others are dropped. Default: all. */
+  mine?: ((node: string) => boolean) | undefined;
   random?: (() => number) | undefined;
 }
 
@@ -51,7 +53,8 @@ export interface WorkQueueOptions {
  */
 export class WorkQueue {
   private readonly queue = new Set<string>();
-  private readonly active = new Set<string>();
+  /** Passes in flight, by node, so that a shard handed over can wait for its own. */
+  private readonly active = new Map<string, Promise<void>>();
   /** Failures in a row, by node, for backoff. */
   private readonly failures = new Map<string, number>();
   /** The retry timer of each node waiting out its backoff. */
@@ -70,7 +73,7 @@ export class WorkQueue {
 
   add(node: string): void {
     // A node waiting out its backoff runs when its timer fires, not again at every event about it.
-    if (this.stopped || this.retries.has(node)) return;
+    if (this.stopped || this.retries.has(node) || !this.mine(node)) return;
     this.queue.add(node);
     this.pump();
   }
@@ -78,6 +81,25 @@ export class WorkQueue {
   /** Drops a queued pass (one in flight goes on). */
   remove(node: string): void {
     this.queue.delete(node);
+  }
+
+  private mine(node: string): boolean {
+    return this.o.mine?.(node) ?? true;
+  }
+
+  /**
+   * Nodes no longer this replica's: dropped from the queue and their retries, and resolved once their
+   * passes in flight have ended (each stops at its next request, which the writer refuses).
+   */
+  async disown(lost: (node: string) => boolean): Promise<void> {
+    for (const n of this.queue) if (lost(n)) this.queue.delete(n);
+    for (const [n, t] of this.retries)
+      if (lost(n)) {
+        clearTimeout(t);
+        this.retries.delete(n);
+        this.failures.delete(n);
+      }
+    await Promise.all([...this.active].flatMap(([n, p]) => (lost(n) ? [p] : [])));
   }
 
   /** Nothing queued starts after this, and nothing is retried; a pass in flight is the writer's to fence. */
@@ -94,12 +116,13 @@ export class WorkQueue {
       if (this.active.size >= this.o.concurrency) return;
       if (this.active.has(next)) continue;
       this.queue.delete(next);
-      this.active.add(next);
-      void this.run(next).finally(() => {
+      if (!this.mine(next)) continue;
+      const pass = this.run(next).finally(() => {
         this.active.delete(next);
         this.pump();
         this.o.settled();
       });
+      this.active.set(next, pass);
     }
   }
 
@@ -108,7 +131,7 @@ export class WorkQueue {
       await this.o.work(node);
       this.failures.delete(node);
     } catch (e) {
-      // A pass the writer fenced off at the end of the term is no failure, and nothing to retry.
+      // A pass the writer fenced off (the term ended, the shard moved) is no failure, nothing to retry.
       if (this.stopped || e instanceof Fenced) return;
       const n = (this.failures.get(node) ?? 0) + 1;
       this.failures.set(node, n);
@@ -133,17 +156,20 @@ export interface WriteCounters {
   requests: number;
 }
 
-/** A write not sent because the writer's term ended (the fleet stopped leading) while its pass ran. */
+/**
+ * A write not sent because the node stopped being this writer's while its pass ran: the fleet's term
+ * ended, or the node's shard moved to another replica.
+ */
 export class Fenced extends Error {
   constructor(node: string) {
-    super(`node ${node}: not written, the fleet stopped`);
+    super(`node ${node}: not written, it is no longer this fleet's to write`);
     this.name = 'Fenced';
   }
 }
 
 /**
  * Brings one node's pool of one driver to the desired slices, keeping the index in step. Each request
- * is sent only while `active()` holds, so a pass in flight when the fleet stops leading sends nothing
+ * is sent only while `active(node)` holds, so a pass in flight when the fleet stops leading sends nothing
  * more; and each replace or delete names the resourceVersion last seen, so a write the server receives
  * late, after another writer's, is refused (409) instead of applied.
  */
@@ -153,13 +179,13 @@ export class SliceWriter {
     private readonly index: SliceIndex,
     private readonly limiter: RateLimiter,
     private readonly stats: WriteCounters,
-    private readonly active: () => boolean = () => true,
+    private readonly active: (node: string) => boolean = () => true,
   ) {}
 
   /** Waits its turn, then checks the term again: the wait can outlast it. */
   private async turn(node: string): Promise<void> {
     await this.limiter.take();
-    if (!this.active()) throw new Fenced(node);
+    if (!this.active(node)) throw new Fenced(node);
     this.stats.requests++;
   }
 

@@ -11,7 +11,8 @@ import { serveProbes, type ProbeServer } from '../process/probe-server.js';
 import type { Running } from '../process/shutdown.js';
 import { FleetDcgm } from './dcgm.js';
 import { checkNoProxy, Fleet, type FleetOptions } from './fleet.js';
-import { faultMetrics, fleetGauges } from './metrics.js';
+import { faultMetrics, fleetGauges, shardGauges } from './metrics.js';
+import { FleetShards, type FleetShardingOptions } from './shards.js';
 
 /** What `fakegpu fleet` serves and how, its flags checked. */
 export interface FleetRunOptions extends Pick<
@@ -48,6 +49,8 @@ export interface FleetRunOptions extends Pick<
   api?: ClusterApi | undefined;
   /** Write only while holding this Lease (`api`: where it is kept; default the kubeconfig's); absent: always. */
   leaderElection?: (Omit<ElectionOptions, 'api'> & { api?: ObjectApi | undefined }) | undefined;
+  /** Instead of one leader: the nodes split between replicas by shard Leases (`shards.ts`). */
+  sharding?: (Omit<FleetShardingOptions, 'api'> & { api?: ObjectApi | undefined }) | undefined;
 }
 
 export interface RunningFleet extends Running {
@@ -80,6 +83,7 @@ interface Term extends Work {
 export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
   const kc = fleetKubeConfig(o.kubeconfig, o.concurrency, o.requestTimeoutMs);
   checkNoProxy(kc);
+  if (o.sharding) return runSharded(o, o.sharding, kc);
   const reg = new Registry();
   const onFaults = faultMetrics(reg);
   let term: Term | null = null;
@@ -129,6 +133,54 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
   return stoppable(elected, probes, dcgmServer);
 }
 
+/**
+ * The sharded fleet: one `Fleet` for the whole life of the process, writing only the nodes of the
+ * shards this replica holds; the others are ready at once too, each for its own nodes.
+ */
+async function runSharded(
+  o: FleetRunOptions,
+  sh: NonNullable<FleetRunOptions['sharding']>,
+  kc: PooledKubeConfig,
+): Promise<RunningFleet> {
+  const reg = new Registry();
+  const shards = new FleetShards({ ...sh, api: sh.api ?? new KubeObjects(clientOf(kc)) }, o.log);
+  const term = lead(o, kc, faultMetrics(reg), shards);
+  fleetGauges(reg, () => term.fleet);
+  shardGauges(reg, () => shards.state());
+  let probes: ProbeServer | null = null;
+  let dcgmServer: DcgmServer | null = null;
+  try {
+    probes = o.httpEndpoint
+      ? await serveProbes({
+          endpoint: o.httpEndpoint,
+          ready: () => term.fleet.converged(),
+          notReady: 'publishing',
+          metrics: reg,
+          log: o.log,
+        })
+      : null;
+    probes?.started();
+    if (o.dcgmEndpoint)
+      dcgmServer = await serveDcgm(o.dcgmEndpoint, () => term.dcgm?.exposition() ?? [], o.log);
+  } catch (e) {
+    await term.stop();
+    await probes?.close();
+    throw e;
+  }
+  shards.start(term.fleet);
+  return {
+    probePort: probes?.port ?? null,
+    leading: () => shards.state().held > 0,
+    async stop() {
+      // The shards are handed back only once their writes have ended, then the fleet stops.
+      await shards.stop();
+      await term.stop();
+      await dcgmServer?.close();
+      await probes?.close();
+    },
+  };
+}
+
 function stoppable(elected: Elected, probes: ProbeServer | null, dcgm: DcgmServer | null): RunningFleet {
   return {
     probePort: probes?.port ?? null,
@@ -142,7 +194,12 @@ function stoppable(elected: Elected, probes: ProbeServer | null, dcgm: DcgmServe
 }
 
 /** Starts a fleet; its first list runs on behind, so that the lease is renewed meanwhile. */
-function lead(o: FleetRunOptions, kc: PooledKubeConfig, onFaults: ReturnType<typeof faultMetrics>): Term {
+function lead(
+  o: FleetRunOptions,
+  kc: PooledKubeConfig,
+  onFaults: ReturnType<typeof faultMetrics>,
+  owner?: FleetShards,
+): Term {
   const fleet = new Fleet(kc, {
     nodeSelector: o.nodeSelector,
     profileLabel: o.profileLabel,
@@ -162,6 +219,7 @@ function lead(o: FleetRunOptions, kc: PooledKubeConfig, onFaults: ReturnType<typ
     faults: o.faults ? new KubeFaultApi(kc) : undefined,
     ignoredXids: o.ignoredXids,
     computeDomains: o.computeDomains,
+    owner,
     ...onFaults,
   });
   const dcgm = o.dcgmEndpoint

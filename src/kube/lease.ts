@@ -27,7 +27,7 @@ export const RETRY_PERIOD_MS = 2_000;
 export const leasePath = (namespace: string, name: string): string =>
   `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`;
 
-interface LeaseSpec {
+export interface LeaseSpec {
   holderIdentity?: string;
   leaseDurationSeconds?: number;
   acquireTime?: string;
@@ -35,8 +35,13 @@ interface LeaseSpec {
   leaseTransitions?: number;
 }
 
-interface Lease {
-  metadata: { name: string; namespace?: string; resourceVersion?: string };
+export interface Lease {
+  metadata: {
+    name: string;
+    namespace?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+  };
   spec?: LeaseSpec;
 }
 
@@ -72,7 +77,7 @@ export function leaseIdentity(): string {
 }
 
 /** metav1.MicroTime: RFC 3339 with exactly six fractional digits, as the API server parses it. */
-function microTime(): string {
+export function microTime(): string {
   return new Date().toISOString().replace(/Z$/, '000Z');
 }
 
@@ -85,7 +90,7 @@ const recordKey = (s: LeaseSpec | undefined): string =>
   ]);
 
 /** Rejects after `ms`: an attempt never outlives the deadline it is trying to meet. */
-async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+export async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   const ac = new AbortController();
   try {
     return await Promise.race([
@@ -307,7 +312,7 @@ export class Elected {
 }
 
 /** False on 409: another candidate wrote first; the next attempt reads its record. */
-async function conflictFree(write: () => Promise<unknown>): Promise<boolean> {
+export async function conflictFree(write: () => Promise<unknown>): Promise<boolean> {
   try {
     await write();
     return true;

@@ -18,8 +18,8 @@ export interface ObjectApi {
   replace<T>(path: string, obj: object): Promise<T>;
   /** A JSON merge patch; rejects with `ApiError` 404 when the object is gone. */
   patch<T>(path: string, patch: object): Promise<T>;
-  /** False: already gone. */
-  delete(path: string): Promise<boolean>;
+  /** False: already gone. With `resourceVersion`, only that version of it (else 409). */
+  delete(path: string, resourceVersion?: string): Promise<boolean>;
 }
 
 const MERGE = 'application/merge-patch+json';
@@ -59,9 +59,12 @@ export class KubeObjects implements ObjectApi {
     ) as T;
   }
 
-  async delete(path: string): Promise<boolean> {
+  async delete(path: string, resourceVersion?: string): Promise<boolean> {
+    const body = resourceVersion
+      ? JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion } })
+      : undefined;
     try {
-      await this.http.send('DELETE', path);
+      await this.http.send('DELETE', path, body);
       return true;
     } catch (e) {
       if (e instanceof ApiError && e.code === 404) return false;

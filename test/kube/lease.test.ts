@@ -7,6 +7,7 @@ import { ApiError } from '../../src/kube/client.js';
 import { Elected, leasePath } from '../../src/kube/lease.js';
 import type { ObjectApi } from '../../src/kube/objects.js';
 import { FakeObjects } from '../support/fake-objects.js';
+import { Link } from '../support/link.js';
 import { until } from '../support/http.js';
 
 /**
@@ -24,50 +25,6 @@ const RETRY = 40;
 interface LeaseObj {
   metadata: { resourceVersion: string };
   spec: { holderIdentity?: string; renewTime?: string; leaseTransitions?: number };
-}
-
-/** One candidate's view of the store: it can be cut off (failing or hanging), and counts its writes. */
-class Link implements ObjectApi {
-  mode: 'up' | 'fail' | 'hang' = 'up';
-  readonly writes: string[] = [];
-  /** Runs just before this candidate's next PUT reaches the store: a rival writing in between. */
-  beforePut: (() => void) | null = null;
-
-  constructor(private readonly store: FakeObjects) {}
-
-  private gate<T>(f: () => Promise<T>): Promise<T> {
-    if (this.mode === 'fail') return Promise.reject(new ApiError(503, 'partitioned'));
-    if (this.mode === 'hang') return new Promise<T>(() => undefined);
-    return f();
-  }
-
-  list<T>(c: string, q?: ListQuery): Promise<T[]> {
-    return this.gate(() => this.store.list<T>(c, q));
-  }
-  get<T>(p: string): Promise<T | null> {
-    return this.gate(() => this.store.get<T>(p));
-  }
-  create<T>(c: string, o: object): Promise<T> {
-    return this.gate(() => {
-      this.writes.push(`POST ${c}`);
-      return this.store.create<T>(c, o);
-    });
-  }
-  replace<T>(p: string, o: object): Promise<T> {
-    return this.gate(() => {
-      this.writes.push(`PUT ${p}`);
-      const before = this.beforePut;
-      this.beforePut = null;
-      before?.();
-      return this.store.replace<T>(p, o);
-    });
-  }
-  patch<T>(p: string, o: object): Promise<T> {
-    return this.gate(() => this.store.patch<T>(p, o));
-  }
-  delete(p: string): Promise<boolean> {
-    return this.gate(() => this.store.delete(p));
-  }
 }
 
 /** Every term of every candidate as [start, end) on one clock: overlapping terms are two writers. */

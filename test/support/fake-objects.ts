@@ -149,12 +149,14 @@ export class FakeObjects implements ObjectApi {
     return Promise.resolve(structuredClone(next) as T);
   }
 
-  async delete(path: string): Promise<boolean> {
+  async delete(path: string, resourceVersion?: string): Promise<boolean> {
     this.check(`DELETE ${path}`);
     const p = parse(path);
     const k = keyOf(p.base, p.ns, p.plural, p.name);
     const cur = this.objects.get(k);
     if (!cur) return Promise.resolve(false);
+    if (resourceVersion !== undefined && resourceVersion !== cur.metadata.resourceVersion)
+      throw new ApiError(409, 'fake: conflict');
     const fin = cur.metadata['finalizers'] as string[] | undefined;
     if (fin && fin.length > 0) {
       cur.metadata['deletionTimestamp'] ??= '2026-12-01T00:00:00Z';

@@ -1,0 +1,63 @@
+import type { Logger } from 'pino';
+import { Sharder, type RingState } from '../kube/sharding/sharder.js';
+import { shardOf } from '../kube/sharding/ring.js';
+import type { ObjectApi } from '../kube/objects.js';
+import type { Fleet } from './fleet.js';
+
+/**
+ * The fleet split between replicas: each node belongs to one of `shards` shards by the hash of its name,
+ * and each replica writes only the nodes of the shards it holds (`kube/sharding/`). Every replica still
+ * watches every node and slice (each event is a few bytes of metadata), so a shard taken over is judged
+ * against what is already known and costs no list; writes, GPU metrics, faults and ComputeDomain daemons
+ * are per shard.
+ */
+
+export interface FleetShardingOptions {
+  api: ObjectApi;
+  namespace: string;
+  /** The Leases' common name (`--leader-election-lease-name`). */
+  name: string;
+  shards: number;
+  identity: () => string;
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
+}
+
+export class FleetShards {
+  private readonly sharder: Sharder;
+  private fleet: Fleet | null = null;
+
+  constructor(
+    private readonly o: FleetShardingOptions,
+    log: Logger,
+  ) {
+    this.sharder = new Sharder({
+      ...o,
+      log,
+      gained: (k) => this.fleet?.resync((node) => shardOf(node, o.shards) === k),
+      lost: async (k) => {
+        await this.fleet?.disown((node) => shardOf(node, o.shards) === k);
+      },
+    });
+  }
+
+  /** Whether this replica writes the node now. */
+  owns(node: string): boolean {
+    return this.sharder.owns(shardOf(node, this.o.shards));
+  }
+
+  state(): RingState {
+    return this.sharder.state();
+  }
+
+  /** Joins once the fleet's lists are in, so that a shard taken is written at once. */
+  start(fleet: Fleet): void {
+    this.fleet = fleet;
+    this.sharder.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.sharder.stop();
+  }
+}

@@ -1,0 +1,236 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { planShards, shardOf, share, type ShardView } from '../../src/kube/sharding/ring.js';
+import { Sharder } from '../../src/kube/sharding/sharder.js';
+import { FakeObjects } from '../support/fake-objects.js';
+import { until } from '../support/http.js';
+import { Link } from '../support/link.js';
+
+/**
+ * The fleet's shards: the pure plan (what a member gives back and takes), then members against the
+ * in-memory object store on short real timers (a lease of 600 ms, a renew deadline of 400 ms, a period
+ * of 60 ms: client-go's 15/10/2 s ratios, roughly), sampled every few ms: at no sample may two members
+ * own one shard.
+ */
+
+const log = pino({ level: 'silent' });
+const SHARDS = 12;
+const DURATION = 600;
+const RENEW = 400;
+const RETRY = 60;
+
+describe('shard plan', () => {
+  const view = (
+    me: string,
+    live: string[],
+    holders: (string | undefined)[],
+    gone: string[] = [],
+  ): ShardView => ({
+    shards: holders.length,
+    me,
+    live,
+    holders,
+    gone: (id) => gone.includes(id),
+    mayTake: true,
+  });
+
+  it('spreads node names evenly', () => {
+    const counts = new Array<number>(60).fill(0);
+    for (let i = 0; i < 60_000; i++) {
+      const k = shardOf(`kwok-gpu-${String(i)}`, 60);
+      counts[k] = (counts[k] ?? 0) + 1;
+    }
+    assert.ok(Math.min(...counts) > 850 && Math.max(...counts) < 1150, counts.join(','));
+  });
+
+  it('a joiner takes only its share: each member gives back what is over it', () => {
+    const holders = Array.from({ length: 60 }, (_, k) => ['a', 'b', 'c'][k % 3]);
+    const live = ['a', 'b', 'c', 'd'];
+    const given = ['a', 'b', 'c'].flatMap((m) => planShards(view(m, live, holders)).release);
+    assert.equal(given.length, 60 - 3 * share(60, 4), 'the three give back 5 each');
+    const after = holders.map((h, k) => (given.includes(k) ? '' : h));
+    const { take, release } = planShards(view('d', live, after));
+    assert.deepEqual(release, []);
+    assert.deepEqual(
+      [...take].sort((x, y) => x - y),
+      [...given].sort((x, y) => x - y),
+    );
+    // And nothing else moves: the others keep what they hold and take nothing.
+    for (const m of ['a', 'b', 'c'])
+      assert.deepEqual(planShards(view(m, live, after)), { release: [], take: [] });
+  });
+
+  it("a dead member's shards go to the others, and only those", () => {
+    const holders = Array.from({ length: 60 }, (_, k) => ['a', 'b', 'c', 'd'][k % 4]);
+    const live = ['a', 'b', 'c'];
+    const taken = ['a', 'b', 'c'].map((m) => planShards(view(m, live, holders, ['d'])));
+    for (const p of taken) assert.deepEqual(p.release, []);
+    const all = taken.flatMap((p) => p.take);
+    assert.ok(all.every((k) => holders[k] === 'd'));
+    // Each reaches for up to its room (20 - 15); a collision is a 409, and the loser takes another next period.
+    for (const p of taken) assert.equal(p.take.length, 5);
+  });
+
+  it('takes nothing before it may (not yet settled in, or fenced), and never a live holder’s shard', () => {
+    const holders = ['a', undefined, '', 'b'];
+    assert.deepEqual(planShards({ ...view('c', ['a', 'b', 'c'], holders), mayTake: false }).take, []);
+    assert.deepEqual(planShards(view('c', ['a', 'b', 'c'], holders)).take.sort(), [1, 2]);
+  });
+});
+
+/** Each member's shards, and the sampler that fails on any two owning one shard at once. */
+class Ring {
+  readonly members: { s: Sharder; link: Link; name: string; stopped: boolean }[] = [];
+  overlaps: string[] = [];
+  private sampler: NodeJS.Timeout | undefined;
+  /** Shards lost and not yet drained, by member: its writes still going out. */
+  readonly draining = new Map<string, Set<number>>();
+
+  constructor(
+    readonly store: FakeObjects,
+    private readonly drainMs = 0,
+  ) {}
+
+  add(name: string): { s: Sharder; link: Link; name: string; stopped: boolean } {
+    const link = new Link(this.store);
+    let n = 0;
+    const draining = new Set<number>();
+    this.draining.set(name, draining);
+    const s = new Sharder({
+      api: link,
+      namespace: 'fakegpu',
+      name: 'fakegpu-fleet',
+      shards: SHARDS,
+      identity: () => `${name}_${String(n++)}`,
+      leaseDurationMs: DURATION,
+      renewDeadlineMs: RENEW,
+      retryPeriodMs: RETRY,
+      log,
+      gained: () => undefined,
+      lost: async (k) => {
+        draining.add(k);
+        await sleep(this.drainMs);
+        draining.delete(k);
+      },
+    });
+    const m = { s, link, name, stopped: false };
+    this.members.push(m);
+    s.start();
+    return m;
+  }
+
+  /** Who writes shard k now: an owner, or one whose lost writes are still draining. */
+  writers(k: number): string[] {
+    return this.members.flatMap((m) =>
+      !m.stopped && (m.s.owns(k) || this.draining.get(m.name)?.has(k)) ? [m.name] : [],
+    );
+  }
+
+  sample(): void {
+    this.sampler = setInterval(() => {
+      for (let k = 0; k < SHARDS; k++) {
+        const w = this.writers(k);
+        if (w.length > 1) this.overlaps.push(`shard ${String(k)}: ${w.join(',')}`);
+      }
+    }, 3);
+  }
+
+  held(name: string): number {
+    const m = this.members.find((x) => x.name === name);
+    return m ? Array.from({ length: SHARDS }, (_, k) => k).filter((k) => m.s.owns(k)).length : 0;
+  }
+
+  covered(): boolean {
+    return Array.from({ length: SHARDS }, (_, k) => this.writers(k).length === 1).every(Boolean);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.sampler);
+    for (const m of this.members) if (!m.stopped) await m.s.stop();
+  }
+}
+
+describe('sharder', () => {
+  let ring: Ring | null = null;
+  afterEach(async () => {
+    await ring?.stop();
+    ring = null;
+  });
+
+  it('three members split the shards evenly, each shard held by exactly one', async () => {
+    ring = new Ring(new FakeObjects());
+    ring.sample();
+    for (const n of ['a', 'b', 'c']) ring.add(n);
+    const r = ring;
+    await until(
+      'the shards to settle',
+      () => r.covered() && ['a', 'b', 'c'].every((n) => r.held(n) === 4),
+      10_000,
+    );
+    assert.deepEqual(ring.overlaps, []);
+  });
+
+  it('a joiner takes only its share, after the givers have drained their writes', async () => {
+    ring = new Ring(new FakeObjects(), 150);
+    ring.sample();
+    for (const n of ['a', 'b']) ring.add(n);
+    const r = ring;
+    await until('the shards to settle', () => r.covered() && r.held('a') === 6 && r.held('b') === 6, 10_000);
+    const before = Array.from({ length: SHARDS }, (_, k) => r.writers(k)[0]);
+    ring.add('c');
+    await until('the shards to settle', () => r.covered() && r.held('c') === 4, 10_000);
+    const after = Array.from({ length: SHARDS }, (_, k) => r.writers(k)[0]);
+    const moved = after.filter((w, k) => w !== before[k]);
+    assert.deepEqual(moved, ['c', 'c', 'c', 'c'], 'only the joiner’s share moved');
+    assert.deepEqual(ring.overlaps, []);
+  });
+
+  it('a member cut off stops writing before another takes its shards, which move within the lease', async () => {
+    ring = new Ring(new FakeObjects());
+    ring.sample();
+    const a = ring.add('a');
+    ring.add('b');
+    const r = ring;
+    await until('the shards to settle', () => r.covered() && r.held('a') === 6, 10_000);
+    a.link.mode = 'hang';
+    const cutAt = performance.now();
+    await until('the shards to settle', () => r.held('a') === 0, 10_000);
+    assert.ok(performance.now() - cutAt <= RENEW + 100, 'fenced at the renew deadline');
+    await until('the shards to settle', () => r.held('b') === SHARDS, 10_000);
+    // Seen unchanged for a lease duration after its last renew (at most a period before the cut).
+    const moved = performance.now() - cutAt;
+    assert.ok(moved >= DURATION - RETRY - 20, `not before the lease ran out (${String(moved)} ms)`);
+    assert.ok(
+      moved <= DURATION + 4 * RETRY + 150,
+      `within the lease and a few periods (${String(moved)} ms)`,
+    );
+    assert.deepEqual(ring.overlaps, []);
+    // Healed, it comes back as a new member and gets its share again.
+    a.link.mode = 'up';
+    await until('the shards to settle', () => r.held('a') === 6 && r.held('b') === 6, 10_000);
+    assert.deepEqual(ring.overlaps, []);
+  });
+
+  it('a clean stop hands the shards back: the others take them without waiting out the lease', async () => {
+    ring = new Ring(new FakeObjects(), 50);
+    ring.sample();
+    ring.add('a');
+    ring.add('b');
+    const r = ring;
+    const a = r.members[0] ?? assert.fail('no member');
+    await until('the shards to settle', () => r.covered() && r.held('a') === 6, 10_000);
+    const at = performance.now();
+    await a.s.stop();
+    a.stopped = true;
+    await until('the shards to settle', () => r.held('b') === SHARDS, 10_000);
+    assert.ok(performance.now() - at < DURATION, 'sooner than a lease duration');
+    assert.deepEqual(ring.overlaps, []);
+    assert.equal(
+      ring.store.objects.size,
+      SHARDS + 1,
+      'its member Lease is gone; the shard Leases and b’s member Lease stay',
+    );
+  });
+});
