@@ -545,6 +545,18 @@ export class Fleet {
     if (this.nodes.has(node) || this.leaving.has(node)) this.queue.add(node);
   }
 
+  /**
+   * A slice whose content is unknown (its watch event, metadata only, came from another writer: a
+   * replica that held the node's shard before, or someone else) is read before it is judged: one read of
+   * the node's slices, not a write of each, when they already match, as after every shard handover.
+   */
+  private async learnUnknown(node: string): Promise<void> {
+    if (!this.drivers.some((d) => this.index.of(node, d).some((s) => s.key === ''))) return;
+    this.stats.requests++;
+    const page = await this.api.listSlices({ fieldSelector: `spec.nodeName=${node}` });
+    for (const sl of page.items) if (this.drivers.includes(sl.spec.driver)) this.index.recordStored(sl);
+  }
+
   private noteConverged(): void {
     if (this.firstConvergedMs !== null || !this.converged()) return;
     this.firstConvergedMs = performance.now() - this.startedAt;
@@ -569,6 +581,7 @@ export class Fleet {
       }
       return;
     }
+    await this.learnUnknown(node);
     for (const driver of this.drivers)
       await this.writer.reconcile(
         node,

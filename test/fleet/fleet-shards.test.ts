@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { pino } from 'pino';
+import type { Fleet } from '../../src/fleet/fleet.js';
+import { FleetShards } from '../../src/fleet/shards.js';
+import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
+import { FakeApi } from '../support/fake-api.js';
+import { FakeObjects } from '../support/fake-objects.js';
+import { testFleet } from '../support/fleet.js';
+import { until } from '../support/http.js';
+
+/**
+ * Two fleet replicas sharding forty nodes through Leases in the in-memory stores (short real timers):
+ * every node published once, by its shard's holder, and a replica that leaves hands its nodes to the
+ * other without a single write (the other already knows their slices).
+ */
+
+const NODES = 40;
+
+describe('a sharded fleet', () => {
+  const running: { fleet: Fleet; shards: FleetShards }[] = [];
+  afterEach(async () => {
+    for (const r of running.splice(0)) {
+      await r.shards.stop();
+      await r.fleet.stop();
+    }
+  });
+
+  function replica(api: FakeApi, leases: FakeObjects, name: string): { fleet: Fleet; shards: FleetShards } {
+    let n = 0;
+    const shards = new FleetShards(
+      {
+        api: leases,
+        namespace: 'fakegpu',
+        name: 'fakegpu-fleet',
+        shards: 8,
+        identity: () => `${name}_${String(n++)}`,
+        leaseDurationMs: 600,
+        renewDeadlineMs: 400,
+        retryPeriodMs: 60,
+      },
+      pino({ level: 'silent' }),
+    );
+    const fleet = testFleet(api, { owner: shards });
+    const r = { fleet, shards };
+    running.push(r);
+    return r;
+  }
+
+  it('publishes every node once, each by the replica holding its shard, and hands over without writes', async () => {
+    const api = new FakeApi();
+    for (let i = 0; i < NODES; i++) api.putNode(`node-${String(i)}`, {}, { [KWOK_ANNOTATION]: 'fake' });
+    const leases = new FakeObjects();
+    const a = replica(api, leases, 'a');
+    const b = replica(api, leases, 'b');
+    for (const r of [a, b]) {
+      await r.fleet.start();
+      r.shards.start(r.fleet);
+    }
+    await until(
+      'both replicas hold shards and every node is published',
+      () =>
+        a.shards.state().held === 4 &&
+        b.shards.state().held === 4 &&
+        a.fleet.converged() &&
+        b.fleet.converged() &&
+        api.slices.size === NODES,
+      10_000,
+    );
+    const owned = [a, b].map((r) => r.fleet.snapshot().owned);
+    assert.equal(owned[0]! + owned[1]!, NODES, `each node owned once: ${owned.join('+')}`);
+    assert.ok(owned.every((x) => x > 0));
+    assert.equal(api.count('createSlice'), NODES, 'one create per node, none twice');
+    const writes = api.count('createSlice') + api.count('replaceSlice') + api.count('deleteSlice');
+    await a.shards.stop();
+    await a.fleet.stop();
+    running.splice(running.indexOf(a), 1);
+    await until('b holds every shard', () => b.shards.state().held === 8 && b.fleet.converged(), 10_000);
+    assert.equal(b.fleet.snapshot().owned, NODES);
+    assert.equal(
+      api.count('createSlice') + api.count('replaceSlice') + api.count('deleteSlice'),
+      writes,
+      'a handover writes nothing',
+    );
+    assert.equal(api.slices.size, NODES);
+  });
+});
