@@ -2,6 +2,7 @@ import { resolve as resolvePath } from 'node:path';
 import { Argument, Command, Option } from 'commander';
 import type { ClusterOptions, ComponentStatus } from '../local-cluster/cluster.js';
 import { buildableReleases, DEFAULT_KUBERNETES_RELEASE, releaseOf } from '../local-cluster/releases.js';
+import { MAX_FLEET_REPLICAS } from '../local-cluster/state.js';
 import {
   DEFAULT_NODE,
   defaultClusterDir,
@@ -125,6 +126,7 @@ interface UpFlags {
   kwokProfile?: string;
   kwokPools?: string;
   fleet: boolean;
+  fleetReplicas: string;
   helm?: boolean;
   with?: string;
 }
@@ -182,7 +184,12 @@ function kwokFlags(c: Command): Command {
       '--kwok-pools <pools.yaml>',
       'instead of --kwok-nodes: the KWOK nodes a FleetPools file lists (e.g. from fakegpu capture cluster), served by the fleet with those pools',
     )
-    .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself');
+    .option('--no-fleet', 'KWOK nodes without fakegpu fleet: publish their slices yourself')
+    .option(
+      '--fleet-replicas <n>',
+      `fleet replicas that split the KWOK nodes between them by shard Leases (fakegpu fleet --shards), 1 to ${String(MAX_FLEET_REPLICAS)}`,
+      '1',
+    );
 }
 
 /** How fakegpu runs, and the projects beside it. */
@@ -228,11 +235,23 @@ function upOptions(f: UpFlags): ClusterOptions {
         ? resolvePath(f.kwokProfile)
         : f.kwokProfile,
     kwokFleet: f.fleet,
+    fleetReplicas: fleetReplicaCount(f, kwokNodes),
     kwokPools: f.kwokPools === undefined ? undefined : resolvePath(f.kwokPools),
     with: integrations,
     helm: f.helm === true,
     log: progress,
   };
+}
+
+/** `--fleet-replicas`: several only where a fleet runs. */
+function fleetReplicaCount(f: UpFlags, kwokNodes: number): number {
+  const n = intFlag(f.fleetReplicas, '--fleet-replicas', 1, MAX_FLEET_REPLICAS);
+  if (n > 1 && (!f.fleet || kwokNodes === 0))
+    throw new FakegpuError(
+      '--fleet-replicas',
+      `${String(n)} needs the fleet: give --kwok-nodes, without --no-fleet`,
+    );
+  return n;
 }
 
 /** `--kwok-nodes`, or as many as `--kwok-pools` lists. */

@@ -7,6 +7,7 @@ import { cleanUpHost } from './host.js';
 import { isAlive, pidsMentioning, readPid } from './process.js';
 import { COMPONENT_ORDER, readState } from './state.js';
 import { stopAndFree, stopComponent } from './stop.js';
+import { stopFleetReplicas } from './fleet-process.js';
 import { refuseUntrustedToolchain } from './trust.js';
 
 export interface DownOptions {
@@ -48,6 +49,7 @@ export async function clusterDown(o: DownOptions): Promise<void> {
     'kubelet',
   ] as const)
     left.push(...(await stopComponent(l, name, o.log)));
+  left.push(...(await stopFleetReplicas(l, o.log)));
   const containerdPid = readPid(l.run, 'containerd');
   if (state && containerdPid !== null && isAlive(containerdPid) && podsRemovable(state.bin, o.log)) {
     spawnSync(

@@ -4,9 +4,10 @@ import type { Layout } from './config.js';
 import { env } from './components.js';
 import { installDeviceClasses } from './deviceclasses.js';
 import { httpOk, waitFor } from './probe.js';
-import { startDaemon, type Started } from './process.js';
+import { argsOf, forgetPid, isAlive, readPid, startDaemon, type Started } from './process.js';
+import { stopAndFree } from './stop.js';
 import { REPO_ROOT } from '../process/repo.js';
-import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
+import { KWOK_DEFAULT_PROFILE, MAX_FLEET_REPLICAS, type State } from './state.js';
 
 export const FLEET_HTTP = '127.0.0.1:51517';
 /** The fleet's GPU metrics, beside the node plugin's port. */
@@ -25,25 +26,76 @@ export const FLEET_NODE_FLAGS = ['--max-semi-space-size=1', '--expose-gc'];
  */
 export const FLEET_MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072' } as const;
 
-/** The fleet as a host process, like the plugin: it publishes the KWOK nodes' slices. */
+/**
+ * Shards of a sharded fleet here, as in the chart: 60 splits evenly between 1 to 6 replicas, and a
+ * Lease each is little to list every 2 s.
+ */
+export const FLEET_SHARDS = 60;
+
+/** Replica r's process name and ports: replica 0 is the fleet of an unsharded cluster. */
+export function fleetReplica(r: number): { name: string; http: string; dcgm: string } {
+  if (r === 0) return { name: 'fakegpu-fleet', http: FLEET_HTTP, dcgm: FLEET_DCGM };
+  return {
+    name: `fakegpu-fleet-${String(r)}`,
+    http: `127.0.0.1:${String(51527 + r)}`,
+    dcgm: `127.0.0.1:${String(9401 + r)}`,
+  };
+}
+
+/** Every replica's probes answer ready: each has published the nodes of its shards. */
+export async function fleetsReady(s: State): Promise<boolean> {
+  const all = await Promise.all(
+    Array.from({ length: s.fleetReplicas ?? 1 }, (_, r) => httpOk(`http://${fleetReplica(r).http}/readyz`)),
+  );
+  return all.every(Boolean);
+}
+
+/**
+ * The fleet as host processes, like the plugin: it publishes the KWOK nodes' slices; with
+ * `--fleet-replicas`, several that split the nodes by shard Leases (`fleet --shards`).
+ */
 export async function startFleet(
   l: Layout,
   t: Toolchain,
   s: State,
   log: (line: string) => void,
 ): Promise<Started> {
-  log('starting fakegpu-fleet');
   installDeviceClasses(l, t);
-  const fleet = startDaemon(
-    l.run,
-    l.logs,
-    'fakegpu-fleet',
-    process.execPath,
-    fleetArgs(l, s, { http: FLEET_HTTP, dcgm: FLEET_DCGM }),
-    { ...env(t), ...FLEET_MALLOC_ENV },
-  );
-  await waitFor('its /readyz', fleet, () => httpOk(`http://${FLEET_HTTP}/readyz`), 120_000);
-  return fleet;
+  const started: Started[] = [];
+  for (let r = 0; r < (s.fleetReplicas ?? 1); r++) {
+    const rep = fleetReplica(r);
+    log(`starting ${rep.name}`);
+    started.push(
+      startDaemon(l.run, l.logs, rep.name, process.execPath, fleetArgs(l, s, rep), {
+        ...env(t),
+        ...FLEET_MALLOC_ENV,
+      }),
+    );
+  }
+  for (const [r, fleet] of started.entries())
+    await waitFor(
+      `${fleetReplica(r).name}'s /readyz`,
+      fleet,
+      () => httpOk(`http://${fleetReplica(r).http}/readyz`),
+      120_000,
+    );
+  return started[0] as Started;
+}
+
+/** Stops the replicas beyond the first (the first is the `fakegpu-fleet` component). */
+export async function stopFleetReplicas(l: Layout, log: (line: string) => void): Promise<string[]> {
+  const left: string[] = [];
+  for (let r = 1; r < MAX_FLEET_REPLICAS; r++) {
+    const { name } = fleetReplica(r);
+    const pid = readPid(l.run, name);
+    if (pid === null) continue;
+    if (isAlive(pid) && argsOf(pid).some((x) => x.endsWith('/bin/fakegpu.js'))) {
+      log(`stopping ${name} (pid ${String(pid)})`);
+      left.push(...(await stopAndFree(name, pid)));
+    }
+    forgetPid(l.run, name);
+  }
+  return left;
 }
 
 /** The fleet's command line here; another replica (the fleet's chaos suite) differs only in its ports. */
@@ -59,5 +111,6 @@ export function fleetArgs(l: Layout, s: State, ports: { http: string; dcgm?: str
     ...(s.dynamicMig ? ['--dynamic-mig'] : []),
     ...(s.pluginGates ? [`--feature-gates=${s.pluginGates}`] : []),
     ...(s.consumableShares ? [`--consumable-shares=${s.consumableShares}`] : []),
+    ...((s.fleetReplicas ?? 1) > 1 ? [`--shards=${String(FLEET_SHARDS)}`] : []),
   ];
 }

@@ -77,7 +77,11 @@ export function helmValues(l: Layout, s: State): Record<string, unknown> {
     resources: { computeDomains: { enabled: s.computeDomains === true } },
     // No GPU Feature Discovery here: the plugin sets the clique label in its place, as on the host.
     computeDomains: { gpuCliqueLabel: s.computeDomains === true },
-    fleet: { enabled: fleet, profile: s.kwokProfile ?? KWOK_DEFAULT_PROFILE },
+    fleet: {
+      enabled: fleet,
+      profile: s.kwokProfile ?? KWOK_DEFAULT_PROFILE,
+      ...((s.fleetReplicas ?? 1) > 1 ? { replicas: s.fleetReplicas } : {}),
+    },
   };
 }
 
@@ -165,21 +169,26 @@ function podsSummary(l: Layout, t: Toolchain): string {
   return r.code !== 0 ? r.err.trim() : pods.length === 0 ? 'none' : pods.join(', ');
 }
 
-/** The fleet pod's /readyz (every served node published), through the API server's pod proxy. */
-export function chartFleetReady(l: Layout, t: Toolchain): boolean {
+/**
+ * Every fleet pod's /readyz (each has published the nodes it serves), through the API server's pod
+ * proxy: one pod, or `replicas` of a sharded fleet.
+ */
+export function chartFleetReady(l: Layout, t: Toolchain, replicas = 1): boolean {
   const pods = kubectl(
     l,
     t.bin,
     chartPodQuery('fakegpu-fleet', 'status.phase=Running', '{.items[*].metadata.name}'),
   );
   const names = pods.out.trim().split(/\s+/).filter(Boolean);
-  if (pods.code !== 0 || names.length !== 1) return false;
-  const r = kubectl(l, t.bin, [
-    'get',
-    '--raw',
-    `/api/v1/namespaces/${HELM_NAMESPACE}/pods/${names[0]}:${CHART_FLEET_PORT}/proxy/readyz`,
-  ]);
-  return r.code === 0 && r.out.trim() === 'ok';
+  if (pods.code !== 0 || names.length !== replicas) return false;
+  return names.every((name) => {
+    const r = kubectl(l, t.bin, [
+      'get',
+      '--raw',
+      `/api/v1/namespaces/${HELM_NAMESPACE}/pods/${name}:${CHART_FLEET_PORT}/proxy/readyz`,
+    ]);
+    return r.code === 0 && r.out.trim() === 'ok';
+  });
 }
 
 /**

@@ -93,11 +93,11 @@ export function cleanUpHost(dir: string): void {
 }
 
 /**
- * The fixed ports of fakegpu's own processes (plugin, fleet, controller, dcgm, Karpenter, Kueue: 9400–9401
- * and 51516–51527) lie in Linux's ephemeral range, so an outgoing connection may hold one just when a
+ * The fixed ports of fakegpu's own processes (plugin, fleet and its replicas, controller, dcgm, Karpenter,
+ * Kueue: 9400–9416 and 51516–51543) lie in Linux's ephemeral range, so an outgoing connection may hold one just when a
  * process starts to listen there ("address already in use", seen once in CI after the 1,000-node e2e).
  */
-export const OWN_PORTS = '9400-9401,51516-51527';
+export const OWN_PORTS = '9400-9416,51516-51543';
 
 /** The kernel's reserved-port list with ours added, as the sysctl writes it back; unchanged if present. */
 export function withOwnPorts(current: string): string {

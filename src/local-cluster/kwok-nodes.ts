@@ -6,7 +6,7 @@ import { KWOK_ANNOTATION } from '../kube/kwok.js';
 import { isProfileFile } from '../model/profile/load.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
-import { FLEET_HTTP } from './fleet-process.js';
+import { fleetsReady } from './fleet-process.js';
 import { kubectl } from './kubectl.js';
 import { PROFILE_LABEL } from './plugin-process.js';
 import { httpOk, waitFor } from './probe.js';
@@ -23,7 +23,7 @@ export async function createKwokNodes(
   log: (line: string) => void,
   kwok: Started,
   /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
-  fleetReady: () => Promise<boolean> = () => httpOk(`http://${FLEET_HTTP}/readyz`),
+  fleetReady: () => Promise<boolean> = () => fleetsReady(s),
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const fleet = s.kwokFleet !== false;

@@ -56,6 +56,9 @@ export const RESTARTABLE = [
 ] as const;
 export type Restartable = (typeof RESTARTABLE)[number];
 
+/** Most fleet replicas here: each has ports of its own in `OWN_PORTS` (host.ts). */
+export const MAX_FLEET_REPLICAS = 16;
+
 /** The machine of KWOK nodes when neither --kwok-profile nor --profile names one. */
 export const KWOK_DEFAULT_PROFILE = 'dgx-h100';
 
@@ -81,6 +84,8 @@ export interface State {
   kwokPools?: string;
   /** Absent: true (state files from before the option). */
   kwokFleet?: boolean;
+  /** Fleet processes sharing the KWOK nodes by shard Leases (`--fleet-replicas`); absent: 1. */
+  fleetReplicas?: number;
   /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */
   computeDomains?: boolean;
   /** Upstream projects run beside the cluster (`--with`); absent: none. */

@@ -76,6 +76,8 @@ export interface ClusterOptions {
   with?: Integration[];
   /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
   kwokFleet?: boolean;
+  /** Fleet replicas, sharding the KWOK nodes; default 1. */
+  fleetReplicas?: number;
   /** fakegpu from its Helm chart and image instead of host processes (helm-chart.ts). */
   helm?: boolean;
   log: (line: string) => void;
@@ -155,6 +157,7 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   if (
     (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
     (state.kwokFleet !== false) !== (o.kwokFleet !== false) ||
+    (state.fleetReplicas ?? 1) !== (o.fleetReplicas ?? 1) ||
     (state.kwokPools ?? null) !== (o.kwokPools ?? null)
   ) {
     throw new FakegpuError(
@@ -276,6 +279,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     kwokNodes: o.kwokNodes ?? 0,
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
+    ...((o.fleetReplicas ?? 1) > 1 ? { fleetReplicas: o.fleetReplicas } : {}),
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
     ...(o.with?.length ? { with: [...o.with].sort() } : {}),
     ...(o.helm ? { helm: true } : {}),
@@ -424,5 +428,7 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
     );
   }
   if (kwok && (s.kwokNodes ?? 0) > 0)
-    await createKwokNodes(l, t, s, log, kwok, () => Promise.resolve(chartFleetReady(l, t)));
+    await createKwokNodes(l, t, s, log, kwok, () =>
+      Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
+    );
 }

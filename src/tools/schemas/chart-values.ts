@@ -103,6 +103,19 @@ const Fleet = z.strictObject({
   concurrency: z.number().int().min(1).optional(),
   qps: z.number().int().min(0).optional(),
   burst: z.number().int().min(1).optional(),
+  replicas: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('fleet pods; more than one split the nodes between them by shard Leases'),
+  shards: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe('shards the nodes are split in, with replicas > 1'),
   httpPort: Port.optional(),
   resources: AnyObject.optional(),
   podNodeSelector: StringMap.optional(),
