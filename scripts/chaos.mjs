@@ -17,6 +17,8 @@ try {
       cycles: { type: 'string' },
       short: { type: 'boolean', default: false },
       fleet: { type: 'boolean', default: false },
+      leader: { type: 'boolean', default: false },
+      replicas: { type: 'string', default: '3' },
       'kwok-nodes': { type: 'string', default: '1000' },
       seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     },
@@ -25,7 +27,17 @@ try {
   process.stderr.write(`chaos: ${e.message}\n`);
   process.exit(2);
 }
-const total = Number(args.cycles ?? (args.fleet ? (args.short ? 4 : 50) : args.short ? 8 : 100));
+const sharded = args.fleet && !args.leader;
+// The sharded short form meets each of its five kinds of disruption once.
+const total = Number(
+  args.cycles ?? (args.fleet ? (args.short ? (sharded ? 5 : 4) : 50) : args.short ? 8 : 100),
+);
+if (!/^\d+$/.test(args.replicas) || Number(args.replicas) < 2 || Number(args.replicas) > 15) {
+  process.stderr.write(
+    `chaos: --replicas: ${JSON.stringify(args.replicas)} is not an integer from 2 to 15\n`,
+  );
+  process.exit(2);
+}
 if (!Number.isInteger(total) || total < 2) {
   process.stderr.write(`chaos: --cycles: ${JSON.stringify(args.cycles)} is not an integer >= 2\n`);
   process.exit(2);
@@ -105,21 +117,32 @@ process.stdout.write(
 process.exit(ok && clean ? 0 : 1);
 
 /**
- * `--fleet`: KWOK nodes (`--kwok-nodes`, default 1,000) served by two fleet replicas that elect a leader;
- * each cycle kills the leader, restarts the API server or restarts etcd (`test/chaos/fleet-chaos.ts`).
+ * `--fleet`: KWOK nodes (`--kwok-nodes`, default 1,000) split between `--replicas` (3) fleet replicas by
+ * shard Leases; each cycle kills a replica, lets one join or leave, restarts the API server or etcd
+ * (`test/chaos/fleet-shards-chaos.ts`). `--fleet --leader`: two replicas that elect a leader; each cycle
+ * kills the leader, restarts the API server or restarts etcd (`test/chaos/fleet-chaos.ts`).
  * Last line: `fleet-chaos: cycles=<n> lost=<n> duplicate=<n> stale=<n> takeover_p99=<s>s`.
  */
 function fleetChaos() {
-  const dir = process.env.FAKEGPU_FLEET_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'fleet-chaos-cluster');
+  const dir =
+    process.env.FAKEGPU_FLEET_CHAOS_CLUSTER_DIR ??
+    join(cacheDir(), sharded ? 'fleet-shards-chaos-cluster' : 'fleet-chaos-cluster');
   const result = join(out, 'fleet.json');
   const node = 'fakegpu-fleet-chaos-node';
   const ran = withCluster({
     what: 'fleet chaos',
     dir,
     dirEnv: 'FAKEGPU_CHAOS_DIR',
-    upArgs: ['--node', node, '--kwok-nodes', args['kwok-nodes']],
+    upArgs: [
+      '--node',
+      node,
+      '--kwok-nodes',
+      args['kwok-nodes'],
+      ...(sharded ? ['--fleet-replicas', args.replicas] : []),
+    ],
     run: [
-      join(root, 'dist', 'test', 'chaos', 'fleet-chaos.js'),
+      join(root, 'dist', 'test', 'chaos', sharded ? 'fleet-shards-chaos.js' : 'fleet-chaos.js'),
+      ...(sharded ? ['--replicas', args.replicas] : []),
       '--dir',
       dir,
       '--node',

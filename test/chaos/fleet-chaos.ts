@@ -1,7 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
@@ -9,8 +7,8 @@ import { layout } from '../../src/local-cluster/config.js';
 import { FLEET_MALLOC_ENV, fleetArgs } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
-import { REPO_ROOT } from '../../src/process/repo.js';
-import { eventually, mustKubectl, sharedCluster } from '../support/cluster.js';
+import { eventually, sharedCluster } from '../support/cluster.js';
+import { FleetSlices } from './fleet-slices.js';
 import { seeded } from '../support/random.js';
 
 /**
@@ -49,8 +47,6 @@ const LEASE_MS = 15_000;
  * written; a second of room for a loaded machine's timers and the log line.
  */
 const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 1_000) / 1000;
-const SETTLE_MS = 120_000;
-const QUIET_MS = 5_000;
 
 const { random, pick } = seeded(Number(a.seed));
 const log = (line: string): void => {
@@ -139,104 +135,7 @@ function leader(): Replica | null {
   return open.length === 1 ? (open[0]?.replica ?? null) : null;
 }
 
-interface Slice {
-  metadata: { resourceVersion: string };
-  spec: {
-    driver: string;
-    nodeName?: string;
-    pool: { name: string; generation: number; resourceSliceCount: number };
-    devices?: { name: string; taints?: { key: string; value?: string }[] }[];
-  };
-}
-const slices = (): Slice[] =>
-  (JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as { items: Slice[] }).items;
-
-const kwok = mustKubectl(e, ['get', 'nodes', '-l', 'type=kwok', '-o', 'jsonpath={.items[*].metadata.name}'])
-  .split(' ')
-  .filter(Boolean);
-if (kwok.length !== kwokNodes) throw new Error(`${kwok.length} KWOK nodes, want ${kwokNodes}`);
-
-/** Faults present: node and GPU index, each an XID 79 on that GPU. */
-const faults = new Map<string, { node: string; index: number }>();
-
-/** What is wrong with the slices now: nodes without a complete GPU pool, inconsistent pools, untainted faults. */
-function check(): { lost: string[]; stale: string[] } {
-  const pools = new Map<string, Slice[]>();
-  for (const x of slices()) {
-    const k = `${x.spec.driver}/${x.spec.pool.name}`;
-    pools.set(k, [...(pools.get(k) ?? []), x]);
-  }
-  const lost = kwok.filter((n) => !pools.has(`gpu.nvidia.com/${n}`));
-  const stale: string[] = [];
-  for (const [k, xs] of pools) {
-    const gens = new Set(xs.map((x) => x.spec.pool.generation));
-    const counts = new Set(xs.map((x) => x.spec.pool.resourceSliceCount));
-    if (gens.size !== 1 || counts.size !== 1 || [...counts][0] !== xs.length) stale.push(k);
-  }
-  const byNode = new Map<string, Slice[]>();
-  for (const x of slices())
-    byNode.set(x.spec.nodeName ?? '', [...(byNode.get(x.spec.nodeName ?? '') ?? []), x]);
-  for (const [name, f] of faults) {
-    const d = (byNode.get(f.node) ?? [])
-      .flatMap((x) => x.spec.devices ?? [])
-      .find((x) => x.name === `gpu-${f.index}`);
-    if (!d?.taints?.some((t) => t.key === 'gpu.nvidia.com/xid' && t.value === '79'))
-      stale.push(`fault ${name}`);
-  }
-  return { lost, stale };
-}
-
-async function settled(): Promise<{ lost: string[]; stale: string[] }> {
-  let last = check();
-  const until = Date.now() + SETTLE_MS;
-  while ((last.lost.length > 0 || last.stale.length > 0) && Date.now() < until) {
-    await sleep(2_000);
-    last = check();
-  }
-  return last;
-}
-
-/**
- * Whether the slices come to stay still (no write at all for a window) within a minute: a new leader's
- * own publish ends, two writers with any difference between them never do.
- */
-async function quiet(): Promise<boolean> {
-  const rvs = (): string =>
-    slices()
-      .map((x) => x.metadata.resourceVersion)
-      .sort()
-      .join(',');
-  const until = Date.now() + 60_000;
-  while (Date.now() < until) {
-    const before = rvs();
-    await sleep(QUIET_MS);
-    if (rvs() === before) return true;
-  }
-  return false;
-}
-
-function fakegpu(...args: string[]): void {
-  const p = spawnSync(
-    process.execPath,
-    [join(REPO_ROOT, 'bin', 'fakegpu.js'), ...args, `--kubeconfig=${e.KUBECONFIG}`],
-    { encoding: 'utf8' },
-  );
-  if (p.status !== 0) throw new Error(`fakegpu ${args.join(' ')}: ${p.stderr.trim()}`);
-}
-
-function churnFaults(cycle: number): string {
-  if (faults.size > 0 && random() < 0.3) {
-    fakegpu('fault', 'clear', '--all');
-    faults.clear();
-    return 'faults cleared';
-  }
-  const node = pick(kwok);
-  const index = Math.floor(random() * 8);
-  const name = `chaos-${cycle}-${node}-${index}`;
-  fakegpu('fault', 'inject', '--name', name, '--node', node, '--index', String(index), '--xid', '79');
-  faults.set(name, { node, index });
-  return `fault on ${node}/gpu-${index}`;
-}
+const fs = new FleetSlices(e, kwokNodes, random);
 
 const takeovers: number[] = [];
 async function killLeader(): Promise<string> {
@@ -271,19 +170,19 @@ function save(): void {
 }
 
 const HITS = ['kill-leader', 'etcd', 'kube-apiserver'] as const;
-fakegpu('fault', 'clear', '--all');
+fs.fakegpu('fault', 'clear', '--all');
 startB();
 try {
   for (let c = 0; c < cycles; c++) {
-    const what = churnFaults(c);
+    const what = fs.churnFaults(c);
     // Each kind once first, so that even the short form meets all three.
     const hit = HITS[c] ?? pick(['kill-leader', 'kill-leader', 'kube-apiserver', 'etcd'] as const);
     const done =
       hit === 'kill-leader'
         ? await killLeader()
         : (await clusterRestart(dir, hit, () => undefined), `restarted ${hit}`);
-    const r = await settled();
-    const still = await quiet();
+    const r = await fs.settled();
+    const still = await fs.quiet();
     result.cycles++;
     result.lost += r.lost.length;
     result.stale += r.stale.length + (still ? 0 : 1);
@@ -300,7 +199,7 @@ try {
   const pid = readPid(l.run, 'fakegpu-fleet-b');
   if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
   try {
-    fakegpu('fault', 'clear', '--all');
+    fs.fakegpu('fault', 'clear', '--all');
   } catch {
     // The cluster goes down next; its faults with it.
   }

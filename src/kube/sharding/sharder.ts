@@ -241,11 +241,12 @@ export class Sharder {
     this.o.log.warn({ why, was: old, identity: this.id }, 'rejoining the shards as a new member');
   }
 
+  /** Logged once their writes have ended: the chaos suite reads each shard's holders from these lines. */
   private async loseAll(why: string): Promise<void> {
     const mine = [...this.held];
     this.held.clear();
-    if (mine.length > 0) this.o.log.warn({ why, shards: mine.length }, 'stopped writing shards');
     await Promise.all(mine.map((k) => this.o.lost(k)));
+    if (mine.length > 0) this.o.log.warn({ why, shards: mine }, 'stopped writing shards');
   }
 
   /** What this list says: each member's liveness on our clock, the holders, who may take. */
@@ -294,12 +295,14 @@ export class Sharder {
         !this.releasing.has(k) &&
         this.now() < this.fencedAt &&
         gen === this.generation
-      )
+      ) {
+        this.o.log.info({ shard: k }, 'took a shard');
         this.gain(k);
+      }
       else if (!mine && this.held.has(k)) {
         this.held.delete(k);
-        this.o.log.error({ shard: k, holder: holders[k] }, 'a shard of ours names another holder');
         await this.o.lost(k);
+        this.o.log.error({ shards: [k], holder: holders[k] }, 'stopped writing shards');
       }
     }
   }
@@ -347,6 +350,7 @@ export class Sharder {
     this.held.delete(k);
     try {
       await this.o.lost(k);
+      this.o.log.info({ shards: [k] }, 'stopped writing shards');
       if (gen === this.generation && !this.stopped) await this.handBack(k, l);
     } catch (err) {
       this.o.log.warn(

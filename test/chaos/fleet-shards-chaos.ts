@@ -1,0 +1,252 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
+import { env } from '../../src/local-cluster/components.js';
+import { layout } from '../../src/local-cluster/config.js';
+import {
+  FLEET_MALLOC_ENV,
+  FLEET_SHARDS,
+  fleetArgs,
+  fleetReplica,
+} from '../../src/local-cluster/fleet-process.js';
+import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
+import { readState } from '../../src/local-cluster/state.js';
+import { sharedCluster } from '../support/cluster.js';
+import { seeded } from '../support/random.js';
+import { FleetSlices } from './fleet-slices.js';
+
+/**
+ * The sharded fleet's chaos suite: KWOK nodes split between `--replicas` fleet processes by shard Leases
+ * (`cluster up --fleet-replicas`), GpuFaults coming and going, and each cycle one disruption: a `kill -9`
+ * of a replica in the middle of its work, a replica joining (or, when one has joined, leaving), an API
+ * server restart or an etcd restart. After each: the slices' checks of `fleet-slices.ts`; every shard
+ * held again (the replicas' `fakegpu_fleet_shards_held` add up to the shard count) within the bound after
+ * a kill; and, from every replica's log, each shard's holders over time — from "took a shard" to
+ * "stopped writing shards" (logged once its writes in flight have ended) or the kill: two that overlap
+ * are a duplicate writer. `scripts/chaos.mjs --fleet --replicas N` runs it and prints its last line.
+ */
+
+const { values: a } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    node: { type: 'string' },
+    'kwok-nodes': { type: 'string', default: '1000' },
+    replicas: { type: 'string', default: '3' },
+    cycles: { type: 'string', default: '50' },
+    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    result: { type: 'string' },
+  },
+});
+if (!a.dir || !a.node || !a.result) {
+  process.stderr.write('fleet-chaos: --dir, --node and --result are needed\n');
+  process.exit(2);
+}
+const dir = a.dir;
+const cycles = Number(a.cycles);
+const kwokNodes = Number(a['kwok-nodes']);
+const replicas = Number(a.replicas);
+const resultFile = a.result;
+const LEASE_MS = 15_000;
+/**
+ * After a `kill -9`, another member takes the shards once it has seen the dead one's member Lease
+ * unchanged for a lease duration, counted from when it saw the last renew (up to a period, 2 s, after
+ * it was written), and lists every period: one more period, and a second for a loaded machine's timers.
+ */
+const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 2_000 + 1_000) / 1000;
+
+const { random, pick } = seeded(Number(a.seed));
+const log = (line: string): void => {
+  process.stderr.write(`fleet-chaos: ${line}\n`);
+};
+
+const e: Exports = await sharedCluster({ dir, nodeName: a.node, kwokNodes, fleetReplicas: replicas });
+const l = layout(dir);
+const state = readState(l);
+if (!state) throw new Error(`no cluster state in ${dir}`);
+const fs = new FleetSlices(e, kwokNodes, random);
+
+/** The cluster's replicas, then the one that joins and leaves. */
+const JOINER = replicas;
+const all = Array.from({ length: replicas + 1 }, (_, r) => r);
+const live = (): number[] =>
+  all.filter((r) => {
+    const pid = readPid(l.run, fleetReplica(r).name);
+    return pid !== null && isAlive(pid);
+  });
+
+function start(r: number): void {
+  if (!state) return;
+  startDaemon(l.run, l.logs, fleetReplica(r).name, process.execPath, fleetArgs(l, state, fleetReplica(r)), {
+    ...env({ bin: state.bin, cniBin: state.cniBin }),
+    ...FLEET_MALLOC_ENV,
+  });
+}
+
+async function shardsHeld(r: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://${fleetReplica(r).http}/metrics`)).text();
+    return Number(/^fakegpu_fleet_shards_held (\d+)/m.exec(text)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Seconds until the live replicas hold every shard between them (and `r` at least `atLeast`). */
+async function covered(what: string, r: number | null = null, atLeast = 0): Promise<number> {
+  const from = Date.now();
+  for (;;) {
+    const held = await Promise.all(live().map(async (x) => [x, await shardsHeld(x)] as const));
+    const sum = held.reduce((n, [, h]) => n + h, 0);
+    const mine = held.find(([x]) => x === r)?.[1] ?? 0;
+    if (sum === FLEET_SHARDS && mine >= atLeast) return (Date.now() - from) / 1000;
+    if (Date.now() - from > LEASE_MS * 4)
+      throw new Error(`${what}: shards held ${String(sum)}/${String(FLEET_SHARDS)}`);
+    await sleep(250);
+  }
+}
+
+/** When each replica was killed, by us: its holds end there, as its log cannot say. */
+const kills: { r: number; at: number }[] = [];
+const since = Date.now();
+
+/** Each shard's holds, [from, to), by replica process (a log holds every run, appended). */
+function holds(now: number): { shard: number; who: string; from: number; to: number }[] {
+  const out: { shard: number; who: string; from: number; to: number }[] = [];
+  for (const r of all) {
+    let text: string;
+    try {
+      text = readFileSync(join(l.logs, `${fleetReplica(r).name}.log`), 'utf8');
+    } catch {
+      continue;
+    }
+    let run = 0;
+    let open = new Map<number, number>();
+    const closeAll = (at: number): void => {
+      for (const [shard, from] of open) out.push({ shard, who: `${String(r)}/${String(run)}`, from, to: at });
+      open = new Map();
+    };
+    for (const line of text.split('\n')) {
+      if (line.startsWith('=== ')) {
+        const started = Date.parse(line.slice(4, 28));
+        closeAll(kills.filter((k) => k.r === r && k.at <= started).at(-1)?.at ?? started);
+        run++;
+        continue;
+      }
+      if (!line.startsWith('{')) continue;
+      let p: { time?: number; msg?: string; shard?: number; shards?: number[] };
+      try {
+        p = JSON.parse(line) as typeof p;
+      } catch {
+        continue;
+      }
+      if (p.time === undefined) continue;
+      if (p.msg === 'took a shard' && p.shard !== undefined) open.set(p.shard, p.time);
+      if (p.msg === 'stopped writing shards')
+        for (const k of p.shards ?? []) {
+          const from = open.get(k);
+          if (from !== undefined)
+            out.push({ shard: k, who: `${String(r)}/${String(run)}`, from, to: p.time });
+          open.delete(k);
+        }
+    }
+    const k = kills.filter((x) => x.r === r).at(-1);
+    closeAll(k && !live().includes(r) ? k.at : now);
+  }
+  return out.filter((h) => h.to > since);
+}
+
+function overlaps(): number {
+  const hs = holds(Date.now());
+  let n = 0;
+  for (const x of hs)
+    for (const y of hs)
+      if (x.shard === y.shard && x.who < y.who && x.from < y.to && y.from < x.to) {
+        n++;
+        if (n <= 5) log(`  shard ${String(x.shard)} held by ${x.who} and ${y.who} at once`);
+      }
+  return n;
+}
+
+const takeovers: number[] = [];
+async function kill(): Promise<string> {
+  const r = pick(live());
+  const pid = readPid(l.run, fleetReplica(r).name);
+  if (pid === null) throw new Error(`replica ${String(r)} runs no process`);
+  process.kill(pid, 'SIGKILL');
+  const at = Date.now();
+  kills.push({ r, at });
+  await sleep(200);
+  const took = (await covered(`after killing replica ${String(r)}`)) + 0.2;
+  takeovers.push(took);
+  if (took > TAKEOVER_BOUND_S)
+    throw new Error(
+      `shards held again ${took.toFixed(1)}s after the kill, past ${String(TAKEOVER_BOUND_S)}s`,
+    );
+  start(r);
+  return `killed replica ${String(r)}, its shards held again after ${took.toFixed(1)}s`;
+}
+
+/** A replica joins mid-publish and takes its share; or, once joined, leaves and hands it back. */
+async function joinOrLeave(): Promise<string> {
+  if (!live().includes(JOINER)) {
+    start(JOINER);
+    const share = Math.floor(FLEET_SHARDS / live().length);
+    const s = await covered('after a replica joined', JOINER, share);
+    return `replica ${String(JOINER)} joined, holding its share after ${s.toFixed(1)}s`;
+  }
+  const pid = readPid(l.run, fleetReplica(JOINER).name);
+  if (pid !== null) process.kill(pid, 'SIGTERM');
+  await sleep(200);
+  const s = await covered('after a replica left');
+  return `replica ${String(JOINER)} left, its shards held again after ${s.toFixed(1)}s`;
+}
+
+const result = { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0, aborted: null as string | null };
+function save(): void {
+  const sorted = [...takeovers].sort((x, y) => x - y);
+  result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
+  result.duplicate = overlaps();
+  writeFileSync(resultFile, JSON.stringify(result));
+}
+
+const HITS = ['kill', 'join', 'kube-apiserver', 'join', 'etcd'] as const;
+fs.fakegpu('fault', 'clear', '--all');
+try {
+  await covered('at the start');
+  for (let c = 0; c < cycles; c++) {
+    const what = fs.churnFaults(c);
+    // Each kind once first, so that even the short form meets them all.
+    const hit = HITS[c] ?? pick(['kill', 'kill', 'join', 'kube-apiserver', 'etcd'] as const);
+    const done =
+      hit === 'kill'
+        ? await kill()
+        : hit === 'join'
+          ? await joinOrLeave()
+          : (await clusterRestart(dir, hit, () => undefined), `restarted ${hit}`);
+    const r = await fs.settled();
+    const still = await fs.quiet();
+    result.cycles++;
+    result.lost += r.lost.length;
+    result.stale += r.stale.length + (still ? 0 : 1);
+    save();
+    log(
+      `cycle ${c + 1}/${cycles}: ${what}; ${done}; lost ${r.lost.length}, stale ${r.stale.length}${still ? '' : ', slices still changing'}, duplicate ${result.duplicate}`,
+    );
+    if (r.lost.length + r.stale.length > 0) log(`  e.g. ${[...r.lost, ...r.stale].slice(0, 5).join(', ')}`);
+  }
+} catch (err) {
+  result.aborted = err instanceof Error ? err.message : String(err);
+  log(`aborted: ${result.aborted}`);
+} finally {
+  const pid = readPid(l.run, fleetReplica(JOINER).name);
+  if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
+  try {
+    fs.fakegpu('fault', 'clear', '--all');
+  } catch {
+    // The cluster goes down next; its faults with it.
+  }
+  save();
+}
+process.exit(result.aborted === null ? 0 : 1);
