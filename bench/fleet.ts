@@ -19,7 +19,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fullJitter, PUBLISH_BACKOFF } from '../src/kube/backoff.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
@@ -35,7 +34,10 @@ import { resolveProfile } from '../src/process/profile-file.js';
 import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
+import { replicaLine, replicaRuns } from './fleet-replicas.js';
 import {
+  deleteAllSlices,
+  postCeiling,
   get,
   inParallel,
   kwokNodes,
@@ -44,7 +46,6 @@ import {
   Raw,
   seconds,
   sliceNames,
-  SLICES_PATH,
   startFleet,
   stopFleet,
   until,
@@ -69,6 +70,10 @@ const opts = new Command('bench:fleet')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
   .option('--keep', 'leave the cluster running afterwards')
+  .option(
+    '--replicas <list>',
+    'instead of the rounds: the nodes published by each count of sharded fleet replicas in turn, e.g. 1,2,4',
+  )
   .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
   .parse(process.argv.slice(3), { from: 'user' })
@@ -81,6 +86,7 @@ const opts = new Command('bench:fleet')
     rounds: string;
     keep?: boolean;
     json?: string;
+    replicas?: string;
   }>();
 
 const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
@@ -94,6 +100,10 @@ const FILL = checked(() => {
   return fill;
 });
 const dynamicMig = opts.dynamicMig === true;
+const REPLICAS =
+  opts.replicas === undefined
+    ? null
+    : checked(() => (opts.replicas ?? '').split(',').map((x) => intFlag(x.trim(), '--replicas', 1, 8)));
 const profile = checked(() => resolveProfile(opts.profile, '--profile'));
 const DIR = join(cacheRoot(), 'bench-fleet-cluster');
 const NS = 'fakegpu-bench';
@@ -112,22 +122,6 @@ function body(generateName: string, spec: string, node: Node): string {
 
 function isGpu(a: DeviceAttribute | undefined): boolean {
   return a !== undefined && 'string' in a && a.string === 'gpu';
-}
-
-/**
- * Deletes every slice, one request per slice, many in flight: a collection delete answers with every
- * deleted object at once (gigabytes for dynamic MIG at N=1000) and outlasts the request timeout.
- */
-async function deleteAllSlices(raw: Raw): Promise<void> {
-  for (let round = 0; round < 5; round++) {
-    const names = await sliceNames(raw);
-    if (names.length === 0) return;
-    await inParallel(names, IN_FLIGHT, async (name) => {
-      const r = await raw.send('DELETE', `${SLICES_PATH}/${name}`).catch(() => ({ status: 0, text: '' }));
-      if (r.status >= 300 && r.status !== 404) log(`deleting ${name}: HTTP ${r.status}; again later`);
-    });
-  }
-  throw new FakegpuError('bench/fleet', 'could not delete the slices');
 }
 
 /**
@@ -255,7 +249,19 @@ async function dcgmCost(p: ChildProcess): Promise<DcgmCost> {
   };
 }
 
-async function run(kubeconfig: string): Promise<Results> {
+/** The cluster's KWOK nodes and, for each, the bodies of the slices the fleet would write. */
+interface Setup {
+  kc: KubeConfig;
+  raw: Raw;
+  nodes: Node[];
+  nodeBodies: (n: Node) => string[];
+  slices: number;
+  renderS: number;
+  devices: number;
+  gpus: number;
+}
+
+async function setUp(kubeconfig: string): Promise<Setup> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const raw = await Raw.of(kc, IN_FLIGHT);
@@ -297,6 +303,11 @@ async function run(kubeconfig: string): Promise<Results> {
       (k, s) => k + (s.spec.devices ?? []).filter((d) => isGpu(d.attributes?.['type'])).length,
       0,
     ) * N;
+  return { kc, raw, nodes, nodeBodies, slices, renderS, devices, gpus };
+}
+
+async function run(kubeconfig: string): Promise<Results> {
+  const { kc, raw, nodes, nodeBodies, slices, renderS, devices, gpus } = await setUp(kubeconfig);
 
   // Rounds alternate the ceiling and the fleet, so a slow spell of this shared machine hits both; the
   // medians are compared. Each round also measures an idle fleet and the serving one: a single
@@ -310,7 +321,7 @@ async function run(kubeconfig: string): Promise<Results> {
     // Before the idle fleet, not after it: an idle fleet still lists and indexes every slice of its
     // driver, so the previous round's 10,000 slices made round 1's idle figure 95 MiB and later
     // rounds' 147–149 MiB, and the median per-node figure meaningless.
-    await deleteAllSlices(raw);
+    await deleteAllSlices(raw, IN_FLIGHT, log);
     log(`round ${round}/${ROUNDS}, fleet, idle: a selector that matches no node, no slices`);
     const idle = startFleet(kubeconfig, ['--node-selector=fakegpu.dev/bench=none'], { dynamicMig, log });
     await until(
@@ -324,37 +335,16 @@ async function run(kubeconfig: string): Promise<Results> {
 
     log(`round ${round}/${ROUNDS}, ceiling: posting ${slices} slices, ${IN_FLIGHT} in flight`);
     const t0 = performance.now();
-    let retried = 0;
-    let posted = 0;
-    const postProgress = progress(`round ${round}/${ROUNDS}, ceiling`, slices, () => posted, log);
-    const post = async (text: string): Promise<void> => {
-      // An API server saturated by 30 kB writes answers 504 (its request deadline) or 429; a client
-      // asks again, as the fleet does. A 504 may hide a create that landed: the next delete takes it.
-      for (let attempt = 1; ; attempt++) {
-        const r = await raw.send('POST', SLICES_PATH, text);
-        if (r.status < 300) {
-          posted++;
-          return;
-        }
-        if (attempt >= 8 || ![429, 503, 504].includes(r.status))
-          throw new FakegpuError(
-            'bench/fleet',
-            `ceiling: POST a slice: HTTP ${r.status}: ${r.text.slice(0, 200)}`,
-          );
-        retried++;
-        await sleep(fullJitter(attempt, PUBLISH_BACKOFF));
-      }
-    };
-    // A node's slices one after another, IN_FLIGHT nodes at once: IN_FLIGHT requests in flight.
-    await inParallel(nodes, IN_FLIGHT, async (n) => {
-      for (const text of nodeBodies(n)) await post(text);
+    await postCeiling(raw, nodes, nodeBodies, {
+      inFlight: IN_FLIGHT,
+      total: slices,
+      what: `round ${round}/${ROUNDS}, ceiling`,
+      log,
     });
-    postProgress();
-    if (retried > 0) log(`round ${round}/${ROUNDS}, ceiling: ${retried} posts asked again (429/503/504)`);
     ceilings.push(seconds(t0));
     log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
     log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlaneMemory())}`);
-    await deleteAllSlices(raw);
+    await deleteAllSlices(raw, IN_FLIGHT, log);
 
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
     const t1 = performance.now();
@@ -519,6 +509,18 @@ const machine = hardware();
 log(machine);
 log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
 await clusterDown({ dir: DIR, purge: true, log });
+if (REPLICAS) {
+  const runs = await onKwokCluster(
+    { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
+    async (kubeconfig) => {
+      const su = await setUp(kubeconfig);
+      return replicaRuns({ ...su, kubeconfig, inFlight: IN_FLIGHT, counts: REPLICAS, dynamicMig, log });
+    },
+  );
+  for (const x of runs) console.log(replicaLine(N, x));
+  writeResult(jsonPath, { bench: 'fleet-replicas', started, machine, nodes: N, profile: opts.profile, runs });
+  process.exit(0);
+}
 const r = await onKwokCluster(
   { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
   run,

@@ -22,7 +22,7 @@ import {
 import { cacheRoot } from '../src/local-cluster/build.js';
 import { FakegpuError } from '../src/errors.js';
 import { LIST_ATTEMPTS } from '../src/kube/api.js';
-import { fullJitter, LIST_BACKOFF } from '../src/kube/backoff.js';
+import { fullJitter, LIST_BACKOFF, PUBLISH_BACKOFF } from '../src/kube/backoff.js';
 import { transientListError } from '../src/kube/client.js';
 import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
 
@@ -390,4 +390,60 @@ export function showControlPlaneMemory(m: Record<string, { rssMiB: number; peakM
   return Object.entries(m)
     .map(([k, v]) => `${k} ${v.rssMiB} (peak ${v.peakMiB})`)
     .join(', ');
+}
+
+/**
+ * Deletes every slice, one request per slice, many in flight: a collection delete answers with every
+ * deleted object at once (gigabytes for dynamic MIG at N=1000) and outlasts the request timeout.
+ */
+export async function deleteAllSlices(
+  raw: Raw,
+  inFlight: number,
+  log: (line: string) => void,
+): Promise<void> {
+  for (let round = 0; round < 5; round++) {
+    const names = await sliceNames(raw);
+    if (names.length === 0) return;
+    await inParallel(names, inFlight, async (name) => {
+      const r = await raw.send('DELETE', `${SLICES_PATH}/${name}`).catch(() => ({ status: 0, text: '' }));
+      if (r.status >= 300 && r.status !== 404) log(`deleting ${name}: HTTP ${r.status}; again later`);
+    });
+  }
+  throw new FakegpuError('bench', 'could not delete the slices');
+}
+
+/**
+ * The ceiling: the very slices the fleet would write, posted by a minimal client with `inFlight` requests
+ * in flight (a node's slices one after another, `inFlight` nodes at once), as fast as this API server
+ * takes them.
+ */
+export async function postCeiling(
+  raw: Raw,
+  nodes: readonly Node[],
+  bodies: (n: Node) => string[],
+  o: { inFlight: number; total: number; what: string; log: (line: string) => void },
+): Promise<void> {
+  let retried = 0;
+  let posted = 0;
+  const postProgress = progress(o.what, o.total, () => posted, o.log);
+  const post = async (text: string): Promise<void> => {
+    // An API server saturated by 30 kB writes answers 504 (its request deadline) or 429; a client
+    // asks again, as the fleet does. A 504 may hide a create that landed: the next delete takes it.
+    for (let attempt = 1; ; attempt++) {
+      const r = await raw.send('POST', SLICES_PATH, text);
+      if (r.status < 300) {
+        posted++;
+        return;
+      }
+      if (attempt >= 8 || ![429, 503, 504].includes(r.status))
+        throw new FakegpuError('bench', `ceiling: POST a slice: HTTP ${r.status}: ${r.text.slice(0, 200)}`);
+      retried++;
+      await sleep(fullJitter(attempt, PUBLISH_BACKOFF));
+    }
+  };
+  await inParallel(nodes, o.inFlight, async (n) => {
+    for (const text of bodies(n)) await post(text);
+  });
+  postProgress();
+  if (retried > 0) o.log(`${o.what}: ${retried} posts asked again (429/503/504)`);
 }
