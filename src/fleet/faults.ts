@@ -8,6 +8,8 @@ import type { DeviceFaultStatus, GpuFault, NodeFaultStatus } from '../model/faul
 import {
   apiTime,
   fleetWriter,
+  LISTED_DEVICES,
+  LISTED_NODES,
   invalidPatch,
   nodesStatusPatch,
   summaryPatch,
@@ -56,6 +58,12 @@ export interface FleetFaultsOptions {
   selection?: string | undefined;
   /** The backoff's random source, for tests. */
   random?: (() => number) | undefined;
+  /**
+   * A sharded fleet: each shard is a status writer of its own (`<writer>#<shard>`), written by whichever
+   * replica holds the shard, so that a shard handed over is written on by its new holder, counts and
+   * all, and no two replicas write one entry.
+   */
+  shards?: { count: number; of(node: string): number; held(): number[] } | undefined;
 }
 
 interface NodeFaults {
@@ -81,7 +89,7 @@ export class FleetFaults {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly now: () => Date;
   private readonly writer: string;
-  /** By fault name, the nodes this fleet listed in its status: at most `LISTED_NODES` each. */
+  /** By fault name and writer, the nodes this fleet listed in its status: at most `LISTED_NODES` each. */
   private readonly listed = new Map<string, Set<string>>();
   /** Status patches rejected in a row, for the backoff; 0 after one is taken. */
   private failures = 0;
@@ -102,7 +110,7 @@ export class FleetFaults {
         this.changed(faults);
       },
       onStatus: (f) => {
-        const p = summaryPatch(f, (w) => w === this.writer);
+        const p = summaryPatch(f, (w) => this.writers().includes(w));
         if (p) void this.patch(f.metadata.name, p);
       },
       onInvalid: (name, why, obj) => {
@@ -139,7 +147,7 @@ export class FleetFaults {
     const names = new Set(faults.map(uid));
     for (const k of this.seen.keys()) if (!names.has(k)) this.seen.delete(k);
     const live = new Set(faults.map((f) => f.metadata.name));
-    for (const k of this.listed.keys()) if (!live.has(k)) this.listed.delete(k);
+    for (const k of this.listed.keys()) if (!live.has(k.split('\u0000')[0] ?? '')) this.listed.delete(k);
     for (const f of faults) this.dirty.add(f.metadata.name);
     for (const [name, st] of this.o.nodes()) this.refresh(name, st);
     this.scheduleFlush();
@@ -240,7 +248,18 @@ export class FleetFaults {
     }, this.o.flushMs ?? 500);
   }
 
-  /** One status patch per changed fault: the fleet's counts and its first nodes' entries. */
+  /** The status writers this replica writes now: one, or one per shard it holds. */
+  private writers(): string[] {
+    const sh = this.o.shards;
+    return sh ? sh.held().map((k) => `${this.writer}#${String(k)}`) : [this.writer];
+  }
+
+  private writerOf(node: string): string {
+    const sh = this.o.shards;
+    return sh ? `${this.writer}#${String(sh.of(node))}` : this.writer;
+  }
+
+  /** One status patch per changed fault: each writer's counts and its first nodes' entries. */
   private async flush(): Promise<void> {
     const faults = [...this.dirty];
     this.dirty.clear();
@@ -248,26 +267,18 @@ export class FleetFaults {
     for (const name of faults) {
       const f = this.faults.find((x) => x.metadata.name === name);
       if (!f) continue;
-      const entries = new Map<string, NodeFaultStatus>();
-      let pending = false;
-      let lastWrittenMs = 0;
-      for (const [node, n] of this.byNode) {
-        const h = n.hits.find((x) => x.fault.metadata.name === name);
-        if (!h) continue;
-        if (n.writtenAt === null) {
-          pending = true;
-          continue;
-        }
-        lastWrittenMs = Math.max(lastWrittenMs, n.writtenMs);
-        entries.set(node, this.entry(h, n, n.writtenAt));
-      }
-      const patch = nodesStatusPatch(this.writer, entries, this.listedNow(f, served));
-      if (!this.changes(f, patch)) continue;
-      if (!(await this.patch(name, patch))) continue;
-      this.listed.set(
-        name,
-        new Set(Object.entries(patch.status.nodes ?? {}).flatMap(([n, e]) => (e ? [n] : []))),
-      );
+      const { byWriter, pending, lastWrittenMs } = this.entriesOf(name);
+      const patch = this.patchOf(f, byWriter, served);
+      if (!patch || !(await this.patch(name, patch))) continue;
+      for (const w of Object.keys(patch.status.writers ?? {}))
+        this.listed.set(
+          `${name}\u0000${w}`,
+          new Set(
+            Object.entries(patch.status.nodes ?? {}).flatMap(([n, e]) =>
+              e && this.writerOf(n) === w ? [n] : [],
+            ),
+          ),
+        );
       const since = this.seen.get(uid(f));
       if (!pending && since !== undefined) {
         this.seen.delete(uid(f));
@@ -276,24 +287,76 @@ export class FleetFaults {
     }
   }
 
+  /** The fault's entries of this replica's nodes, by writer, and whether some are still unwritten. */
+  private entriesOf(name: string): {
+    byWriter: Map<string, Map<string, NodeFaultStatus>>;
+    pending: boolean;
+    lastWrittenMs: number;
+  } {
+    const byWriter = new Map<string, Map<string, NodeFaultStatus>>();
+    let pending = false;
+    let lastWrittenMs = 0;
+    for (const [node, n] of this.byNode) {
+      const h = n.hits.find((x) => x.fault.metadata.name === name);
+      if (!h) continue;
+      if (n.writtenAt === null) {
+        pending = true;
+        continue;
+      }
+      lastWrittenMs = Math.max(lastWrittenMs, n.writtenMs);
+      const w = this.writerOf(node);
+      let entries = byWriter.get(w);
+      if (!entries) byWriter.set(w, (entries = new Map<string, NodeFaultStatus>()));
+      entries.set(node, this.entry(h, n, n.writtenAt));
+    }
+    return { byWriter, pending, lastWrittenMs };
+  }
+
   /**
-   * This fleet's nodes the fault's status may list now: those it listed itself (a node since removed
-   * too, and one the object seen here does not show yet), and, after a restart, those it serves. A
-   * plugin's node has a writer entry of its own name.
+   * Every writer's patch in one: a writer of this replica with nothing to say and nothing said before
+   * is left out; null when none changes the object. With shards, each writer lists its share of the
+   * nodes and devices, so the object stays as small as with one writer.
    */
-  private listedNow(f: GpuFault, served: ReadonlySet<string>): Set<string> {
-    const out = new Set(this.listed.get(f.metadata.name));
+  private patchOf(
+    f: GpuFault,
+    byWriter: ReadonlyMap<string, ReadonlyMap<string, NodeFaultStatus>>,
+    served: ReadonlySet<string>,
+  ): StatusPatch | null {
+    const n = this.o.shards?.count ?? 1;
+    const limits = {
+      nodes: Math.max(1, Math.floor(LISTED_NODES / n)),
+      devices: Math.max(1, Math.floor(LISTED_DEVICES / n)),
+    };
+    const out: StatusPatch = { status: { nodes: {}, writers: {} } };
+    let any = false;
+    for (const w of this.writers()) {
+      const p = nodesStatusPatch(w, byWriter.get(w) ?? new Map(), this.listedNow(f, served, w), limits);
+      if (!this.changes(f, p, w)) continue;
+      any = true;
+      Object.assign(out.status.nodes ?? {}, p.status.nodes);
+      Object.assign(out.status.writers ?? {}, p.status.writers);
+    }
+    return any ? out : null;
+  }
+
+  /**
+   * This writer's nodes the fault's status may list now: those it listed itself (a node since removed
+   * too, and one the object seen here does not show yet), and, after a restart or a shard taken over,
+   * those it serves. A plugin's node has a writer entry of its own name.
+   */
+  private listedNow(f: GpuFault, served: ReadonlySet<string>, w: string): Set<string> {
+    const out = new Set(this.listed.get(`${f.metadata.name}\u0000${w}`));
     const writers = f.status?.writers ?? {};
     for (const n of Object.keys(f.status?.nodes ?? {}))
-      if (served.has(n) && writers[n] === undefined) out.add(n);
+      if (served.has(n) && writers[n] === undefined && this.writerOf(n) === w) out.add(n);
     return out;
   }
 
-  /** Whether the patch would change the object: a fault the fleet never hit needs no write. */
-  private changes(f: GpuFault, p: StatusPatch): boolean {
-    const counts = p.status.writers?.[this.writer];
+  /** Whether the writer's patch would change the object: a fault it never hit needs no write. */
+  private changes(f: GpuFault, p: StatusPatch, w: string): boolean {
+    const counts = p.status.writers?.[w];
     const nodes = Object.keys(p.status.nodes ?? {});
-    return counts !== null || nodes.length > 0 || f.status?.writers?.[this.writer] !== undefined;
+    return counts !== null || nodes.length > 0 || f.status?.writers?.[w] !== undefined;
   }
 
   private entry(h: NodeHit, n: NodeFaults, at: string): NodeFaultStatus {

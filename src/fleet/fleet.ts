@@ -36,6 +36,7 @@ import { FleetNicStatus, nicLinkOn, pendingNicClaims, type FleetNicStatusOptions
 import { KubeClaimStatus } from '../kube/claim-status.js';
 import { fleetDrivers, servesNode } from './scope.js';
 import { KubeObjects, type ObjectApi } from '../kube/objects.js';
+import type { FleetShards } from './shards.js';
 
 /**
  * One process publishing the slices of many nodes that have no kubelet plugin (KWOK's simulated nodes):
@@ -88,7 +89,7 @@ export interface FleetOptions {
    * Which served nodes this replica writes, when the fleet is sharded between replicas (`run.ts`); every
    * node watched is still known, so that a shard taken over is written without listing again.
    */
-  owner?: { owns(node: string): boolean } | undefined;
+  owner?: Pick<FleetShards, 'owns' | 'faultShards'> | undefined;
   /** DRANET's claim status for NIC claims (with `nics`); default: the kubeconfig's, unless `api` is given. */
   nicStatus?: Pick<FleetNicStatusOptions, 'api' | 'claims' | 'periodMs' | 'now'> | undefined;
 }
@@ -194,6 +195,7 @@ export class Fleet {
           release: o.release,
           ignoredXids: o.ignoredXids ?? ignoredXids(''),
           selection: o.nodeSelector,
+          shards: o.owner?.faultShards,
           random: o.random,
           nodes: () => this.ownedNodes(),
           nodeExists: async (name) => {

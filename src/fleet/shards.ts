@@ -51,6 +51,15 @@ export class FleetShards {
     return this.sharder.state();
   }
 
+  /** What the fault status needs: a writer per shard, and which are this replica's now. */
+  get faultShards(): { count: number; of(node: string): number; held(): number[] } {
+    return {
+      count: this.o.shards,
+      of: (node) => shardOf(node, this.o.shards),
+      held: () => this.sharder.heldShards(),
+    };
+  }
+
   /** Joins once the fleet's lists are in, so that a shard taken is written at once. */
   start(fleet: Fleet): void {
     this.fleet = fleet;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import type { Fleet } from '../../src/fleet/fleet.js';
 import { FleetShards } from '../../src/fleet/shards.js';
@@ -8,6 +9,7 @@ import { FakeApi } from '../support/fake-api.js';
 import { FakeObjects } from '../support/fake-objects.js';
 import { testFleet } from '../support/fleet.js';
 import { until } from '../support/http.js';
+import { FakeFaultApi, faultObject } from '../support/fake-faults.js';
 
 /**
  * Two fleet replicas sharding forty nodes through Leases in the in-memory stores (short real timers):
@@ -26,7 +28,12 @@ describe('a sharded fleet', () => {
     }
   });
 
-  function replica(api: FakeApi, leases: FakeObjects, name: string): { fleet: Fleet; shards: FleetShards } {
+  function replica(
+    api: FakeApi,
+    leases: FakeObjects,
+    name: string,
+    faults?: FakeFaultApi,
+  ): { fleet: Fleet; shards: FleetShards } {
     let n = 0;
     const shards = new FleetShards(
       {
@@ -41,7 +48,7 @@ describe('a sharded fleet', () => {
       },
       pino({ level: 'silent' }),
     );
-    const fleet = testFleet(api, { owner: shards });
+    const fleet = testFleet(api, { owner: shards, faults });
     const r = { fleet, shards };
     running.push(r);
     return r;
@@ -83,5 +90,56 @@ describe('a sharded fleet', () => {
       'a handover writes nothing',
     );
     assert.equal(api.slices.size, NODES);
+  });
+
+  it("a fault's status: one writer per shard, its counts written by the shard's holder, the same after a handover", async () => {
+    const api = new FakeApi();
+    for (let i = 0; i < NODES; i++)
+      api.putNode(`node-${String(i)}`, { type: 'kwok' }, { [KWOK_ANNOTATION]: 'fake' });
+    const leases = new FakeObjects();
+    const faults = new FakeFaultApi();
+    const a = replica(api, leases, 'a', faults);
+    const b = replica(api, leases, 'b', faults);
+    for (const r of [a, b]) {
+      await r.fleet.start();
+      r.shards.start(r.fleet);
+    }
+    await until(
+      'both publish',
+      () => a.shards.state().held === 4 && b.shards.state().held === 4 && api.slices.size === NODES,
+      10_000,
+    );
+    faults.put(
+      faultObject('xid', {
+        nodeSelector: { matchLabels: { type: 'kwok' } },
+        fault: { type: 'Xid', xid: 79 },
+      }),
+    );
+    type Status = {
+      status?: {
+        nodesHit?: number;
+        hits?: number;
+        writers?: Record<string, { nodes: number; devices: number }>;
+      };
+    };
+    const status = (): Status['status'] => (faults.objects.get('xid') as Status | undefined)?.status;
+    const counted = (): number => Object.values(status()?.writers ?? {}).reduce((n, w) => n + w.nodes, 0);
+    await until('every node counted once', () => counted() === NODES && status()?.nodesHit === NODES, 10_000);
+    const writers = Object.keys(status()?.writers ?? {});
+    assert.equal(writers.length, 8, `a writer per shard: ${writers.join(', ')}`);
+    assert.ok(writers.every((w) => /#[0-7]$/.test(w)));
+    await a.shards.stop();
+    await a.fleet.stop();
+    running.splice(running.indexOf(a), 1);
+    await until('b holds every shard', () => b.shards.state().held === 8 && b.fleet.converged(), 10_000);
+    faults.put(
+      faultObject('xid', {
+        nodeSelector: { matchLabels: { type: 'kwok' } },
+        fault: { type: 'Xid', xid: 79 },
+      }),
+    );
+    await sleep(1500);
+    assert.equal(counted(), NODES, 'still each node once');
+    assert.equal(status()?.nodesHit, NODES);
   });
 });

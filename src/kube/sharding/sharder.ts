@@ -108,6 +108,11 @@ export class Sharder {
     return this.held.has(shard) && this.now() < this.fencedAt;
   }
 
+  /** The shards this replica holds now. */
+  heldShards(): number[] {
+    return this.now() < this.fencedAt ? [...this.held].sort((a, b) => a - b) : [];
+  }
+
   state(): RingState {
     return { ...this.last, identity: this.id, held: this.held.size };
   }
@@ -298,8 +303,7 @@ export class Sharder {
       ) {
         this.o.log.info({ shard: k }, 'took a shard');
         this.gain(k);
-      }
-      else if (!mine && this.held.has(k)) {
+      } else if (!mine && this.held.has(k)) {
         this.held.delete(k);
         await this.o.lost(k);
         this.o.log.error({ shards: [k], holder: holders[k] }, 'stopped writing shards');
