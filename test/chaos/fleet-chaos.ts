@@ -1,6 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
 import { layout } from '../../src/local-cluster/config.js';
@@ -8,7 +7,7 @@ import { FLEET_MALLOC_ENV, fleetArgs } from '../../src/local-cluster/fleet-proce
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
 import { eventually, sharedCluster } from '../support/cluster.js';
-import { FleetSlices } from './fleet-slices.js';
+import { chaosFlags, FleetSlices, runCycles } from './fleet-slices.js';
 import { seeded } from '../support/random.js';
 
 /**
@@ -22,24 +21,7 @@ import { seeded } from '../support/random.js';
  * are a duplicate writer. `scripts/chaos.mjs --fleet` runs it and prints its last line.
  */
 
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    node: { type: 'string' },
-    'kwok-nodes': { type: 'string', default: '1000' },
-    cycles: { type: 'string', default: '50' },
-    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
-    result: { type: 'string' },
-  },
-});
-if (!a.dir || !a.node || !a.result) {
-  process.stderr.write('fleet-chaos: --dir, --node and --result are needed\n');
-  process.exit(2);
-}
-const dir = a.dir;
-const cycles = Number(a.cycles);
-const kwokNodes = Number(a['kwok-nodes']);
-const resultFile = a.result;
+const { dir, node, kwokNodes, cycles, seed, resultFile } = chaosFlags();
 const LEASE_MS = 15_000;
 /**
  * The most a takeover may take after a `kill -9`: the standby counts the lease from when it saw the last
@@ -48,12 +30,9 @@ const LEASE_MS = 15_000;
  */
 const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 1_000) / 1000;
 
-const { random, pick } = seeded(Number(a.seed));
-const log = (line: string): void => {
-  process.stderr.write(`fleet-chaos: ${line}\n`);
-};
+const { random, pick } = seeded(seed);
 
-const e: Exports = await sharedCluster({ dir, nodeName: a.node, kwokNodes });
+const e: Exports = await sharedCluster({ dir, nodeName: node, kwokNodes });
 const l = layout(dir);
 const state = readState(l);
 if (!state) throw new Error(`no cluster state in ${dir}`);
@@ -161,48 +140,23 @@ async function killLeader(): Promise<string> {
   return `killed ${r}, ${other} led after ${((took - at) / 1000).toFixed(1)}s`;
 }
 
-const result = { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0, aborted: null as string | null };
-function save(): void {
-  const sorted = [...takeovers].sort((x, y) => x - y);
-  result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
-  result.duplicate = overlaps(terms(Date.now()));
-  writeFileSync(resultFile, JSON.stringify(result));
-}
-
 const HITS = ['kill-leader', 'etcd', 'kube-apiserver'] as const;
-fs.fakegpu('fault', 'clear', '--all');
 startB();
-try {
-  for (let c = 0; c < cycles; c++) {
-    const what = fs.churnFaults(c);
-    // Each kind once first, so that even the short form meets all three.
+await runCycles({
+  fs,
+  cycles,
+  resultFile,
+  takeovers,
+  duplicates: () => overlaps(terms(Date.now())),
+  // Each kind once first, so that even the short form meets all three.
+  hit: async (c) => {
     const hit = HITS[c] ?? pick(['kill-leader', 'kill-leader', 'kube-apiserver', 'etcd'] as const);
-    const done =
-      hit === 'kill-leader'
-        ? await killLeader()
-        : (await clusterRestart(dir, hit, () => undefined), `restarted ${hit}`);
-    const r = await fs.settled();
-    const still = await fs.quiet();
-    result.cycles++;
-    result.lost += r.lost.length;
-    result.stale += r.stale.length + (still ? 0 : 1);
-    save();
-    log(
-      `cycle ${c + 1}/${cycles}: ${what}; ${done}; lost ${r.lost.length}, stale ${r.stale.length}${still ? '' : ', slices still changing'}, duplicate ${result.duplicate}`,
-    );
-    if (r.lost.length + r.stale.length > 0) log(`  e.g. ${[...r.lost, ...r.stale].slice(0, 5).join(', ')}`);
-  }
-} catch (err) {
-  result.aborted = err instanceof Error ? err.message : String(err);
-  log(`aborted: ${result.aborted}`);
-} finally {
-  const pid = readPid(l.run, 'fakegpu-fleet-b');
-  if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
-  try {
-    fs.fakegpu('fault', 'clear', '--all');
-  } catch {
-    // The cluster goes down next; its faults with it.
-  }
-  save();
-}
-process.exit(result.aborted === null ? 0 : 1);
+    if (hit === 'kill-leader') return killLeader();
+    await clusterRestart(dir, hit, () => undefined);
+    return `restarted ${hit}`;
+  },
+  cleanUp: () => {
+    const pid = readPid(l.run, 'fakegpu-fleet-b');
+    if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
+  },
+});

@@ -1,7 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
 import { layout } from '../../src/local-cluster/config.js';
@@ -15,7 +14,7 @@ import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.j
 import { readState } from '../../src/local-cluster/state.js';
 import { sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
-import { FleetSlices } from './fleet-slices.js';
+import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 
 /**
  * The sharded fleet's chaos suite: KWOK nodes split between `--replicas` fleet processes by shard Leases
@@ -28,26 +27,10 @@ import { FleetSlices } from './fleet-slices.js';
  * are a duplicate writer. `scripts/chaos.mjs --fleet --replicas N` runs it and prints its last line.
  */
 
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    node: { type: 'string' },
-    'kwok-nodes': { type: 'string', default: '1000' },
-    replicas: { type: 'string', default: '3' },
-    cycles: { type: 'string', default: '50' },
-    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
-    result: { type: 'string' },
-  },
+const { dir, node, kwokNodes, cycles, seed, resultFile, extra } = chaosFlags({
+  replicas: { type: 'string', default: '3' },
 });
-if (!a.dir || !a.node || !a.result) {
-  process.stderr.write('fleet-chaos: --dir, --node and --result are needed\n');
-  process.exit(2);
-}
-const dir = a.dir;
-const cycles = Number(a.cycles);
-const kwokNodes = Number(a['kwok-nodes']);
-const replicas = Number(a.replicas);
-const resultFile = a.result;
+const replicas = Number(extra['replicas']);
 const LEASE_MS = 15_000;
 /**
  * After a `kill -9`, another member takes the shards once it has seen the dead one's member Lease
@@ -56,12 +39,9 @@ const LEASE_MS = 15_000;
  */
 const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 2_000 + 1_000) / 1000;
 
-const { random, pick } = seeded(Number(a.seed));
-const log = (line: string): void => {
-  process.stderr.write(`fleet-chaos: ${line}\n`);
-};
+const { random, pick } = seeded(seed);
 
-const e: Exports = await sharedCluster({ dir, nodeName: a.node, kwokNodes, fleetReplicas: replicas });
+const e: Exports = await sharedCluster({ dir, nodeName: node, kwokNodes, fleetReplicas: replicas });
 const l = layout(dir);
 const state = readState(l);
 if (!state) throw new Error(`no cluster state in ${dir}`);
@@ -203,50 +183,24 @@ async function joinOrLeave(): Promise<string> {
   return `replica ${String(JOINER)} left, its shards held again after ${s.toFixed(1)}s`;
 }
 
-const result = { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0, aborted: null as string | null };
-function save(): void {
-  const sorted = [...takeovers].sort((x, y) => x - y);
-  result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
-  result.duplicate = overlaps();
-  writeFileSync(resultFile, JSON.stringify(result));
-}
-
 const HITS = ['kill', 'join', 'kube-apiserver', 'join', 'etcd'] as const;
-fs.fakegpu('fault', 'clear', '--all');
-try {
-  await covered('at the start');
-  for (let c = 0; c < cycles; c++) {
-    const what = fs.churnFaults(c);
-    // Each kind once first, so that even the short form meets them all.
+await covered('at the start');
+await runCycles({
+  fs,
+  cycles,
+  resultFile,
+  takeovers,
+  duplicates: overlaps,
+  // Each kind once first, so that even the short form meets them all.
+  hit: async (c) => {
     const hit = HITS[c] ?? pick(['kill', 'kill', 'join', 'kube-apiserver', 'etcd'] as const);
-    const done =
-      hit === 'kill'
-        ? await kill()
-        : hit === 'join'
-          ? await joinOrLeave()
-          : (await clusterRestart(dir, hit, () => undefined), `restarted ${hit}`);
-    const r = await fs.settled();
-    const still = await fs.quiet();
-    result.cycles++;
-    result.lost += r.lost.length;
-    result.stale += r.stale.length + (still ? 0 : 1);
-    save();
-    log(
-      `cycle ${c + 1}/${cycles}: ${what}; ${done}; lost ${r.lost.length}, stale ${r.stale.length}${still ? '' : ', slices still changing'}, duplicate ${result.duplicate}`,
-    );
-    if (r.lost.length + r.stale.length > 0) log(`  e.g. ${[...r.lost, ...r.stale].slice(0, 5).join(', ')}`);
-  }
-} catch (err) {
-  result.aborted = err instanceof Error ? err.message : String(err);
-  log(`aborted: ${result.aborted}`);
-} finally {
-  const pid = readPid(l.run, fleetReplica(JOINER).name);
-  if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
-  try {
-    fs.fakegpu('fault', 'clear', '--all');
-  } catch {
-    // The cluster goes down next; its faults with it.
-  }
-  save();
-}
-process.exit(result.aborted === null ? 0 : 1);
+    if (hit === 'kill') return kill();
+    if (hit === 'join') return joinOrLeave();
+    await clusterRestart(dir, hit, () => undefined);
+    return `restarted ${hit}`;
+  },
+  cleanUp: () => {
+    const pid = readPid(l.run, fleetReplica(JOINER).name);
+    if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGTERM');
+  },
+});

@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exports } from '../../src/local-cluster/cluster.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
-import { mustKubectl } from '../support/cluster.js';
+import { kwokNodeNames, mustKubectl } from '../support/cluster.js';
 
 /**
  * What both fleet chaos suites (one leader, shards) check after each disruption: every KWOK node has
@@ -35,16 +37,7 @@ export class FleetSlices {
     kwokNodes: number,
     private readonly random: () => number,
   ) {
-    this.kwok = mustKubectl(e, [
-      'get',
-      'nodes',
-      '-l',
-      'type=kwok',
-      '-o',
-      'jsonpath={.items[*].metadata.name}',
-    ])
-      .split(' ')
-      .filter(Boolean);
+    this.kwok = kwokNodeNames(e);
     if (this.kwok.length !== kwokNodes) throw new Error(`${this.kwok.length} KWOK nodes, want ${kwokNodes}`);
   }
 
@@ -131,4 +124,104 @@ export class FleetSlices {
     this.faults.set(name, { node, index });
     return `fault on ${node}/gpu-${index}`;
   }
+}
+
+/** The flags both fleet chaos suites take from `scripts/chaos.mjs`, checked. */
+export function chaosFlags(extra: Record<string, { type: 'string'; default: string }> = {}): {
+  dir: string;
+  node: string;
+  kwokNodes: number;
+  cycles: number;
+  seed: number;
+  resultFile: string;
+  extra: Record<string, string | undefined>;
+} {
+  const { values: a } = parseArgs({
+    options: {
+      dir: { type: 'string' },
+      node: { type: 'string' },
+      'kwok-nodes': { type: 'string', default: '1000' },
+      cycles: { type: 'string', default: '50' },
+      seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+      result: { type: 'string' },
+      ...extra,
+    },
+  });
+  if (!a.dir || !a.node || !a.result) {
+    process.stderr.write('fleet-chaos: --dir, --node and --result are needed\n');
+    process.exit(2);
+  }
+  const values = a as Record<string, string | undefined>;
+  return {
+    dir: a.dir,
+    node: a.node,
+    kwokNodes: Number(a['kwok-nodes']),
+    cycles: Number(a.cycles),
+    seed: Number(a.seed),
+    resultFile: a.result,
+    extra: Object.fromEntries(Object.keys(extra).map((k) => [k, values[k]])),
+  };
+}
+
+export const chaosLog = (line: string): void => {
+  process.stderr.write(`fleet-chaos: ${line}\n`);
+};
+
+/**
+ * The cycles: faults churned, one disruption (`hit` says what it did), then the slices' checks; the
+ * result file after each, and the process's exit code at the end.
+ */
+export async function runCycles(o: {
+  fs: FleetSlices;
+  cycles: number;
+  resultFile: string;
+  hit: (cycle: number) => Promise<string>;
+  duplicates: () => number;
+  takeovers: readonly number[];
+  cleanUp: () => void;
+}): Promise<never> {
+  const result = {
+    cycles: 0,
+    lost: 0,
+    duplicate: 0,
+    stale: 0,
+    takeoverP99: 0,
+    aborted: null as string | null,
+  };
+  const save = (): void => {
+    const sorted = [...o.takeovers].sort((x, y) => x - y);
+    result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
+    result.duplicate = o.duplicates();
+    writeFileSync(o.resultFile, JSON.stringify(result));
+  };
+  o.fs.fakegpu('fault', 'clear', '--all');
+  try {
+    for (let c = 0; c < o.cycles; c++) {
+      const what = o.fs.churnFaults(c);
+      const done = await o.hit(c);
+      const r = await o.fs.settled();
+      const still = await o.fs.quiet();
+      result.cycles++;
+      result.lost += r.lost.length;
+      result.stale += r.stale.length + (still ? 0 : 1);
+      save();
+      chaosLog(
+        `cycle ${c + 1}/${o.cycles}: ${what}; ${done}; lost ${r.lost.length}, stale ${r.stale.length}${still ? '' : ', slices still changing'}, duplicate ${result.duplicate}`,
+      );
+      if (r.lost.length + r.stale.length > 0)
+        chaosLog(`  e.g. ${[...r.lost, ...r.stale].slice(0, 5).join(', ')}`);
+    }
+  } catch (err) {
+    result.aborted = err instanceof Error ? err.message : String(err);
+    chaosLog(`aborted: ${result.aborted}`);
+  } finally {
+    o.cleanUp();
+    try {
+      o.fs.fakegpu('fault', 'clear', '--all');
+    } catch {
+      // The cluster goes down next; its faults with it.
+    }
+    save();
+  }
+  process.exit(result.aborted === null ? 0 : 1);
 }

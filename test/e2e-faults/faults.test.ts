@@ -15,7 +15,7 @@ import { gpuSkeleton } from '../../src/model/health/gpus.js';
 import { ignoredXids } from '../../src/model/health/taints.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
-import { eventually, kubectl, mustKubectl, nodeReady } from '../support/cluster.js';
+import { eventually, kubectl, kwokNodeNames, mustKubectl, nodeReady } from '../support/cluster.js';
 import {
   apply,
   claimTemplate,
@@ -325,16 +325,7 @@ describe('GPU failures as NVIDIA reports them', () => {
       '79',
     );
     // What the seeded fault must hit, by the same rules, computed here from the node names alone.
-    const kwok = mustKubectl(e, [
-      'get',
-      'nodes',
-      '-l',
-      'type=kwok',
-      '-o',
-      'jsonpath={.items[*].metadata.name}',
-    ])
-      .split(' ')
-      .filter(Boolean);
+    const kwok = kwokNodeNames(e);
     assert.equal(kwok.length, FAULTS_KWOK_NODES);
     const model = modelNode(resolveProfile('dgx-h100'), {
       nodeName: 'template',

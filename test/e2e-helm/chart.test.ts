@@ -236,6 +236,88 @@ describe('fakegpu installed by its Helm chart', () => {
     assert.ok(!readdirSync(l.cdiDir).some((f) => f.includes(claimUid)), readdirSync(l.cdiDir).join(' '));
   });
 
+  it('fleet.replicas=3 shards the KWOK nodes: each published once, and a deleted fleet pod hands over without a write', async () => {
+    helmOf(chartWith('upgrade', ['--reuse-values', '--set', 'fleet.replicas=3']));
+    const fleetPods = (): string[] =>
+      mustKubectl(e, chartPodQuery('fakegpu-fleet', 'status.phase=Running', '{.items[*].metadata.name}'))
+        .split(/\s+/)
+        .filter(Boolean);
+    type Lease = { metadata: { name: string }; spec?: { holderIdentity?: string } };
+    const shardHolders = (): string[] =>
+      (
+        JSON.parse(
+          mustKubectl(e, [
+            'get',
+            'leases',
+            '-n',
+            HELM_NAMESPACE,
+            '-l',
+            'fakegpu.dev/sharded-by',
+            '-o',
+            'json',
+          ]),
+        ) as { items: Lease[] }
+      ).items
+        .filter((x) => x.metadata.name.includes('-shard-'))
+        .map((x) => x.spec?.holderIdentity ?? '');
+    // Every shard held by a running pod (an identity is the pod's name and a suffix), each pod its share.
+    const balanced = (): boolean => {
+      const pods = fleetPods();
+      const holders = shardHolders();
+      return (
+        pods.length === 3 &&
+        holders.length === 60 &&
+        pods.every((p) => holders.filter((h) => h.startsWith(`${p}_`)).length === 20)
+      );
+    };
+    await eventually(
+      'three fleet pods holding 20 shards each',
+      () => (balanced() ? true : undefined),
+      120_000,
+    );
+    type S = {
+      metadata: { name: string; resourceVersion: string };
+      spec: { nodeName: string; pool: { generation: number; resourceSliceCount: number } };
+    };
+    const kwokSlices = (): S[] =>
+      (
+        JSON.parse(
+          mustKubectl(e, [
+            'get',
+            'resourceslices',
+            '--field-selector=spec.driver=gpu.nvidia.com',
+            '-o',
+            'json',
+          ]),
+        ) as {
+          items: S[];
+        }
+      ).items.filter((x) => x.spec.nodeName.startsWith('kwok-gpu-'));
+    const before = kwokSlices();
+    for (let i = 0; i < HELM_KWOK_NODES; i++) {
+      const pool = before.filter((x) => x.spec.nodeName === `kwok-gpu-${i}`);
+      assert.ok(pool.length > 0, `kwok-gpu-${i} published`);
+      assert.ok(
+        pool.every(
+          (x) =>
+            x.spec.pool.resourceSliceCount === pool.length &&
+            x.spec.pool.generation === pool[0]?.spec.pool.generation,
+        ),
+        `kwok-gpu-${i}: one complete pool, not two writers' slices`,
+      );
+    }
+    const victim = fleetPods()[0] ?? assert.fail('no fleet pod');
+    mustKubectl(e, ['delete', 'pod', '-n', HELM_NAMESPACE, victim, '--wait=true', '--timeout=60s']);
+    await eventually(
+      'the replacement pod and every shard held again',
+      () => (balanced() && !fleetPods().includes(victim) ? true : undefined),
+      120_000,
+    );
+    const rv = (xs: S[]): string[] =>
+      xs.map((x) => `${x.metadata.name}@${x.metadata.resourceVersion}`).sort();
+    assert.deepEqual(rv(kwokSlices()), rv(before), 'the handover wrote nothing');
+  });
+
   it('helm uninstall refuses while a pod holds a GPU the plugin prepared, since that pod could never stop', async () => {
     apply(e, oneGpuPod(e, 'holder'));
     await running(e, 'holder');

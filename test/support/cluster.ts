@@ -77,3 +77,10 @@ export async function eventually<T>(what: string, fn: () => T | undefined, timeo
     await sleep(500);
   }
 }
+
+/** The names of the cluster's KWOK nodes (label `type=kwok`). */
+export function kwokNodeNames(e: Exports): string[] {
+  return mustKubectl(e, ['get', 'nodes', '-l', 'type=kwok', '-o', 'jsonpath={.items[*].metadata.name}'])
+    .split(' ')
+    .filter(Boolean);
+}
