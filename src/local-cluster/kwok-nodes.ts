@@ -9,7 +9,7 @@ import type { Layout } from './config.js';
 import { fleetsReady } from './fleet-process.js';
 import { kubectl } from './kubectl.js';
 import { PROFILE_LABEL } from './plugin-process.js';
-import { httpOk, waitFor } from './probe.js';
+import { waitFor } from './probe.js';
 import type { Started } from './process.js';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
 

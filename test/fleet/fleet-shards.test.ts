@@ -75,7 +75,11 @@ describe('a sharded fleet', () => {
       10_000,
     );
     const owned = [a, b].map((r) => r.fleet.snapshot().owned);
-    assert.equal(owned[0]! + owned[1]!, NODES, `each node owned once: ${owned.join('+')}`);
+    assert.equal(
+      owned.reduce((x, y) => x + y, 0),
+      NODES,
+      `each node owned once: ${owned.join('+')}`,
+    );
     assert.ok(owned.every((x) => x > 0));
     assert.equal(api.count('createSlice'), NODES, 'one create per node, none twice');
     const writes = api.count('createSlice') + api.count('replaceSlice') + api.count('deleteSlice');
