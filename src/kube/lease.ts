@@ -112,6 +112,8 @@ export class Elected {
   /** The last record seen and when (our clock): a holder is live until leaseDuration after a change. */
   private observed = '';
   private observedAt = 0;
+  /** When the last attempt to acquire or renew began (our clock). */
+  private lastAttempt = 0;
   private deadline: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private readonly durationMs: number;
@@ -184,6 +186,7 @@ export class Elected {
   private async run(e: ElectionOptions): Promise<void> {
     while (!this.stopped) {
       const sentAt = this.now();
+      this.lastAttempt = sentAt;
       let held = false;
       try {
         held = await within(this.renewMs, this.tryAcquireOrRenew(e, sentAt));
@@ -221,7 +224,10 @@ export class Elected {
    */
   private pause(): number {
     if (this.work || this.observed === '') return this.retryMs;
-    const left = this.observedAt + this.durationMs - this.now();
+    const expiry = this.observedAt + this.durationMs;
+    const left = expiry - this.now();
+    // Expired already (a loaded machine's timer came late) and not tried since: try now.
+    if (left <= 0 && this.lastAttempt < expiry) return 0;
     return left > 0 && left < this.retryMs ? left + 1 : this.retryMs;
   }
 

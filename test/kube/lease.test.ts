@@ -172,6 +172,40 @@ describe('leader election over a Lease', () => {
     assert.equal(lease(store)?.spec.holderIdentity, 'b');
   });
 
+  it('a standby that sees the lease run out while it was busy tries at once, not a retry period later', async () => {
+    const store = new FakeObjects();
+    store.seed(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {
+      metadata: { name: NAME, namespace: NS },
+      spec: { holderIdentity: 'dead', leaseDurationSeconds: 1, renewTime: 'then', leaseTransitions: 0 },
+    });
+    const duration = DURATION * 4;
+    const retry = duration * 0.75;
+    // A loaded machine: between the second attempt's look at the lease (not run out yet) and the pause
+    // after it, half a second passes (the sixth reading of the clock is the pause's).
+    let readings = 0;
+    const t0 = performance.now();
+    const now = (): number => performance.now() - t0 + (++readings >= 6 ? 500 : 0);
+    const b = new Elected({
+      election: {
+        api: new Link(store),
+        namespace: NS,
+        name: NAME,
+        identity: 'b',
+        leaseDurationMs: duration,
+        renewDeadlineMs: RENEW * 4,
+        retryPeriodMs: retry,
+      },
+      log,
+      now,
+      lead: () => ({ stop: () => Promise.resolve() }),
+    });
+    live.push(b);
+    b.start();
+    await until('b leads', () => b.leading, duration * 4);
+    const took = performance.now() - t0;
+    assert.ok(took < retry + 400, `b led ${took.toFixed(0)} ms after start, not a retry period after expiry`);
+  });
+
   it('a clean stop releases the lease, so the standby leads at once', async () => {
     const { store, terms, a, b } = await leaderAndStandby();
     const stopped = performance.now();
