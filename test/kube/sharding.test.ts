@@ -7,6 +7,7 @@ import { Sharder } from '../../src/kube/sharding/sharder.js';
 import { FakeObjects } from '../support/fake-objects.js';
 import { until } from '../support/http.js';
 import { Link } from '../support/link.js';
+import { ApiError } from '../../src/kube/client.js';
 
 /**
  * The fleet's shards: the pure plan (what a member gives back and takes), then members against the
@@ -93,8 +94,7 @@ class Ring {
     private readonly drainMs = 0,
   ) {}
 
-  add(name: string): { s: Sharder; link: Link; name: string; stopped: boolean } {
-    const link = new Link(this.store);
+  add(name: string, link = new Link(this.store)): { s: Sharder; link: Link; name: string; stopped: boolean } {
     let n = 0;
     const draining = new Set<number>();
     this.draining.set(name, draining);
@@ -232,5 +232,49 @@ describe('sharder', () => {
       SHARDS + 1,
       'its member Lease is gone; the shard Leases and b’s member Lease stay',
     );
+  });
+
+  it('a member fenced while its writes drain rejoins under a new name: it never owns a shard it is still draining', async () => {
+    ring = new Ring(new FakeObjects(), 1500);
+    const r = ring;
+    const a = r.add('a');
+    r.add('b');
+    await until('the shards to settle', () => r.covered() && r.held('a') === 6, 10_000);
+    const stale: string[] = [];
+    const sampler = setInterval(() => {
+      for (let k = 0; k < SHARDS; k++)
+        if (a.s.owns(k) && r.draining.get('a')?.has(k)) stale.push(`shard ${String(k)}`);
+    }, 3);
+    try {
+      a.link.mode = 'hang';
+      await until('a fenced', () => r.held('a') === 0, 10_000);
+      a.link.mode = 'up';
+      await sleep(1600);
+    } finally {
+      clearInterval(sampler);
+    }
+    assert.deepEqual(stale, []);
+    assert.notEqual(a.s.state().identity, 'a_0', 'a new name');
+    await until('a holds its share again', () => r.covered() && r.held('a') === 6, 10_000);
+  });
+
+  it('a member whose create was applied but not answered joins under a new name instead of sticking', async () => {
+    const store = new FakeObjects();
+    ring = new Ring(store);
+    const r = ring;
+    // The first create of a member Lease lands, and its answer is lost.
+    const link = new Link(store);
+    const create = link.create.bind(link);
+    let lost = false;
+    link.create = async <T>(c: string, o: object): Promise<T> => {
+      const out = await create<T>(c, o);
+      if (!lost && (o as { metadata: { name: string } }).metadata.name.includes('-member-')) {
+        lost = true;
+        throw new ApiError(504, 'the answer was lost');
+      }
+      return out;
+    };
+    r.add('a', link);
+    await until('a holds every shard', () => r.held('a') === SHARDS, 10_000);
   });
 });

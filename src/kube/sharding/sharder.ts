@@ -81,6 +81,8 @@ export class Sharder {
   private readonly held = new Set<number>();
   /** Shards being handed back: their writes are ending, their Leases not yet released. */
   private readonly releasing = new Set<number>();
+  /** Hand-backs and drains under way, off the loop; `stop()` waits for them. */
+  private readonly pending = new Set<Promise<void>>();
   private fencedAt = 0;
   private fence: NodeJS.Timeout | undefined;
   /** Each member's record as last seen, and when it changed (our clock). */
@@ -130,6 +132,7 @@ export class Sharder {
     this.stopped = true;
     this.wake.abort();
     await this.loop;
+    await Promise.all([...this.pending]);
     clearTimeout(this.fence);
     const mine = [...this.held];
     await this.loseAll('stopping');
@@ -168,15 +171,17 @@ export class Sharder {
     const leases = await within(this.renewMs, this.list());
     if (gen !== this.generation || this.stopped) return;
     const view = this.observe(leases);
-    await this.adoptOrDrop(view.holders, gen);
+    this.adoptOrDrop(view.holders, gen);
     if (this.now() >= this.fencedAt) return;
     const plan = planShards(view);
     for (const k of plan.release) {
       const l = leases.find((x) => x.metadata.name === this.shardName(k));
-      if (l && !this.releasing.has(k)) void this.release(k, l, gen);
+      if (l && !this.releasing.has(k)) this.track(this.release(k, l, gen));
     }
     for (const k of plan.take) {
       if (gen !== this.generation || this.now() >= this.fencedAt) return;
+      // Still draining our own writes of it (a fence, a drop): not ours again until they have ended.
+      if (this.releasing.has(k)) continue;
       await this.take(
         k,
         leases.find((x) => x.metadata.name === this.shardName(k)),
@@ -214,9 +219,14 @@ export class Sharder {
       );
       rv = written.metadata.resourceVersion;
     } catch (err) {
-      // Our record was changed or removed by someone else (pruned as dead): we may have been taken over.
-      if (err instanceof ApiError && (err.code === 409 || err.code === 404) && this.memberRv !== null)
-        await this.rejoin('our member Lease was changed by another');
+      // Renewing: our record was changed or removed by someone else (pruned as dead), we may have been
+      // taken over. Creating: an earlier create landed though its answer was lost; a new name is simplest.
+      if (gen === this.generation && err instanceof ApiError && (err.code === 409 || err.code === 404))
+        await this.rejoin(
+          this.memberRv === null
+            ? 'our member Lease exists already'
+            : 'our member Lease was changed by another',
+        );
       throw err;
     }
     if (gen !== this.generation) return;
@@ -239,19 +249,34 @@ export class Sharder {
     this.generation++;
     clearTimeout(this.fence);
     this.fencedAt = 0;
+    // The new identity before any await: a step that runs meanwhile must not renew the old one, nor take
+    // back what still names it.
     const old = this.id;
-    await this.loseAll(why);
     this.id = this.o.identity();
     this.memberRv = null;
     this.o.log.warn({ why, was: old, identity: this.id }, 'rejoining the shards as a new member');
+    await this.loseAll(why);
   }
 
   /** Logged once their writes have ended: the chaos suite reads each shard's holders from these lines. */
   private async loseAll(why: string): Promise<void> {
     const mine = [...this.held];
     this.held.clear();
-    await Promise.all(mine.map((k) => this.o.lost(k)));
-    if (mine.length > 0) this.o.log.warn({ why, shards: mine }, 'stopped writing shards');
+    await Promise.all(mine.map((k) => this.drain(k, why)));
+  }
+
+  /**
+   * Waits for the shard's writes to end, logged then: the chaos suite reads each shard's holders from
+   * these lines. Until then the shard counts as being handed back, so it is not taken again meanwhile.
+   */
+  private async drain(k: number, why: string): Promise<void> {
+    this.releasing.add(k);
+    try {
+      await this.o.lost(k);
+      this.o.log.info({ why, shards: [k] }, 'stopped writing shards');
+    } finally {
+      this.releasing.delete(k);
+    }
   }
 
   /** What this list says: each member's liveness on our clock, the holders, who may take. */
@@ -291,7 +316,7 @@ export class Sharder {
    * whose answer was lost, a hand-back that failed) is ours again while we are not fenced; one we count
    * that names another (never, while the rules hold) is dropped at once.
    */
-  private async adoptOrDrop(holders: readonly (string | undefined)[], gen: number): Promise<void> {
+  private adoptOrDrop(holders: readonly (string | undefined)[], gen: number): void {
     for (let k = 0; k < holders.length; k++) {
       const mine = holders[k] === this.id;
       if (
@@ -305,10 +330,15 @@ export class Sharder {
         this.gain(k);
       } else if (!mine && this.held.has(k)) {
         this.held.delete(k);
-        await this.o.lost(k);
-        this.o.log.error({ shards: [k], holder: holders[k] }, 'stopped writing shards');
+        this.o.log.error({ shard: k, holder: holders[k] }, 'a shard of ours names another holder');
+        this.track(this.drain(k, 'another holder'));
       }
     }
+  }
+
+  private track(p: Promise<void>): void {
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
   }
 
   private gain(k: number): void {
@@ -350,12 +380,12 @@ export class Sharder {
    * be renewed meanwhile.
    */
   private async release(k: number, l: Lease, gen: number): Promise<void> {
-    this.releasing.add(k);
     this.held.delete(k);
+    this.releasing.add(k);
     try {
       await this.o.lost(k);
-      this.o.log.info({ shards: [k] }, 'stopped writing shards');
-      if (gen === this.generation && !this.stopped) await this.handBack(k, l);
+      this.o.log.info({ why: 'over its share', shards: [k] }, 'stopped writing shards');
+      if (gen === this.generation) await this.handBack(k, l);
     } catch (err) {
       this.o.log.warn(
         { shard: k, err: err instanceof Error ? err.message : String(err) },
