@@ -219,6 +219,12 @@ export class FleetFaults {
     }
   }
 
+  /** Every fault's status written again at the next flush (a shard taken over: its writer is ours now). */
+  rewriteAll(): void {
+    for (const f of this.faults) this.dirty.add(f.metadata.name);
+    if (this.faults.length > 0) this.scheduleFlush();
+  }
+
   /** The node forgotten: its entries are removed with the next flush. */
   removed(name: string): void {
     const prev = this.byNode.get(name);

@@ -179,7 +179,7 @@ export class Fleet {
           log: o.log,
           view: {
             cliqueOf: (node) => {
-              const st = this.nodes.get(node);
+              const st = this.owns(node) ? this.nodes.get(node) : undefined;
               return st ? this.machines.clique(node, st) : undefined;
             },
             labels: (node) => this.nodes.get(node)?.labels,
@@ -310,11 +310,13 @@ export class Fleet {
         this.faults?.refresh(name, st);
         this.queue.add(name);
       }
+    for (const name of this.leaving) if (gained(name)) this.queue.add(name);
+    // The shard's fault status entries are this replica's to write now, whatever changed meanwhile.
+    this.faults?.rewriteAll();
   }
 
   /** Nodes no longer this replica's: resolves once nothing more is sent for them. */
   async disown(lost: (node: string) => boolean): Promise<void> {
-    for (const name of [...this.leaving]) if (lost(name)) this.leaving.delete(name);
     for (const name of this.nodes.keys()) if (lost(name)) this.faults?.removed(name);
     await this.queue.disown(lost);
   }
@@ -499,8 +501,8 @@ export class Fleet {
     this.nodes.delete(name);
     this.faults?.removed(name);
     this.reported.delete(name);
-    // Another replica's node is that replica's to clean up.
-    if (!this.owns(name)) return;
+    // Known to every replica, written by the one holding its shard (the queue drops the others'): if
+    // that one goes before its pass, the next holder still knows the slices are to go.
     this.leaving.add(name);
     this.queue.add(name);
   }
@@ -532,6 +534,12 @@ export class Fleet {
       before?.node ?? m.ownerReferences?.find((r) => r.kind === 'Node' && r.apiVersion === 'v1')?.name;
     if (type === 'DELETED') this.index.forget(name);
     if (node === undefined) return;
+    if (
+      type === 'DELETED' &&
+      this.leaving.has(node) &&
+      this.drivers.every((d) => this.index.of(node, d).length === 0)
+    )
+      this.leaving.delete(node);
     // Slices of nodes not served are kept too, as the list keeps them: a node selected later then has
     // its pool replaced, not published a second time beside it.
     if (type !== 'DELETED')
@@ -556,7 +564,17 @@ export class Fleet {
     if (!this.drivers.some((d) => this.index.of(node, d).some((s) => s.key === ''))) return;
     this.stats.requests++;
     const page = await this.api.listSlices({ fieldSelector: `spec.nodeName=${node}` });
-    for (const sl of page.items) if (this.drivers.includes(sl.spec.driver)) this.index.recordStored(sl);
+    for (const sl of page.items) {
+      const known = sl.metadata.name ? this.index.get(sl.metadata.name) : undefined;
+      // Only what the list can tell better than the watch: an unknown key of the very version listed (a
+      // newer event since stays unknown, and is read or written by the next pass).
+      if (
+        !this.drivers.includes(sl.spec.driver) ||
+        (known && (known.key !== '' || known.rv !== sl.metadata.resourceVersion))
+      )
+        continue;
+      this.index.recordStored(sl);
+    }
   }
 
   private noteConverged(): void {

@@ -131,8 +131,12 @@ export class WorkQueue {
       await this.o.work(node);
       this.failures.delete(node);
     } catch (e) {
-      // A pass the writer fenced off (the term ended, the shard moved) is no failure, nothing to retry.
-      if (this.stopped || e instanceof Fenced) return;
+      // A pass the writer fenced off (the term ended, the shard moved) is no failure, nothing to retry;
+      // nor is any failure of a node no longer this replica's.
+      if (this.stopped || e instanceof Fenced || !this.mine(node)) {
+        this.failures.delete(node);
+        return;
+      }
       const n = (this.failures.get(node) ?? 0) + 1;
       this.failures.set(node, n);
       // Drawn, not fixed: nodes that failed together (an API server restart) retry spread out.
