@@ -61,6 +61,14 @@ describe('KWOK partitions', () => {
     // A port of their own would collide between K processes on one host.
     for (const a of kwokArgs(l, 1, 3)) assert.doesNotMatch(a, /^--(server-address|node-port)/);
   });
+
+  it('asks every controller for no node leases, which KWOK would renew every 10 s per node', () => {
+    for (const [p, k] of [
+      [0, 1],
+      [2, 3],
+    ] as const)
+      assert.ok(kwokArgs(l, p, k).includes('--node-lease-duration-seconds=0'), `controller ${p} of ${k}`);
+  });
 });
 
 describe('the extra KWOK controllers as processes', () => {
