@@ -35,6 +35,7 @@ import { resolveProfile } from '../src/process/profile-file.js';
 import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
+import { ApiserverPhases, type ApiserverPhase } from './apiserver-metrics.js';
 import {
   get,
   inParallel,
@@ -68,6 +69,8 @@ const opts = new Command('bench:fleet')
   .option('--fill <fraction>', 'schedule one-GPU pods until this share of the GPUs is taken (0: skip)', '0.9')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
+  .option('--fleet-concurrency <n>', "the serving fleet's --concurrency (default: the fleet's own)")
+  .option('--kwok-controllers <k>', 'KWOK controllers the nodes are split between (cluster up)', '1')
   .option('--keep', 'leave the cluster running afterwards')
   .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
@@ -79,6 +82,8 @@ const opts = new Command('bench:fleet')
     fill: string;
     ceilingInFlight: string;
     rounds: string;
+    fleetConcurrency?: string;
+    kwokControllers: string;
     keep?: boolean;
     json?: string;
   }>();
@@ -87,6 +92,11 @@ const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 100000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
+const FLEET_CONCURRENCY =
+  opts.fleetConcurrency === undefined
+    ? null
+    : checked(() => intFlag(opts.fleetConcurrency ?? '', '--fleet-concurrency', 1, 1000));
+const KWOK_CONTROLLERS = checked(() => intFlag(opts.kwokControllers, '--kwok-controllers', 1, 64));
 const FILL = checked(() => {
   const fill = Number(opts.fill);
   if (opts.fill.trim() === '' || !(fill >= 0 && fill <= 1))
@@ -206,6 +216,8 @@ interface Results {
   createdS: number;
   boundS: number;
   dcgm: DcgmCost | null;
+  /** The API server's own view of each round's ceiling and fleet phases. */
+  apiserver: { ceiling: ApiserverPhase[]; fleet: ApiserverPhase[] };
 }
 
 interface DcgmCost {
@@ -306,6 +318,8 @@ async function run(kubeconfig: string): Promise<Results> {
   const fleets: { s: number; wallS: number; requests: number; writes: number }[] = [];
   const idleKiB: number[] = [];
   const servingKiB: number[] = [];
+  const phases = new ApiserverPhases(raw, log);
+  const apiserver: Results['apiserver'] = { ceiling: [], fleet: [] };
   for (let round = 1; ; round++) {
     // Before the idle fleet, not after it: an idle fleet still lists and indexes every slice of its
     // driver, so the previous round's 10,000 slices made round 1's idle figure 95 MiB and later
@@ -323,6 +337,7 @@ async function run(kubeconfig: string): Promise<Results> {
     await stopFleet(idle);
 
     log(`round ${round}/${ROUNDS}, ceiling: posting ${slices} slices, ${IN_FLIGHT} in flight`);
+    await phases.start();
     const t0 = performance.now();
     let retried = 0;
     let posted = 0;
@@ -353,12 +368,15 @@ async function run(kubeconfig: string): Promise<Results> {
     if (retried > 0) log(`round ${round}/${ROUNDS}, ceiling: ${retried} posts asked again (429/503/504)`);
     ceilings.push(seconds(t0));
     log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
+    apiserver.ceiling.push(await phases.end(`round ${round}/${ROUNDS}, ceiling`));
     log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlaneMemory())}`);
     await deleteAllSlices(raw);
 
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
+    await phases.start();
     const t1 = performance.now();
-    const fleet = startFleet(kubeconfig, [], { dynamicMig, log });
+    const concurrency = FLEET_CONCURRENCY === null ? [] : [`--concurrency=${FLEET_CONCURRENCY}`];
+    const fleet = startFleet(kubeconfig, concurrency, { dynamicMig, log });
     // Nodes published: served and not pending, by the fleet's own gauges.
     const publishProgress = progress(
       `round ${round}/${ROUNDS}, fleet, nodes published`,
@@ -379,6 +397,7 @@ async function run(kubeconfig: string): Promise<Results> {
       });
       publishProgress();
       const wallS = seconds(t1);
+      apiserver.fleet.push(await phases.end(`round ${round}/${ROUNDS}, fleet`));
       const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
       const published = (await sliceNames(raw)).length;
       if (published !== slices)
@@ -421,6 +440,7 @@ async function run(kubeconfig: string): Promise<Results> {
         servingKiB,
         controlPlane,
         ...sched,
+        apiserver,
       };
     } finally {
       publishProgress();
@@ -520,7 +540,14 @@ log(machine);
 log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
 await clusterDown({ dir: DIR, purge: true, log });
 const r = await onKwokCluster(
-  { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
+  {
+    dir: DIR,
+    kwokNodes: N,
+    kwokControllers: KWOK_CONTROLLERS,
+    kwokProfile: opts.profile,
+    keep: opts.keep === true,
+    log,
+  },
   run,
 );
 
@@ -593,6 +620,8 @@ writeResult(jsonPath, {
     rounds: ROUNDS,
     fill: FILL,
     ceilingInFlight: IN_FLIGHT,
+    fleetConcurrency: FLEET_CONCURRENCY,
+    kwokControllers: KWOK_CONTROLLERS,
   },
   rounds: r,
   medians: { ceilingS, fleetS, wallS, idleKiB, servingKiB, rssPerNodeKiB: perNode, ratio: ceilingS / fleetS },
