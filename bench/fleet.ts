@@ -69,7 +69,10 @@ const opts = new Command('bench:fleet')
   .option('--fill <fraction>', 'schedule one-GPU pods until this share of the GPUs is taken (0: skip)', '0.9')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
-  .option('--fleet-concurrency <n>', "the serving fleet's --concurrency (default: the fleet's own)")
+  .option(
+    '--fleet-concurrency <n,...>',
+    "the serving fleet's --concurrency, round by round from the list (default: the fleet's own)",
+  )
   .option('--kwok-controllers <k>', 'KWOK controllers the nodes are split between (cluster up)', '1')
   .option('--keep', 'leave the cluster running afterwards')
   .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
@@ -92,10 +95,12 @@ const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 100000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
-const FLEET_CONCURRENCY =
-  opts.fleetConcurrency === undefined
-    ? null
-    : checked(() => intFlag(opts.fleetConcurrency ?? '', '--fleet-concurrency', 1, 1000));
+const FLEET_CONCURRENCY = (opts.fleetConcurrency?.split(',') ?? []).map((x) =>
+  checked(() => intFlag(x.trim(), '--fleet-concurrency', 1, 1000)),
+);
+/** Round `round`'s fleet concurrency: the list's, in turn; null: the fleet's default. */
+const concurrencyOf = (round: number): number | null =>
+  FLEET_CONCURRENCY.length === 0 ? null : (FLEET_CONCURRENCY[(round - 1) % FLEET_CONCURRENCY.length] ?? null);
 const KWOK_CONTROLLERS = checked(() => intFlag(opts.kwokControllers, '--kwok-controllers', 1, 64));
 const FILL = checked(() => {
   const fill = Number(opts.fill);
@@ -206,7 +211,7 @@ interface Results {
   renderS: number;
   /** Seconds, one per round. */
   ceilings: number[];
-  fleets: { s: number; wallS: number; requests: number; writes: number }[];
+  fleets: { s: number; wallS: number; requests: number; writes: number; concurrency: number | null }[];
   /** KiB, one per round. */
   idleKiB: number[];
   servingKiB: number[];
@@ -315,7 +320,7 @@ async function run(kubeconfig: string): Promise<Results> {
   // resident-memory figure swings by several MiB with GC timing. The last round's fleet stays up for
   // the scheduling phase.
   const ceilings: number[] = [];
-  const fleets: { s: number; wallS: number; requests: number; writes: number }[] = [];
+  const fleets: Results['fleets'] = [];
   const idleKiB: number[] = [];
   const servingKiB: number[] = [];
   const phases = new ApiserverPhases(raw, log);
@@ -375,8 +380,11 @@ async function run(kubeconfig: string): Promise<Results> {
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
     await phases.start();
     const t1 = performance.now();
-    const concurrency = FLEET_CONCURRENCY === null ? [] : [`--concurrency=${FLEET_CONCURRENCY}`];
-    const fleet = startFleet(kubeconfig, concurrency, { dynamicMig, log });
+    const concurrency = concurrencyOf(round);
+    const fleet = startFleet(kubeconfig, concurrency === null ? [] : [`--concurrency=${concurrency}`], {
+      dynamicMig,
+      log,
+    });
     // Nodes published: served and not pending, by the fleet's own gauges.
     const publishProgress = progress(
       `round ${round}/${ROUNDS}, fleet, nodes published`,
@@ -391,9 +399,15 @@ async function run(kubeconfig: string): Promise<Results> {
       // A bench measures, it does not judge: the fleet gets four times this round's ceiling (at least 15
       // minutes) before the round is called failed, so a slow spell of a shared machine still yields a number.
       const limitMs = Math.max(900_000, 4 * 1000 * (ceilings.at(-1) ?? 0));
+      // Ready alone is not published: a fleet that does not lead is ready (src/fleet/run.ts), and so is
+      // one whose first Lease request a busy API server has not answered yet.
       await until('the fleet to publish every node', limitMs, async () => {
         if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
-        return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
+        if ((await get(`http://${FLEET_HTTP}/readyz`)).status !== 200) return false;
+        return (
+          metric((await get(`http://${FLEET_HTTP}/metrics`)).text, 'fakegpu_fleet_first_published_seconds') >=
+          0
+        );
       });
       publishProgress();
       const wallS = seconds(t1);
@@ -408,8 +422,11 @@ async function run(kubeconfig: string): Promise<Results> {
         wallS,
         requests: metric(metrics, 'fakegpu_fleet_api_requests'),
         writes: metric(metrics, 'fakegpu_fleet_writes'),
+        concurrency,
       });
-      log(`round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn`);
+      log(
+        `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}`,
+      );
       servingKiB.push(await settledRssKiB(fleet, `round ${round}/${ROUNDS}, serving fleet`));
       const controlPlane = controlPlaneMemory();
       log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlane)}`);
