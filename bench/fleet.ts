@@ -35,6 +35,7 @@ import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
 import { replicaLine, replicaRuns } from './fleet-replicas.js';
+import { ApiserverPhases, type ApiserverPhase } from './apiserver-metrics.js';
 import {
   deleteAllSlices,
   postCeiling,
@@ -69,6 +70,11 @@ const opts = new Command('bench:fleet')
   .option('--fill <fraction>', 'schedule one-GPU pods until this share of the GPUs is taken (0: skip)', '0.9')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
+  .option(
+    '--fleet-concurrency <n,...>',
+    "the serving fleet's --concurrency, round by round from the list (default: the fleet's own)",
+  )
+  .option('--kwok-controllers <k>', 'KWOK controllers the nodes are split between (cluster up)', '1')
   .option('--keep', 'leave the cluster running afterwards')
   .option(
     '--replicas <list>',
@@ -84,6 +90,8 @@ const opts = new Command('bench:fleet')
     fill: string;
     ceilingInFlight: string;
     rounds: string;
+    fleetConcurrency?: string;
+    kwokControllers: string;
     keep?: boolean;
     json?: string;
     replicas?: string;
@@ -93,6 +101,13 @@ const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 100000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
+const FLEET_CONCURRENCY = (opts.fleetConcurrency?.split(',') ?? []).map((x) =>
+  checked(() => intFlag(x.trim(), '--fleet-concurrency', 1, 1000)),
+);
+/** Round `round`'s fleet concurrency: the list's, in turn; null: the fleet's default. */
+const concurrencyOf = (round: number): number | null =>
+  FLEET_CONCURRENCY.length === 0 ? null : (FLEET_CONCURRENCY[(round - 1) % FLEET_CONCURRENCY.length] ?? null);
+const KWOK_CONTROLLERS = checked(() => intFlag(opts.kwokControllers, '--kwok-controllers', 1, 64));
 const FILL = checked(() => {
   const fill = Number(opts.fill);
   if (opts.fill.trim() === '' || !(fill >= 0 && fill <= 1))
@@ -190,7 +205,7 @@ interface Results {
   renderS: number;
   /** Seconds, one per round. */
   ceilings: number[];
-  fleets: { s: number; wallS: number; requests: number; writes: number }[];
+  fleets: { s: number; wallS: number; requests: number; writes: number; concurrency: number | null }[];
   /** KiB, one per round. */
   idleKiB: number[];
   servingKiB: number[];
@@ -200,6 +215,8 @@ interface Results {
   createdS: number;
   boundS: number;
   dcgm: DcgmCost | null;
+  /** The API server's own view of each round's ceiling and fleet phases. */
+  apiserver: { ceiling: ApiserverPhase[]; fleet: ApiserverPhase[] };
 }
 
 interface DcgmCost {
@@ -314,9 +331,11 @@ async function run(kubeconfig: string): Promise<Results> {
   // resident-memory figure swings by several MiB with GC timing. The last round's fleet stays up for
   // the scheduling phase.
   const ceilings: number[] = [];
-  const fleets: { s: number; wallS: number; requests: number; writes: number }[] = [];
+  const fleets: Results['fleets'] = [];
   const idleKiB: number[] = [];
   const servingKiB: number[] = [];
+  const phases = new ApiserverPhases(raw, log);
+  const apiserver: Results['apiserver'] = { ceiling: [], fleet: [] };
   for (let round = 1; ; round++) {
     // Before the idle fleet, not after it: an idle fleet still lists and indexes every slice of its
     // driver, so the previous round's 10,000 slices made round 1's idle figure 95 MiB and later
@@ -334,6 +353,7 @@ async function run(kubeconfig: string): Promise<Results> {
     await stopFleet(idle);
 
     log(`round ${round}/${ROUNDS}, ceiling: posting ${slices} slices, ${IN_FLIGHT} in flight`);
+    await phases.start();
     const t0 = performance.now();
     await postCeiling(raw, nodes, nodeBodies, {
       inFlight: IN_FLIGHT,
@@ -343,12 +363,18 @@ async function run(kubeconfig: string): Promise<Results> {
     });
     ceilings.push(seconds(t0));
     log(`round ${round}/${ROUNDS}, ceiling: ${f(seconds(t0))} s`);
+    apiserver.ceiling.push(await phases.end(`round ${round}/${ROUNDS}, ceiling`));
     log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlaneMemory())}`);
     await deleteAllSlices(raw, IN_FLIGHT, log);
 
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
+    await phases.start();
     const t1 = performance.now();
-    const fleet = startFleet(kubeconfig, [], { dynamicMig, log });
+    const concurrency = concurrencyOf(round);
+    const fleet = startFleet(kubeconfig, concurrency === null ? [] : [`--concurrency=${concurrency}`], {
+      dynamicMig,
+      log,
+    });
     // Nodes published: served and not pending, by the fleet's own gauges.
     const publishProgress = progress(
       `round ${round}/${ROUNDS}, fleet, nodes published`,
@@ -363,12 +389,19 @@ async function run(kubeconfig: string): Promise<Results> {
       // A bench measures, it does not judge: the fleet gets four times this round's ceiling (at least 15
       // minutes) before the round is called failed, so a slow spell of a shared machine still yields a number.
       const limitMs = Math.max(900_000, 4 * 1000 * (ceilings.at(-1) ?? 0));
+      // Ready alone is not published: a fleet that does not lead is ready (src/fleet/run.ts), and so is
+      // one whose first Lease request a busy API server has not answered yet.
       await until('the fleet to publish every node', limitMs, async () => {
         if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
-        return (await get(`http://${FLEET_HTTP}/readyz`)).status === 200;
+        if ((await get(`http://${FLEET_HTTP}/readyz`)).status !== 200) return false;
+        return (
+          metric((await get(`http://${FLEET_HTTP}/metrics`)).text, 'fakegpu_fleet_first_published_seconds') >=
+          0
+        );
       });
       publishProgress();
       const wallS = seconds(t1);
+      apiserver.fleet.push(await phases.end(`round ${round}/${ROUNDS}, fleet`));
       const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
       const published = (await sliceNames(raw)).length;
       if (published !== slices)
@@ -379,8 +412,11 @@ async function run(kubeconfig: string): Promise<Results> {
         wallS,
         requests: metric(metrics, 'fakegpu_fleet_api_requests'),
         writes: metric(metrics, 'fakegpu_fleet_writes'),
+        concurrency,
       });
-      log(`round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn`);
+      log(
+        `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}`,
+      );
       servingKiB.push(await settledRssKiB(fleet, `round ${round}/${ROUNDS}, serving fleet`));
       const controlPlane = controlPlaneMemory();
       log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlane)}`);
@@ -411,6 +447,7 @@ async function run(kubeconfig: string): Promise<Results> {
         servingKiB,
         controlPlane,
         ...sched,
+        apiserver,
       };
     } finally {
       publishProgress();
@@ -522,7 +559,14 @@ if (REPLICAS) {
   process.exit(0);
 }
 const r = await onKwokCluster(
-  { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
+  {
+    dir: DIR,
+    kwokNodes: N,
+    kwokControllers: KWOK_CONTROLLERS,
+    kwokProfile: opts.profile,
+    keep: opts.keep === true,
+    log,
+  },
   run,
 );
 
@@ -595,6 +639,8 @@ writeResult(jsonPath, {
     rounds: ROUNDS,
     fill: FILL,
     ceilingInFlight: IN_FLIGHT,
+    fleetConcurrency: FLEET_CONCURRENCY,
+    kwokControllers: KWOK_CONTROLLERS,
   },
   rounds: r,
   medians: { ceilingS, fleetS, wallS, idleKiB, servingKiB, rssPerNodeKiB: perNode, ratio: ceilingS / fleetS },

@@ -296,13 +296,22 @@ export function median(xs: readonly number[]): number {
  * `run` against its kubeconfig, then the cluster purged unless `keep`.
  */
 export async function onKwokCluster<T>(
-  o: { dir: string; kwokNodes: number; kwokProfile: string; keep: boolean; log: (line: string) => void },
+  o: {
+    dir: string;
+    kwokNodes: number;
+    /** KWOK controllers the nodes are split between; absent: one. */
+    kwokControllers?: number;
+    kwokProfile: string;
+    keep: boolean;
+    log: (line: string) => void;
+  },
   run: (kubeconfig: string) => Promise<T>,
 ): Promise<T> {
   const e = await clusterUp({
     dir: o.dir,
     nodeName: 'fakegpu-bench-host',
     kwokNodes: o.kwokNodes,
+    ...(o.kwokControllers === undefined ? {} : { kwokControllers: o.kwokControllers }),
     kwokProfile: o.kwokProfile,
     kwokFleet: false,
     log: o.log,

@@ -14,6 +14,7 @@ import {
 } from '../local-cluster/state.js';
 import { FakegpuError, oneOf, show } from '../errors.js';
 import { loadPools, type Pools } from '../fleet/pools.js';
+import { KWOK_PARTITION_LABEL, MAX_KWOK_CONTROLLERS } from '../local-cluster/kwok-partition.js';
 import { isProfileFile } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
 import { checkNodeName } from '../model/render.js';
@@ -123,6 +124,7 @@ interface UpFlags {
   consumableShares?: string;
   healthService?: boolean;
   kwokNodes: string;
+  kwokControllers: string;
   kwokProfile?: string;
   kwokPools?: string;
   fleet: boolean;
@@ -137,6 +139,7 @@ function nodeFlags(c: Command): Command {
     'eval "$(fakegpu cluster up -p dgx-h100)"',
     'fakegpu cluster up -p dgx-h100 --dynamic-mig --kwok-nodes 100 --kubernetes-version 1.35',
     'fakegpu cluster up --kwok-pools captured/pools.yaml',
+    'fakegpu cluster up --kwok-nodes 5000 --kwok-controllers 5',
   ]);
   return c
     .option('--dir <dir>', 'cluster directory: state, certificates, logs', defaultClusterDir())
@@ -175,6 +178,11 @@ function kwokFlags(c: Command): Command {
       '--kwok-nodes <n>',
       'also create this many simulated GPU nodes (KWOK), published by fakegpu fleet',
       '0',
+    )
+    .option(
+      '--kwok-controllers <k>',
+      `split the KWOK nodes between this many KWOK controllers, by the label ${KWOK_PARTITION_LABEL} (1 to ${MAX_KWOK_CONTROLLERS}, at most one per node; KWOK advises about 1,000 nodes per controller)`,
+      '1',
     )
     .option(
       '--kwok-profile <preset|file.yaml>',
@@ -230,6 +238,7 @@ function upOptions(f: UpFlags): ClusterOptions {
     consumableShares: f.consumableShares,
     healthService: f.healthService === true,
     kwokNodes,
+    kwokControllers: kwokControllerCount(f, kwokNodes, integrations),
     kwokProfile:
       f.kwokProfile !== undefined && isProfileFile(f.kwokProfile)
         ? resolvePath(f.kwokProfile)
@@ -271,6 +280,24 @@ function kwokNodeCount(f: UpFlags): number {
   }
   if (!f.fleet && kwokNodes === 0) throw new FakegpuError('--no-fleet', 'needs --kwok-nodes');
   return kwokNodes;
+}
+
+/** `--kwok-controllers`: each controller needs nodes of its own, and an autoscaler's nodes carry no partition. */
+function kwokControllerCount(f: UpFlags, kwokNodes: number, integrations: Integration[]): number {
+  const k = intFlag(f.kwokControllers, '--kwok-controllers', 1, MAX_KWOK_CONTROLLERS);
+  if (k > 1 && kwokNodes === 0)
+    throw new FakegpuError('--kwok-controllers', 'needs --kwok-nodes or --kwok-pools');
+  if (k > 1 && k > kwokNodes)
+    throw new FakegpuError(
+      '--kwok-controllers',
+      `${k} controllers for ${kwokNodes} KWOK node(s); give 1 to ${Math.min(kwokNodes, MAX_KWOK_CONTROLLERS)}, at most one per node`,
+    );
+  if (k > 1 && integrations.includes('karpenter'))
+    throw new FakegpuError(
+      '--kwok-controllers',
+      `${k} with --with karpenter: the nodes Karpenter launches carry no ${KWOK_PARTITION_LABEL} label, so no controller would manage them; give 1`,
+    );
+  return k;
 }
 
 /**

@@ -8,6 +8,7 @@ import { isAlive, pidsMentioning, readPid } from './process.js';
 import { COMPONENT_ORDER, readState } from './state.js';
 import { stopAndFree, stopComponent } from './stop.js';
 import { stopFleetReplicas } from './fleet-process.js';
+import { stopExtraKwokControllers } from './kwok-controllers.js';
 import { refuseUntrustedToolchain } from './trust.js';
 
 export interface DownOptions {
@@ -58,7 +59,10 @@ export async function clusterDown(o: DownOptions): Promise<void> {
       { encoding: 'utf8', timeout: 60_000 },
     );
   }
-  for (const name of [...COMPONENT_ORDER].reverse()) left.push(...(await stopComponent(l, name, o.log)));
+  for (const name of [...COMPONENT_ORDER].reverse()) {
+    if (name === 'kwok') left.push(...(await stopExtraKwokControllers(l, o.log)));
+    left.push(...(await stopComponent(l, name, o.log)));
+  }
   // Shims outlive containerd by design; each takes its containers with it.
   for (const pid of pidsMentioning(l.containerdSock))
     left.push(...(await stopAndFree('containerd shim', pid, 2000)));

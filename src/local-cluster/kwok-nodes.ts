@@ -12,6 +12,7 @@ import { PROFILE_LABEL } from './plugin-process.js';
 import { waitFor } from './probe.js';
 import type { Started } from './process.js';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
+import { kwokControllersOf, partitioned } from './kwok-partition.js';
 
 const KWOK_PREFIX = 'kwok-gpu-';
 
@@ -47,6 +48,8 @@ export async function createKwokNodes(
       taints: [],
     }));
   }
+  // Each node's KWOK controller, by creation order, the pools' nodes as much as --kwok-nodes'.
+  nodes = partitioned(nodes, kwokControllersOf(s));
   // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
   // (--force-conflicts takes back labels changed since) or, when this run does not have them, to remove.
   const keep = new Set(nodes.map((x) => `node/${x.name}`));

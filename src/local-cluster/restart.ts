@@ -10,6 +10,7 @@ import { etcdClientTls } from './credentials.js';
 import { HELM_NAMESPACE } from './helm-chart.js';
 import { kwokRuns, readState, type Restartable } from './state.js';
 import { stopComponent } from './stop.js';
+import { startExtraKwokControllers, stopExtraKwokControllers } from './kwok-controllers.js';
 import { refuseUntrustedToolchain } from './trust.js';
 
 export { RESTARTABLE, type Restartable } from './state.js';
@@ -39,7 +40,11 @@ export async function clusterRestart(
     );
   const t: Toolchain = { bin: s.bin, cniBin: s.cniBin };
   refuseUntrustedToolchain(t);
-  const left = await stopComponent(l, name, log);
+  // KWOK's controllers are one component: each partition's goes and comes back with the first.
+  const left = [
+    ...(name === 'kwok' ? await stopExtraKwokControllers(l, log) : []),
+    ...(await stopComponent(l, name, log)),
+  ];
   if (left.length > 0) throw new FakegpuError('cluster restart', left.join('; '));
   if (name === 'fakegpu-plugin') {
     await startPlugin(l, t, s, log);
@@ -62,7 +67,10 @@ export async function clusterRestart(
   }
   const started = startComponent(l, t, s, name, log);
   // kwok serves no health endpoint here; the nodes it keeps Ready show that it works.
-  if (name === 'kwok') return;
+  if (name === 'kwok') {
+    startExtraKwokControllers(l, t, s, log);
+    return;
+  }
   if (name === 'etcd') {
     await waitFor(
       'etcd /health',

@@ -79,6 +79,8 @@ export interface State {
   consumableShares?: string;
   healthService?: boolean;
   kwokNodes?: number;
+  /** KWOK controllers, each managing one partition of the nodes (kwok-partition.ts); absent: one. */
+  kwokControllers?: number;
   kwokProfile?: string | null;
   /** A FleetPools file (absolute) whose pools list their nodes: the KWOK nodes and the fleet's machines. */
   kwokPools?: string;

@@ -24,6 +24,8 @@ import {
 } from './helm-chart.js';
 import { kubectl } from './kubectl.js';
 import { createKwokNodes } from './kwok-nodes.js';
+import { extraKwokPidNames, extraKwokStatus, startExtraKwokControllers } from './kwok-controllers.js';
+import { kwokControllersOf } from './kwok-partition.js';
 import { loadPools } from '../fleet/pools.js';
 import { hasNvlinkFabric } from '../model/render.js';
 import { PLUGIN_DCGM, startPlugin } from './plugin-process.js';
@@ -68,6 +70,8 @@ export interface ClusterOptions {
   healthService?: boolean;
   /** Simulated nodes: KWOK keeps them Ready and runs their pods, fakegpu's fleet publishes their slices. */
   kwokNodes?: number;
+  /** KWOK controllers the nodes are split between (kwok-partition.ts); absent: one. */
+  kwokControllers?: number;
   /** Their machine: a preset (set as each node's profile label) or a profile file (the fleet's default). */
   kwokProfile?: string | undefined;
   /** A FleetPools file whose pools list their nodes (`fakegpu capture cluster` writes one); absolute. */
@@ -156,13 +160,14 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
   }
   if (
     (state.kwokNodes ?? 0) !== (o.kwokNodes ?? 0) ||
+    kwokControllersOf(state) !== kwokControllersOf(o) ||
     (state.kwokFleet !== false) !== (o.kwokFleet !== false) ||
     (state.fleetReplicas ?? 1) !== (o.fleetReplicas ?? 1) ||
     (state.kwokPools ?? null) !== (o.kwokPools ?? null)
   ) {
     throw new FakegpuError(
       '--kwok-nodes',
-      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
+      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${kwokControllersOf(state) > 1 ? ` under ${kwokControllersOf(state)} KWOK controllers` : ''}${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
     );
   }
   if ((state.helm ?? false) !== (o.helm ?? false))
@@ -197,7 +202,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
   const l = layout(o.dir);
   const reused = reuseRunning(l, o);
   if (reused !== null) return reused;
-  if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null)) {
+  if (COMPONENT_ORDER.some((n) => readPid(l.run, n) !== null) || extraKwokPidNames(l).length > 0) {
     o.log('found a partly running or crashed cluster; cleaning it up first');
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
   }
@@ -222,6 +227,7 @@ function reuseRunning(l: Layout, o: ClusterOptions): Exports | null {
   const state = readState(l);
   const live = running(l);
   if (!state || !componentsOf(state).every((n) => live[n] !== null)) return null;
+  if (!extraKwokStatus(l, state).every((c) => c.running)) return null;
   refuseChanges(l.dir, state, o);
   refuseUntrustedToolchain({ bin: state.bin, cniBin: state.cniBin });
   o.log(`reusing the running cluster in ${l.dir}`);
@@ -277,6 +283,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
       : {}),
     ...(o.healthService ? { healthService: true } : {}),
     kwokNodes: o.kwokNodes ?? 0,
+    ...(kwokControllersOf(o) > 1 ? { kwokControllers: kwokControllersOf(o) } : {}),
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
     ...((o.fleetReplicas ?? 1) > 1 ? { fleetReplicas: o.fleetReplicas } : {}),
@@ -398,6 +405,7 @@ async function startHostProcesses({ l, t, s, start, log }: Starting): Promise<vo
   if (s.profile !== null) await startPlugin(l, t, s, log);
   if (kwokRuns(s)) {
     const kwok = start('kwok');
+    startExtraKwokControllers(l, t, s, log);
     if (s.kwokFleet !== false) await startFleet(l, t, s, log);
     else installDeviceClasses(l, t);
     if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, log, kwok);
@@ -417,6 +425,7 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
     60_000,
   );
   const kwok = kwokRuns(s) ? start('kwok') : null;
+  if (kwok) startExtraKwokControllers(l, t, s, log);
   installChart(l, t, s, REPO_ROOT, log);
   if (s.profile !== null) {
     await waitFor('the plugin pod Ready', proxy, chartPluginReady(l, t, s.nodeName), 120_000);

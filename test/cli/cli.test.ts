@@ -277,6 +277,26 @@ describe('bad input on the command line', () => {
       /^fakegpu: --kwok-nodes: "100001" is not an integer from 0 to 100000\n$/,
     ],
     [
+      'KWOK controllers out of range',
+      ['cluster', 'up', '--kwok-nodes', '100', '--kwok-controllers', '65'],
+      /^fakegpu: --kwok-controllers: "65" is not an integer from 1 to 64\n$/,
+    ],
+    [
+      'more KWOK controllers than nodes',
+      ['cluster', 'up', '--kwok-nodes', '2', '--kwok-controllers', '3'],
+      /^fakegpu: --kwok-controllers: 3 controllers for 2 KWOK node\(s\); give 1 to 2, at most one per node\n$/,
+    ],
+    [
+      'KWOK controllers without nodes',
+      ['cluster', 'up', '--kwok-controllers', '2'],
+      /^fakegpu: --kwok-controllers: needs --kwok-nodes or --kwok-pools\n$/,
+    ],
+    [
+      'KWOK controllers beside Karpenter',
+      ['cluster', 'up', '--with', 'karpenter', '--kwok-nodes', '4', '--kwok-controllers', '2'],
+      /^fakegpu: --kwok-controllers: 2 with --with karpenter: the nodes Karpenter launches carry no fakegpu\.dev\/kwok-partition label, so no controller would manage them; give 1\n$/,
+    ],
+    [
       'KWOK profile without nodes',
       ['cluster', 'up', '--kwok-profile', 'dgx-h100'],
       /^fakegpu: --kwok-profile: needs --kwok-nodes\n$/,

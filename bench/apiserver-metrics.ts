@@ -1,0 +1,239 @@
+/**
+ * The API server's own view of a bench phase, from its /metrics before and after: request latency of
+ * the slices by verb, who else wrote meanwhile (KWOK's node leases among them), API Priority and
+ * Fairness rejections and waits, and the Go runtime (CPU, GC, heap against GOMEMLIMIT, RSS). A bench's
+ * client-side seconds cannot tell a slow server from a busy client or a third writer; these can.
+ */
+import { FakegpuError } from '../src/errors.js';
+import type { Raw } from './support.js';
+
+/** One sample: a metric's labels as written (`{a="b",c="d"}`, or '') and its value. */
+interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition, by metric name; comments skipped. */
+export type Exposition = Map<string, Sample[]>;
+
+const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+export function parseExposition(text: string): Exposition {
+  const out: Exposition = new Map();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = LINE.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1] ?? ''] = l[2] ?? '';
+    const list = out.get(m[1] ?? '') ?? [];
+    list.push({ labels, value: Number(m[3]) });
+    out.set(m[1] ?? '', list);
+  }
+  return out;
+}
+
+/** The sum of a metric's samples whose labels include `match`, grouped by the labels `by` names. */
+export function sumBy(
+  e: Exposition,
+  name: string,
+  match: Record<string, string | RegExp>,
+  by: string[],
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of e.get(name) ?? []) {
+    const ok = Object.entries(match).every(([k, v]) =>
+      typeof v === 'string' ? s.labels[k] === v : v.test(s.labels[k] ?? ''),
+    );
+    if (!ok) continue;
+    const key = by.map((k) => s.labels[k] ?? '').join(' ');
+    out.set(key, (out.get(key) ?? 0) + s.value);
+  }
+  return out;
+}
+
+const total = (e: Exposition, name: string): number => [...sumBy(e, name, {}, []).values()][0] ?? 0;
+
+/** after − before, per key; keys only in `after` count from zero (a series first seen in the phase). */
+function delta(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
+  return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
+}
+
+/**
+ * A quantile of a histogram's change between two scrapes, interpolated within its bucket as PromQL's
+ * histogram_quantile does; NaN with no observations.
+ */
+export function quantileOfDelta(buckets: Map<string, number>, q: number): number {
+  const sorted = [...buckets]
+    .map(([le, n]) => ({ le: le === '+Inf' ? Infinity : Number(le), n }))
+    .sort((a, b) => a.le - b.le);
+  const count = sorted.at(-1)?.n ?? 0;
+  if (count <= 0) return Number.NaN;
+  const rank = q * count;
+  let lower = 0;
+  let below = 0;
+  for (const b of sorted) {
+    if (b.n >= rank) {
+      if (b.le === Infinity) return lower;
+      return lower + ((b.le - lower) * (rank - below)) / Math.max(b.n - below, 1e-9);
+    }
+    lower = b.le;
+    below = b.n;
+  }
+  return lower;
+}
+
+export interface VerbLatency {
+  verb: string;
+  requests: number;
+  p50S: number;
+  p99S: number;
+}
+
+export interface ApiserverPhase {
+  seconds: number;
+  /** Cores' worth of CPU the API server used, and of it its garbage collector's. */
+  cpuCores: number;
+  gcCpuCores: number;
+  gcCycles: number;
+  /** At the end of the phase, MiB. */
+  rssMiB: number;
+  heapLiveMiB: number;
+  heapGoalMiB: number;
+  memoryLimitMiB: number;
+  slices: VerbLatency[];
+  /** Mutating requests per second by `resource verb`, the busiest first. */
+  writesPerS: { what: string; perS: number }[];
+  /** KWOK's node leases: requests per second by verb. */
+  leasesPerS: Record<string, number>;
+  /** APF requests rejected in the phase, by `priority_level reason`; none: empty. */
+  apfRejected: Record<string, number>;
+  /** APF's mean queue wait in the phase, ms, by priority level (levels that queued anything). */
+  apfWaitMs: Record<string, number>;
+}
+
+const MIB = 2 ** 20;
+const MUTATING = /^(POST|PUT|PATCH|DELETE|DELETECOLLECTION|APPLY)$/;
+
+function sliceLatencies(before: Exposition, after: Exposition): VerbLatency[] {
+  const name = 'apiserver_request_duration_seconds_bucket';
+  const match = { resource: 'resourceslices' };
+  const d = delta(sumBy(after, name, match, ['verb', 'le']), sumBy(before, name, match, ['verb', 'le']));
+  const byVerb = new Map<string, Map<string, number>>();
+  for (const [key, n] of d) {
+    const [verb = '', le = ''] = key.split(' ');
+    if (verb === 'WATCH') continue;
+    const m = byVerb.get(verb) ?? new Map<string, number>();
+    m.set(le, n);
+    byVerb.set(verb, m);
+  }
+  return [...byVerb]
+    .map(([verb, b]) => ({
+      verb,
+      requests: b.get('+Inf') ?? 0,
+      p50S: quantileOfDelta(b, 0.5),
+      p99S: quantileOfDelta(b, 0.99),
+    }))
+    .filter((x) => x.requests > 0)
+    .sort((a, b) => b.requests - a.requests);
+}
+
+function apfWaits(before: Exposition, after: Exposition): Record<string, number> {
+  const sum = 'apiserver_flowcontrol_request_wait_duration_seconds_sum';
+  const count = 'apiserver_flowcontrol_request_wait_duration_seconds_count';
+  const s = delta(sumBy(after, sum, {}, ['priority_level']), sumBy(before, sum, {}, ['priority_level']));
+  const c = delta(sumBy(after, count, {}, ['priority_level']), sumBy(before, count, {}, ['priority_level']));
+  const out: Record<string, number> = {};
+  for (const [level, n] of c) if (n > 0) out[level] = (1000 * (s.get(level) ?? 0)) / n;
+  return out;
+}
+
+/** What the API server did between two scrapes `seconds` apart. */
+export function apiserverPhase(before: Exposition, after: Exposition, seconds: number): ApiserverPhase {
+  const d = (name: string): number => total(after, name) - total(before, name);
+  const requests = 'apiserver_request_total';
+  const writes = delta(
+    sumBy(after, requests, { verb: MUTATING }, ['resource', 'verb']),
+    sumBy(before, requests, { verb: MUTATING }, ['resource', 'verb']),
+  );
+  const leases = delta(
+    sumBy(after, requests, { resource: 'leases' }, ['verb']),
+    sumBy(before, requests, { resource: 'leases' }, ['verb']),
+  );
+  const rejected = delta(
+    sumBy(after, 'apiserver_flowcontrol_rejected_requests_total', {}, ['priority_level', 'reason']),
+    sumBy(before, 'apiserver_flowcontrol_rejected_requests_total', {}, ['priority_level', 'reason']),
+  );
+  const per = (n: number): number => n / Math.max(seconds, 1e-9);
+  return {
+    seconds,
+    cpuCores: per(d('process_cpu_seconds_total')),
+    gcCpuCores: per(d('go_cpu_classes_gc_total_cpu_seconds_total')),
+    gcCycles: d('go_gc_cycles_total_gc_cycles_total'),
+    rssMiB: total(after, 'process_resident_memory_bytes') / MIB,
+    heapLiveMiB: total(after, 'go_memstats_heap_alloc_bytes') / MIB,
+    heapGoalMiB: total(after, 'go_gc_heap_goal_bytes') / MIB,
+    memoryLimitMiB: total(after, 'go_gc_gomemlimit_bytes') / MIB,
+    slices: sliceLatencies(before, after),
+    writesPerS: [...writes]
+      .filter(([, n]) => n > 0)
+      .map(([what, n]) => ({ what, perS: per(n) }))
+      .sort((a, b) => b.perS - a.perS),
+    leasesPerS: Object.fromEntries([...leases].filter(([, n]) => n > 0).map(([v, n]) => [v, per(n)])),
+    apfRejected: Object.fromEntries([...rejected].filter(([, n]) => n > 0)),
+    apfWaitMs: apfWaits(before, after),
+  };
+}
+
+const f = (n: number, d = 2): string => (Number.isFinite(n) ? n.toFixed(d) : '-');
+
+/** A phase in a few lines for the bench's log. */
+export function showPhase(p: ApiserverPhase): string[] {
+  const slices = p.slices.map(
+    (v) => `${v.verb} ${v.requests} p50 ${f(v.p50S * 1000, 0)} ms p99 ${f(v.p99S * 1000, 0)} ms`,
+  );
+  const writes = p.writesPerS.slice(0, 6).map((w) => `${w.what} ${f(w.perS, 1)}`);
+  const leases = Object.entries(p.leasesPerS).map(([v, n]) => `${v} ${f(n, 1)}/s`);
+  const rejected = Object.entries(p.apfRejected).map(([k, n]) => `${k} ${n}`);
+  const waits = Object.entries(p.apfWaitMs).map(([k, ms]) => `${k} ${f(ms, 1)} ms`);
+  return [
+    `API server: CPU ${f(p.cpuCores)} cores (GC ${f(p.gcCpuCores)}), ${p.gcCycles} GC cycles in ${f(p.seconds, 0)} s; RSS ${f(p.rssMiB, 0)} MiB, heap ${f(p.heapLiveMiB, 0)} MiB, goal ${f(p.heapGoalMiB, 0)}, GOMEMLIMIT ${f(p.memoryLimitMiB, 0)}`,
+    `API server: resourceslices ${slices.join('; ') || 'none'}`,
+    `API server: writes/s ${writes.join(', ') || 'none'}; node leases ${leases.join(', ') || 'none'}`,
+    `API server: APF rejected ${rejected.join(', ') || 'none'}; APF wait ${waits.join(', ') || 'none'}`,
+  ];
+}
+
+/** The API server's /metrics now (the bench's admin client is exempt from APF, so this never queues). */
+export async function scrapeApiserver(raw: Raw): Promise<Exposition> {
+  const r = await raw.send('GET', '/metrics', undefined, 'text/plain');
+  if (r.status !== 200) throw new FakegpuError('bench', `API server /metrics: HTTP ${r.status}`);
+  return parseExposition(r.text);
+}
+
+/**
+ * A phase measured from the API server's side: `start` before it, `end` after it, which logs the
+ * summary and returns it for the JSON result.
+ */
+export class ApiserverPhases {
+  private before: Exposition = new Map();
+  private t0 = 0;
+
+  constructor(
+    private readonly raw: Raw,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  async start(): Promise<void> {
+    this.before = await scrapeApiserver(this.raw);
+    this.t0 = performance.now();
+  }
+
+  async end(what: string): Promise<ApiserverPhase> {
+    const seconds = (performance.now() - this.t0) / 1000;
+    const p = apiserverPhase(this.before, await scrapeApiserver(this.raw), seconds);
+    for (const line of showPhase(p)) this.log(`${what}, ${line}`);
+    return p;
+  }
+}
