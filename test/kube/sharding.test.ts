@@ -277,4 +277,23 @@ describe('sharder', () => {
     r.add('a', link);
     await until('a holds every shard', () => r.held('a') === SHARDS, 10_000);
   });
+
+  it('a member whose own renew time is long past gets no share, so the others split the shards at once', async () => {
+    const store = new FakeObjects();
+    const old = new Date(Date.now() - 3_600_000).toISOString();
+    store.seed('/apis/coordination.k8s.io/v1/namespaces/fakegpu/leases', {
+      metadata: {
+        name: 'fakegpu-fleet-member-ghost',
+        namespace: 'fakegpu',
+        labels: { 'fakegpu.dev/sharded-by': 'fakegpu-fleet', 'fakegpu.dev/shard-role': 'member' },
+      },
+      spec: { holderIdentity: 'ghost', leaseDurationSeconds: 1, renewTime: old },
+    });
+    ring = new Ring(store);
+    const r = ring;
+    r.add('a');
+    await until('a takes shards', () => r.held('a') > 0, 10_000);
+    await sleep(30);
+    assert.equal(r.held('a'), SHARDS, 'all of them in its first taking, not half');
+  });
 });

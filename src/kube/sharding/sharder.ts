@@ -283,9 +283,15 @@ export class Sharder {
   private observe(leases: Lease[]): ShardView {
     const at = this.now();
     const members = new Map<string, string>();
+    /** Members whose own renew time is a lease duration old on the wall clock: no share for them. */
+    const stale = new Set<string>();
+    const wall = Date.now();
     for (const l of leases)
-      if (l.metadata.labels?.[ROLE_LABEL] === 'member' && l.spec?.holderIdentity)
+      if (l.metadata.labels?.[ROLE_LABEL] === 'member' && l.spec?.holderIdentity) {
         members.set(l.spec.holderIdentity, recordKey(l.spec));
+        const renewed = Date.parse(l.spec.renewTime ?? '');
+        if (Number.isFinite(renewed) && wall - renewed >= this.durationMs) stale.add(l.spec.holderIdentity);
+      }
     const holders: (string | undefined)[] = Array.from({ length: this.o.shards }, () => undefined);
     for (const l of leases) {
       const k = this.shardIndex(l.metadata.name);
@@ -298,7 +304,11 @@ export class Sharder {
     }
     for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
     const gone = (id: string) => id !== this.id && at - (this.seen.get(id)?.at ?? at) >= this.durationMs;
-    const live = [...new Set([this.id, ...members.keys()])].filter((id) => !gone(id));
+    // Balance only, never safety: a member long silent by its own renew time gets no share at once, but
+    // its shards are taken only once it is `gone` on our clock.
+    const live = [...new Set([this.id, ...members.keys()])].filter(
+      (id) => id === this.id || (!gone(id) && !stale.has(id)),
+    );
     const covered = holders.filter((h) => h !== undefined && h !== '' && !gone(h)).length;
     this.last = { identity: this.id, held: this.held.size, members: live.length, covered };
     return {
