@@ -3,7 +3,8 @@ import { Registry } from 'prom-client';
 import { KubeApi, type ClusterApi } from '../kube/api.js';
 import { clientOf, loadKubeconfigInto, PooledKubeConfig } from '../kube/client.js';
 import { KubeFaultApi } from '../kube/gpufault/api.js';
-import { Elected, type ElectionOptions, type Work } from '../kube/lease.js';
+import { Elected, LEASE_DURATION_MS, type ElectionOptions, type Work } from '../kube/lease.js';
+import { ringQuiet } from '../kube/sharding/exclusion.js';
 import { KubeObjects, type ObjectApi } from '../kube/objects.js';
 import type { Style } from '../model/dcgm/exposition.js';
 import { serveDcgm, type DcgmServer } from '../process/dcgm-server.js';
@@ -88,8 +89,16 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
   const onFaults = faultMetrics(reg);
   let term: Term | null = null;
   const { leaderElection: le } = o;
+  const api = le?.api ?? new KubeObjects(clientOf(kc));
   const elected = new Elected({
-    election: le ? { ...le, api: le.api ?? new KubeObjects(clientOf(kc)) } : undefined,
+    // A leader only once no replica of a sharded fleet of the same Lease name writes (a rollout between them).
+    election: le
+      ? {
+          ...le,
+          api,
+          mayAcquire: ringQuiet(api, le.namespace, le.name, le.leaseDurationMs ?? LEASE_DURATION_MS),
+        }
+      : undefined,
     log: o.log,
     lead: () => {
       const t = lead(o, kc, onFaults);

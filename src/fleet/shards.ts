@@ -35,6 +35,8 @@ export class FleetShards {
     this.sharder = new Sharder({
       ...o,
       log,
+      // Nothing is taken while a single leader of the same name writes (a rollout from one replica).
+      exclusive: true,
       gained: (k) => this.fleet?.resync((node) => shardOf(node, o.shards) === k),
       lost: async (k) => {
         await this.fleet?.disown((node) => shardOf(node, o.shards) === k);

@@ -59,6 +59,12 @@ export interface ElectionOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /**
+   * Asked before taking the Lease (not before renewing it): false while another kind of writer of the
+   * same objects still works (the fleet's shards, `kube/sharding`), so that a rollout from one to the
+   * other never has both writing.
+   */
+  mayAcquire?: (() => Promise<boolean>) | undefined;
 }
 
 export interface ElectedOptions {
@@ -243,6 +249,7 @@ export class Elected {
     const time = microTime();
     const seconds = Math.ceil(this.durationMs / 1000);
     if (!cur) {
+      if (e.mayAcquire && !(await e.mayAcquire())) return false;
       const spec: LeaseSpec = {
         holderIdentity: e.identity,
         leaseDurationSeconds: seconds,
@@ -267,6 +274,7 @@ export class Elected {
     if (holder !== '' && holder !== e.identity && this.now() < this.observedAt + this.durationMs)
       return false;
     const mine = holder === e.identity;
+    if (!mine && e.mayAcquire && !(await e.mayAcquire())) return false;
     const spec: LeaseSpec = {
       ...cur.spec,
       holderIdentity: e.identity,

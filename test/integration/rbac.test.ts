@@ -82,6 +82,7 @@ const VARIANTS: Record<string, string[]> = {
   default: ['--set', 'fleet.enabled=true'],
   'no-compute-domains': ['--set', 'fleet.enabled=true', '--set', 'resources.computeDomains.enabled=false'],
   'no-dcgm': ['--set', 'fleet.enabled=true', '--set', 'dcgm.enabled=false'],
+  sharded: ['--set', 'fleet.enabled=true', '--set', 'fleet.replicas=3'],
 };
 
 const OWN = 'fakegpu-rbac-own';

@@ -4,6 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { planShards, shardOf, share, type ShardView } from '../../src/kube/sharding/ring.js';
 import { Sharder } from '../../src/kube/sharding/sharder.js';
+import { ringQuiet } from '../../src/kube/sharding/exclusion.js';
+import { Elected } from '../../src/kube/lease.js';
 import { FakeObjects } from '../support/fake-objects.js';
 import { until } from '../support/http.js';
 import { Link } from '../support/link.js';
@@ -94,7 +96,11 @@ class Ring {
     private readonly drainMs = 0,
   ) {}
 
-  add(name: string, link = new Link(this.store)): { s: Sharder; link: Link; name: string; stopped: boolean } {
+  add(
+    name: string,
+    link = new Link(this.store),
+    exclusive = false,
+  ): { s: Sharder; link: Link; name: string; stopped: boolean } {
     let n = 0;
     const draining = new Set<number>();
     this.draining.set(name, draining);
@@ -108,6 +114,7 @@ class Ring {
       renewDeadlineMs: RENEW,
       retryPeriodMs: RETRY,
       log,
+      exclusive,
       gained: () => undefined,
       lost: async (k) => {
         draining.add(k);
@@ -154,9 +161,12 @@ class Ring {
 
 describe('sharder', () => {
   let ring: Ring | null = null;
+  /** Leaders a test started, stopped even when it fails (a running one keeps the process alive). */
+  const electeds: Elected[] = [];
   afterEach(async () => {
     await ring?.stop();
     ring = null;
+    for (const e of electeds.splice(0)) await e.stop();
   });
 
   it('three members split the shards evenly, each shard held by exactly one', async () => {
@@ -295,5 +305,46 @@ describe('sharder', () => {
     await until('a takes shards', () => r.held('a') > 0, 10_000);
     await sleep(30);
     assert.equal(r.held('a'), SHARDS, 'all of them in its first taking, not half');
+  });
+
+  it('a rollout between one leader and shards never has both writing: each waits for the other to stop', async () => {
+    const store = new FakeObjects();
+    const leader = (who: string): Elected =>
+      new Elected({
+        election: {
+          api: new Link(store),
+          namespace: 'fakegpu',
+          name: 'fakegpu-fleet',
+          identity: who,
+          leaseDurationMs: DURATION,
+          renewDeadlineMs: RENEW,
+          retryPeriodMs: RETRY,
+          mayAcquire: ringQuiet(new Link(store), 'fakegpu', 'fakegpu-fleet', DURATION),
+        },
+        log,
+        lead: () => ({ stop: () => Promise.resolve() }),
+      });
+    // One leader writes; a sharded replica arrives (the chart's replicas from 1 to 3).
+    const old = leader('old');
+    electeds.push(old);
+    old.start();
+    await until('the leader leads', () => old.leading, 10_000);
+    ring = new Ring(store);
+    const r = ring;
+    const a = r.add('a', new Link(store), true);
+    await sleep(DURATION * 2);
+    assert.equal(r.held('a'), 0, 'no shard while the leader writes');
+    await old.stop();
+    await until('a takes every shard', () => r.held('a') === SHARDS, 10_000);
+    // And back: a new leader waits until the sharded replica has stopped and handed its shards back.
+    const next = leader('next');
+    electeds.push(next);
+    next.start();
+    await sleep(DURATION * 2);
+    assert.equal(next.leading, false, 'no leader while a shard is held');
+    await a.s.stop();
+    a.stopped = true;
+    await until('the new leader leads', () => next.leading, 10_000);
+    await next.stop();
   });
 });

@@ -14,6 +14,7 @@ import {
 } from '../lease.js';
 import type { ObjectApi } from '../objects.js';
 import { planShards, type ShardView } from './ring.js';
+import { leaderLive, Liveness, ROLE_LABEL, SHARDED_BY_LABEL } from './exclusion.js';
 
 /**
  * A controller split between replicas through `coordination.k8s.io` Leases, with no leader: each replica
@@ -36,8 +37,7 @@ import { planShards, type ShardView } from './ring.js';
  * refused (`fleet/reconciler.ts`).
  */
 
-export const SHARDED_BY_LABEL = 'fakegpu.dev/sharded-by';
-const ROLE_LABEL = 'fakegpu.dev/shard-role';
+export { SHARDED_BY_LABEL } from './exclusion.js';
 /** A dead member's Lease is deleted once unchanged this many lease durations, so restarts leave nothing. */
 const PRUNE_AFTER_DURATIONS = 4;
 
@@ -59,6 +59,8 @@ export interface ShardedOptions {
   gained(shard: number): void;
   /** A shard is no longer ours (`owns` already says so): resolves once nothing more goes out for it. */
   lost(shard: number): Promise<void>;
+  /** The single leader's Lease of the same objects (`<name>` itself): no shard is taken while it is held. */
+  exclusive?: boolean | undefined;
 }
 
 /** What a replica sees of the ring, for its metrics and readiness. */
@@ -95,6 +97,7 @@ export class Sharder {
   private readonly renewMs: number;
   private readonly retryMs: number;
   private last: RingState;
+  private readonly leader: (() => Promise<boolean>) | null;
 
   constructor(private readonly o: ShardedOptions) {
     this.now = o.now ?? (() => performance.now());
@@ -103,6 +106,9 @@ export class Sharder {
     this.retryMs = o.retryPeriodMs ?? RETRY_PERIOD_MS;
     this.id = o.identity();
     this.last = { identity: this.id, held: 0, members: 0, covered: 0 };
+    this.leader = o.exclusive
+      ? leaderLive(o.api, o.namespace, o.name, new Liveness(this.durationMs, this.now))
+      : null;
   }
 
   /** Whether this replica may write the keys of `shard` now. */
@@ -169,8 +175,10 @@ export class Sharder {
     const gen = this.generation;
     await this.renew(gen);
     const leases = await within(this.renewMs, this.list());
+    const leading = this.leader ? await within(this.renewMs, this.leader()) : false;
     if (gen !== this.generation || this.stopped) return;
     const view = this.observe(leases);
+    if (leading) view.mayTake = false;
     this.adoptOrDrop(view.holders, gen);
     if (this.now() >= this.fencedAt) return;
     const plan = planShards(view);
