@@ -293,19 +293,38 @@ describe('fakegpu installed by its Helm chart', () => {
           items: S[];
         }
       ).items.filter((x) => x.spec.nodeName.startsWith('kwok-gpu-'));
-    const before = kwokSlices();
-    for (let i = 0; i < HELM_KWOK_NODES; i++) {
-      const pool = before.filter((x) => x.spec.nodeName === `kwok-gpu-${i}`);
-      assert.ok(pool.length > 0, `kwok-gpu-${i} published`);
-      assert.ok(
-        pool.every(
-          (x) =>
-            x.spec.pool.resourceSliceCount === pool.length &&
-            x.spec.pool.generation === pool[0]?.spec.pool.generation,
-        ),
-        `kwok-gpu-${i}: one complete pool, not two writers' slices`,
+    // Every KWOK node's pool whole: one generation, as many slices as each says (two writers' creates
+    // would leave more); awaited, since the rollout's new pods may still be finishing the upgrade's pools.
+    const incomplete = (xs: S[]): string[] =>
+      Array.from({ length: HELM_KWOK_NODES }, (_, i) => `kwok-gpu-${i}`).flatMap((node) => {
+        const pool = xs.filter((x) => x.spec.nodeName === node);
+        const whole =
+          pool.length > 0 &&
+          pool.every(
+            (x) =>
+              x.spec.pool.resourceSliceCount === pool.length &&
+              x.spec.pool.generation === pool[0]?.spec.pool.generation,
+          );
+        return whole
+          ? []
+          : [
+              `${node}: ${pool.map((x) => `${x.metadata.name} g${x.spec.pool.generation}/${x.spec.pool.resourceSliceCount}`).join(', ')}`,
+            ];
+      });
+    let last: string[] = [];
+    try {
+      await eventually(
+        'every KWOK node published once',
+        () => {
+          last = incomplete(kwokSlices());
+          return last.length === 0 ? true : undefined;
+        },
+        60_000,
       );
+    } catch {
+      assert.fail(`not one complete pool per node: ${last.join('; ')}`);
     }
+    const before = kwokSlices();
     const victim = fleetPods()[0] ?? assert.fail('no fleet pod');
     mustKubectl(e, ['delete', 'pod', '-n', HELM_NAMESPACE, victim, '--wait=true', '--timeout=60s']);
     await eventually(
