@@ -297,6 +297,31 @@ describe('bad input on the command line', () => {
       /^fakegpu: --kwok-controllers: 2 with --with karpenter: the nodes Karpenter launches carry no fakegpu\.dev\/kwok-partition label, so no controller would manage them; give 1\n$/,
     ],
     [
+      'fleet replicas out of range',
+      ['cluster', 'up', '--kwok-nodes', '4', '--fleet-replicas', '30'],
+      /^fakegpu: --fleet-replicas: "30" is not an integer from 1 to 16\n$/,
+    ],
+    [
+      'fleet replicas without the fleet',
+      ['cluster', 'up', '--fleet-replicas', '3'],
+      /^fakegpu: --fleet-replicas: 3 needs the fleet: give --kwok-nodes, without --no-fleet\n$/,
+    ],
+    [
+      'fleet shards out of range',
+      ['fleet', '--shards', '5000'],
+      /^fakegpu: --shards: "5000" is not an integer from 0 to 1024\n$/,
+    ],
+    [
+      'fleet shards without the Leases',
+      ['fleet', '--shards', '4', '--leader-elect', 'false'],
+      /^fakegpu: --shards: 4 needs the Leases; it cannot be used with --leader-elect=false\n$/,
+    ],
+    [
+      'fleet shards with a lease name too long for a label',
+      ['fleet', '--shards', '4', '--leader-election-lease-name', 'x'.repeat(64)],
+      /^fakegpu: --leader-election-lease-name: "x{64}" is longer than 63 characters; with --shards it is also a label value\n$/,
+    ],
+    [
       'KWOK profile without nodes',
       ['cluster', 'up', '--kwok-profile', 'dgx-h100'],
       /^fakegpu: --kwok-profile: needs --kwok-nodes\n$/,
