@@ -169,5 +169,6 @@ export function replicaLine(n: number, r: ReplicaRun): string {
       1,
       r.owned.reduce((a, b) => a + b, 0),
     );
-  return `fleet: N=${String(n)} replicas=${String(r.replicas)} publish=${r.publishS.toFixed(1)}s ceiling=${r.ceilingS.toFixed(1)}s ratio=${r.ratio.toFixed(2)} takeover=${r.takeoverS.toFixed(1)}s rss_per_node=${perNode.toFixed(1)}KiB cpu=${r.cpuS.map((x) => x.toFixed(1)).join('+')}s`;
+  // As issue 35 spells it: rss_per_node in KiB, no unit; each replica's CPU seconds are in the JSON result.
+  return `fleet: N=${String(n)} replicas=${String(r.replicas)} publish=${r.publishS.toFixed(1)}s ceiling=${r.ceilingS.toFixed(1)}s ratio=${r.ratio.toFixed(2)} takeover=${r.takeoverS.toFixed(1)}s rss_per_node=${perNode.toFixed(1)}`;
 }
