@@ -21,12 +21,21 @@ export class Liveness {
     private readonly now: () => number,
   ) {}
 
+  /** Notes `key` for `id` as seen now (the time is kept only when it changed). */
+  note(id: string, key: string): void {
+    if (this.seen.get(id)?.key !== key) this.seen.set(id, { key, at: this.now() });
+  }
+
+  /** Milliseconds since `id`'s record last changed, as we saw it; 0 for one never seen. */
+  unchangedFor(id: string): number {
+    const s = this.seen.get(id);
+    return s ? this.now() - s.at : 0;
+  }
+
   /** Notes `key` for `id` as seen now; true while it has changed within the lease duration. */
   live(id: string, key: string): boolean {
-    const at = this.now();
-    const prev = this.seen.get(id);
-    if (prev?.key !== key) this.seen.set(id, { key, at });
-    return at - (this.seen.get(id)?.at ?? at) < this.durationMs;
+    this.note(id, key);
+    return this.unchangedFor(id) < this.durationMs;
   }
 
   /** Forgets everyone not in `ids`, so that the map stays as small as the ring. */
@@ -35,7 +44,8 @@ export class Liveness {
   }
 }
 
-const record = (l: Lease | undefined | null): string =>
+/** What changes at each renew of a Lease; a missing Lease is a record of its own. */
+export const record = (l: Lease | undefined | null): string =>
   l ? `${l.spec?.holderIdentity ?? ''}|${l.spec?.renewTime ?? ''}` : '<absent>';
 
 /** For the single leader: whether a live member of the ring still holds a shard (then it may not lead). */

@@ -14,7 +14,7 @@ import {
 } from '../lease.js';
 import type { ObjectApi } from '../objects.js';
 import { planShards, type ShardView } from './ring.js';
-import { leaderLive, Liveness, ROLE_LABEL, SHARDED_BY_LABEL } from './exclusion.js';
+import { leaderLive, Liveness, record, ROLE_LABEL, SHARDED_BY_LABEL } from './exclusion.js';
 
 /**
  * A controller split between replicas through `coordination.k8s.io` Leases, with no leader: each replica
@@ -72,8 +72,6 @@ export interface RingState {
   covered: number;
 }
 
-const recordKey = (s: LeaseSpec | undefined): string => `${s?.holderIdentity ?? ''}|${s?.renewTime ?? ''}`;
-
 export class Sharder {
   private id: string;
   /** Bumped when this process rejoins: a step begun under an old identity applies nothing. */
@@ -88,7 +86,7 @@ export class Sharder {
   private fencedAt = 0;
   private fence: NodeJS.Timeout | undefined;
   /** Each member's record as last seen, and when it changed (our clock). */
-  private readonly seen = new Map<string, { key: string; at: number }>();
+  private readonly seen: Liveness;
   private stopped = false;
   private readonly wake = new AbortController();
   private loop: Promise<void> = Promise.resolve();
@@ -104,6 +102,7 @@ export class Sharder {
     this.durationMs = o.leaseDurationMs ?? LEASE_DURATION_MS;
     this.renewMs = o.renewDeadlineMs ?? RENEW_DEADLINE_MS;
     this.retryMs = o.retryPeriodMs ?? RETRY_PERIOD_MS;
+    this.seen = new Liveness(this.durationMs, this.now);
     this.id = o.identity();
     this.last = { identity: this.id, held: 0, members: 0, covered: 0 };
     this.leader = o.exclusive
@@ -296,7 +295,7 @@ export class Sharder {
     const wall = Date.now();
     for (const l of leases)
       if (l.metadata.labels?.[ROLE_LABEL] === 'member' && l.spec?.holderIdentity) {
-        members.set(l.spec.holderIdentity, recordKey(l.spec));
+        members.set(l.spec.holderIdentity, record(l));
         const renewed = Date.parse(l.spec.renewTime ?? '');
         if (Number.isFinite(renewed) && wall - renewed >= this.durationMs) stale.add(l.spec.holderIdentity);
       }
@@ -306,12 +305,9 @@ export class Sharder {
       if (k !== null) holders[k] = l.spec?.holderIdentity ?? '';
     }
     const ids = new Set([...members.keys(), ...holders.filter((h): h is string => !!h)]);
-    for (const id of ids) {
-      const key = members.get(id) ?? '<absent>';
-      if (this.seen.get(id)?.key !== key) this.seen.set(id, { key, at });
-    }
-    for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
-    const gone = (id: string) => id !== this.id && at - (this.seen.get(id)?.at ?? at) >= this.durationMs;
+    for (const id of ids) this.seen.note(id, members.get(id) ?? record(null));
+    this.seen.keep(ids);
+    const gone = (id: string) => id !== this.id && this.seen.unchangedFor(id) >= this.durationMs;
     // Balance only, never safety: a member long silent by its own renew time gets no share at once, but
     // its shards are taken only once it is `gone` on our clock.
     const live = [...new Set([this.id, ...members.keys()])].filter(
@@ -432,12 +428,10 @@ export class Sharder {
 
   /** Member Leases of members long gone, deleted so that restarts leave nothing behind. */
   private async prune(leases: Lease[]): Promise<void> {
-    const at = this.now();
     for (const l of leases) {
       const id = l.spec?.holderIdentity;
       if (l.metadata.labels?.[ROLE_LABEL] !== 'member' || !id || id === this.id) continue;
-      const seen = this.seen.get(id);
-      if (!seen || at - seen.at < PRUNE_AFTER_DURATIONS * this.durationMs) continue;
+      if (this.seen.unchangedFor(id) < PRUNE_AFTER_DURATIONS * this.durationMs) continue;
       await within(
         this.renewMs,
         this.o.api.delete(leasePath(this.o.namespace, l.metadata.name), l.metadata.resourceVersion),
