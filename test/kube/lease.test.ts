@@ -139,40 +139,17 @@ describe('leader election over a Lease', () => {
     }
   });
 
-  it("a standby takes a dead holder's lease when it runs out, not at the next retry after that", async () => {
-    const store = new FakeObjects();
-    store.seed(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {
-      metadata: { name: NAME, namespace: NS },
-      spec: { holderIdentity: 'dead', leaseDurationSeconds: 1, renewTime: 'then', leaseTransitions: 0 },
-    });
-    // A retry period close to the lease's, so that the old rule (next poll after expiry) shows: 2.4 s; a
-    // longer lease than the other tests' gives the timers of a loaded machine 600 ms of slack.
-    const duration = DURATION * 4;
-    const retry = duration * 0.75;
-    const b = new Elected({
-      election: {
-        api: new Link(store),
-        namespace: NS,
-        name: NAME,
-        identity: 'b',
-        leaseDurationMs: duration,
-        renewDeadlineMs: RENEW * 4,
-        retryPeriodMs: retry,
-      },
-      log,
-      lead: () => ({ stop: () => Promise.resolve() }),
-    });
-    live.push(b);
-    const started = performance.now();
-    b.start();
-    await until('b leads', () => b.leading, duration * 4);
-    const took = performance.now() - started;
-    assert.ok(took >= duration, `b waited out the lease (${took.toFixed(0)} ms)`);
-    assert.ok(took < duration + retry / 2, `b led ${took.toFixed(0)} ms after it first saw the lease`);
-    assert.equal(lease(store)?.spec.holderIdentity, 'b');
-  });
-
-  it('a standby that sees the lease run out while it was busy tries at once, not a retry period later', async () => {
+  /**
+   * A standby `b` beside a Lease whose holder is dead, on a lease four times the other tests' (the timers
+   * of a loaded machine get 600 ms of slack) and a retry period close to it (3/4), so that the old rule,
+   * the next poll after expiry, shows.
+   */
+  function deadHolderStandby(now?: () => number): {
+    store: FakeObjects;
+    b: Elected;
+    duration: number;
+    retry: number;
+  } {
     const store = new FakeObjects();
     store.seed(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {
       metadata: { name: NAME, namespace: NS },
@@ -180,11 +157,6 @@ describe('leader election over a Lease', () => {
     });
     const duration = DURATION * 4;
     const retry = duration * 0.75;
-    // A loaded machine: between the second attempt's look at the lease (not run out yet) and the pause
-    // after it, half a second passes (the sixth reading of the clock is the pause's).
-    let readings = 0;
-    const t0 = performance.now();
-    const now = (): number => performance.now() - t0 + (++readings >= 6 ? 500 : 0);
     const b = new Elected({
       election: {
         api: new Link(store),
@@ -200,6 +172,28 @@ describe('leader election over a Lease', () => {
       lead: () => ({ stop: () => Promise.resolve() }),
     });
     live.push(b);
+    return { store, b, duration, retry };
+  }
+
+  it("a standby takes a dead holder's lease when it runs out, not at the next retry after that", async () => {
+    const { store, b, duration, retry } = deadHolderStandby();
+    const started = performance.now();
+    b.start();
+    await until('b leads', () => b.leading, duration * 4);
+    const took = performance.now() - started;
+    assert.ok(took >= duration, `b waited out the lease (${took.toFixed(0)} ms)`);
+    assert.ok(took < duration + retry / 2, `b led ${took.toFixed(0)} ms after it first saw the lease`);
+    assert.equal(lease(store)?.spec.holderIdentity, 'b');
+  });
+
+  it('a standby that sees the lease run out while it was busy tries at once, not a retry period later', async () => {
+    // A loaded machine: between the second attempt's look at the lease (not run out yet) and the pause
+    // after it, half a second passes (the sixth reading of the clock is the pause's).
+    let readings = 0;
+    const t0 = performance.now();
+    const { b, duration, retry } = deadHolderStandby(
+      () => performance.now() - t0 + (++readings >= 6 ? 500 : 0),
+    );
     b.start();
     await until('b leads', () => b.leading, duration * 4);
     const took = performance.now() - t0;
