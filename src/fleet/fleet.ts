@@ -89,13 +89,15 @@ export interface FleetOptions {
    * Which served nodes this replica writes, when the fleet is sharded between replicas (`run.ts`); every
    * node watched is still known, so that a shard taken over is written without listing again.
    */
-  owner?: Pick<FleetShards, 'owns' | 'faultShards'> | undefined;
+  owner?: Pick<FleetShards, 'shardOf' | 'holds' | 'faultShards'> | undefined;
   /** DRANET's claim status for NIC claims (with `nics`); default: the kubeconfig's, unless `api` is given. */
   nicStatus?: Pick<FleetNicStatusOptions, 'api' | 'claims' | 'periodMs' | 'now'> | undefined;
 }
 
 interface NodeState extends FaultedNode {
   uid: string;
+  /** The node's shard, hashed once: `owns()` runs for every node on every pass and scrape. */
+  shard: number;
 }
 
 /** Counters since start; `snapshot()` adds the current sizes. */
@@ -292,7 +294,9 @@ export class Fleet {
 
   /** Whether this replica writes the node now: always, unless the fleet is sharded. */
   owns(node: string): boolean {
-    return this.o.owner?.owns(node) ?? true;
+    const owner = this.o.owner;
+    if (!owner) return true;
+    return owner.holds(this.shardOfNode(node));
   }
 
   private *ownedNodes(): Generator<[string, NodeState]> {
@@ -304,21 +308,25 @@ export class Fleet {
   }
 
   /** Nodes that became this replica's (a shard taken): each is judged against the slices known. */
-  resync(gained: (node: string) => boolean): void {
+  resync(shard: number): void {
     for (const [name, st] of this.nodes)
-      if (gained(name)) {
+      if (st.shard === shard) {
         this.faults?.refresh(name, st);
         this.queue.add(name);
       }
-    for (const name of this.leaving) if (gained(name)) this.queue.add(name);
+    for (const name of this.leaving) if (this.shardOfNode(name) === shard) this.queue.add(name);
     // The shard's fault status entries are this replica's to write now, whatever changed meanwhile.
     this.faults?.rewriteAll();
   }
 
-  /** Nodes no longer this replica's: resolves once nothing more is sent for them. */
-  async disown(lost: (node: string) => boolean): Promise<void> {
-    for (const name of this.nodes.keys()) if (lost(name)) this.faults?.removed(name);
-    await this.queue.disown(lost);
+  /** A shard no longer this replica's: resolves once nothing more is sent for its nodes. */
+  async disown(shard: number): Promise<void> {
+    for (const [name, st] of this.nodes) if (st.shard === shard) this.faults?.removed(name);
+    await this.queue.disown((name) => this.shardOfNode(name) === shard);
+  }
+
+  private shardOfNode(name: string): number {
+    return this.nodes.get(name)?.shard ?? this.o.owner?.shardOf(name) ?? 0;
   }
 
   /** The NIC claims' status writer, where NICs are published and an API to write to is known. */
@@ -478,7 +486,8 @@ export class Fleet {
       label ?? (pool === null && instanceType === null ? (this.o.defaultProfile ?? null) : null);
     const prev = this.nodes.get(name);
     const uid = n.metadata?.uid ?? '';
-    const st = { uid, profile, pool, instanceType, labels };
+    const shard = prev?.shard ?? this.o.owner?.shardOf(name) ?? 0;
+    const st = { uid, profile, pool, instanceType, labels, shard };
     this.nodes.set(name, st);
     this.leaving.delete(name);
     if (

@@ -37,16 +37,21 @@ export class FleetShards {
       log,
       // Nothing is taken while a single leader of the same name writes (a rollout from one replica).
       exclusive: true,
-      gained: (k) => this.fleet?.resync((node) => shardOf(node, o.shards) === k),
+      gained: (k) => this.fleet?.resync(k),
       lost: async (k) => {
-        await this.fleet?.disown((node) => shardOf(node, o.shards) === k);
+        await this.fleet?.disown(k);
       },
     });
   }
 
-  /** Whether this replica writes the node now. */
-  owns(node: string): boolean {
-    return this.sharder.owns(shardOf(node, this.o.shards));
+  /** The node's shard: the fleet keeps it with the node, so that the hash runs once per node. */
+  shardOf(node: string): number {
+    return shardOf(node, this.o.shards);
+  }
+
+  /** Whether this replica writes the nodes of shard `k` now. */
+  holds(k: number): boolean {
+    return this.sharder.owns(k);
   }
 
   state(): RingState {

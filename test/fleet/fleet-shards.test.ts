@@ -33,7 +33,7 @@ describe('a sharded fleet', () => {
     leases: FakeObjects,
     name: string,
     faults?: FakeFaultApi,
-  ): { fleet: Fleet; shards: FleetShards } {
+  ): { fleet: Fleet; shards: FleetShards; hashed: Map<string, number> } {
     let n = 0;
     const shards = new FleetShards(
       {
@@ -48,8 +48,15 @@ describe('a sharded fleet', () => {
       },
       pino({ level: 'silent' }),
     );
+    // Counts each node's hash: at 100,000 nodes a hash on every ownership check blocks the loop.
+    const hashed = new Map<string, number>();
+    const shardOf = shards.shardOf.bind(shards);
+    shards.shardOf = (node) => {
+      hashed.set(node, (hashed.get(node) ?? 0) + 1);
+      return shardOf(node);
+    };
     const fleet = testFleet(api, { owner: shards, faults });
-    const r = { fleet, shards };
+    const r = { fleet, shards, hashed };
     running.push(r);
     return r;
   }
@@ -94,6 +101,14 @@ describe('a sharded fleet', () => {
       'a handover writes nothing',
     );
     assert.equal(api.slices.size, NODES);
+    for (const r of [a, b]) {
+      assert.equal(r.hashed.size, NODES);
+      assert.deepEqual(
+        [...r.hashed].filter(([, times]) => times > 1),
+        [],
+        'each node hashed once, when it was first seen',
+      );
+    }
   });
 
   it("a fault's status: one writer per shard, its counts written by the shard's holder, the same after a handover", async () => {
