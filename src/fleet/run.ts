@@ -74,6 +74,8 @@ export function fleetKubeConfig(
 interface Term extends Work {
   fleet: Fleet;
   dcgm: FleetDcgm | null;
+  /** Settles once the first list is in: true, or false when the fleet stopped or could not start. */
+  started: Promise<boolean>;
 }
 
 /**
@@ -176,13 +178,22 @@ async function runSharded(
     await probes?.close();
     throw e;
   }
-  shards.start(term.fleet);
+  // A replica joins the ring only once it knows every node and slice: a shard it took earlier would go
+  // unwritten for as long as its first list takes (tens of seconds at 100,000 nodes).
+  let stopping = false;
+  let member = false;
+  void term.started.then((ok) => {
+    if (!ok || stopping) return;
+    shards.start(term.fleet);
+    member = true;
+  });
   return {
     probePort: probes?.port ?? null,
     leading: () => shards.state().held > 0,
     async stop() {
+      stopping = true;
       // The shards are handed back only once their writes have ended, then the fleet stops.
-      await shards.stop();
+      if (member) await shards.stop();
       await term.stop();
       await dcgmServer?.close();
       await probes?.close();
@@ -241,19 +252,22 @@ function lead(
       })
     : null;
   let stopped = false;
-  fleet.start().then(
+  const started = fleet.start().then(
     () => {
-      if (stopped) return;
+      if (stopped) return false;
       o.log.info({ nodes: fleet.snapshot().nodes }, 'fleet started');
       dcgm?.start();
+      return true;
     },
     (e: unknown) => {
       o.log.error({ err: e instanceof Error ? e.message : String(e) }, 'fleet did not start');
+      return false;
     },
   );
   return {
     fleet,
     dcgm,
+    started,
     async stop() {
       stopped = true;
       await fleet.stop();

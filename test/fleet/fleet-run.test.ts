@@ -152,6 +152,43 @@ describe('fakegpu fleet, as its run module wires it', () => {
     await second.stop();
   });
 
+  it('a sharded replica joins the ring only once its first list is in, and then takes its shards', async () => {
+    const leases = new FakeObjects();
+    const api = new FakeApi();
+    api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+    let listed = (): void => undefined;
+    api.before('listNodes', () => new Promise<void>((r) => (listed = r)));
+    const r = await runFleet(
+      options(api, {
+        sharding: {
+          api: leases,
+          namespace: 'fakegpu',
+          name: 'fakegpu-fleet',
+          shards: 4,
+          identity: () => 'a',
+          leaseDurationMs: 400,
+          renewDeadlineMs: 250,
+          retryPeriodMs: 40,
+        },
+      }),
+    );
+    try {
+      await until('the list is asked for', () => api.count('listNodes') === 1);
+      await new Promise((res) => setTimeout(res, 500));
+      assert.equal(r.leading(), false, 'no shard held while the nodes are not known');
+      assert.deepEqual(
+        await leases.list('/apis/coordination.k8s.io/v1/namespaces/fakegpu/leases'),
+        [],
+        'not even a member',
+      );
+      listed();
+      await until('all four shards held', () => r.leading() && api.slices.size === 1, 5000);
+    } finally {
+      listed();
+      await r.stop();
+    }
+  });
+
   it('serves no probes without an endpoint', async () => {
     const r = await runFleet(options(new FakeApi(), { httpEndpoint: '' }));
     assert.equal(r.probePort, null);

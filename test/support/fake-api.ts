@@ -53,7 +53,7 @@ export class FakeApi implements ClusterApi {
   private compacted = 0;
   private history: Change[] = [];
   private readonly watches = new Set<OpenWatch>();
-  private readonly faults = new Map<Op, (() => void)[]>();
+  private readonly faults = new Map<Op, (() => void | Promise<void>)[]>();
 
   /** The next `times` calls of `op` fail with HTTP `code`. */
   fail(op: Op, times: number, code = 500): void {
@@ -63,8 +63,8 @@ export class FakeApi implements ClusterApi {
       });
   }
 
-  /** Runs `f` at the start of the next call of `op` (it may throw, as the server would answer). */
-  before(op: Op, f: () => void): void {
+  /** Runs `f` at the start of the next call of `op` (it may throw, as the server would answer, or wait). */
+  before(op: Op, f: () => void | Promise<void>): void {
     const l = this.faults.get(op) ?? [];
     l.push(f);
     this.faults.set(op, l);
@@ -246,7 +246,7 @@ export class FakeApi implements ClusterApi {
     this.calls.set(op, this.count(op) + 1);
     // As a server would: the answer comes on a later turn.
     await new Promise((r) => setImmediate(r));
-    this.faults.get(op)?.shift()?.();
+    await this.faults.get(op)?.shift()?.();
   }
 
   private page<T>(items: T[], q: ListQuery): Page<T> {
