@@ -571,9 +571,7 @@ export class Fleet {
    */
   private async learnUnknown(node: string): Promise<void> {
     if (!this.drivers.some((d) => this.index.of(node, d).some((s) => s.key === ''))) return;
-    this.stats.requests++;
-    const page = await this.api.listSlices({ fieldSelector: `spec.nodeName=${node}` });
-    for (const sl of page.items) {
+    for (const sl of await this.writer.slicesOf(node)) {
       const known = sl.metadata.name ? this.index.get(sl.metadata.name) : undefined;
       // Only what the list can tell better than the watch: an unknown key of the very version listed (a
       // newer event since stays unknown, and is read or written by the next pass).

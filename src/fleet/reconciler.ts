@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ClusterApi } from '../kube/api.js';
+import type { ClusterApi, StoredSlice } from '../kube/api.js';
 import { fullJitter, NODE_BACKOFF } from '../kube/backoff.js';
 import { ApiError, type WrittenRef } from '../kube/client.js';
 import { planPool, type NodeOwner, type PoolPlan } from '../kube/publish/pool.js';
@@ -191,6 +191,12 @@ export class SliceWriter {
     await this.limiter.take();
     if (!this.active(node)) throw new Fenced(node);
     this.stats.requests++;
+  }
+
+  /** The node's slices as stored, read in its turn like any write: a shard taken over reads each of its nodes. */
+  async slicesOf(node: string): Promise<StoredSlice[]> {
+    await this.turn(node);
+    return (await this.api.listSlices({ fieldSelector: `spec.nodeName=${node}` })).items;
   }
 
   async reconcile(node: string, uid: string, driver: string, want: NodeSlice[]): Promise<void> {

@@ -50,4 +50,22 @@ describe('the fleet fences its writes', () => {
     });
     assert.ok(api.slices.has(name), 'the stale delete was refused');
   });
+
+  it('the read of a node taken over waits its turn in the token bucket, and is not sent once fenced', async () => {
+    const api = new FakeApi();
+    let turns = 0;
+    const limiter = new RateLimiter(0, 1);
+    limiter.take = () => {
+      turns++;
+      return Promise.resolve();
+    };
+    let mine = true;
+    const writer = new SliceWriter(api, new SliceIndex(), limiter, { writes: 0, requests: 0 }, () => mine);
+    assert.deepEqual(await writer.slicesOf('node-0'), []);
+    assert.equal(turns, 1);
+    assert.equal(api.count('listSlices'), 1);
+    mine = false;
+    await assert.rejects(writer.slicesOf('node-0'));
+    assert.equal(api.count('listSlices'), 1, 'nothing sent for a node no longer ours');
+  });
 });
