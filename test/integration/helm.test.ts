@@ -821,7 +821,11 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
     // The fleet's Role keeps its election lease only, with `list` to see whether a sharded ring is live.
     assert.deepEqual(all.find((d) => d.kind === 'Role' && d.metadata.name === 'off-fleet')?.rules, [
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'list', 'create', 'update'],
+      },
     ]);
     assert.doesNotMatch(r.out, /resource\.nvidia\.com|compute-domain/);
     for (const [kind, name] of [
