@@ -12,7 +12,8 @@ import { CLAIMS_PATH, type ListedClaim, type ResourceClaim } from '../kube/types
  * DRANET's claim status for KWOK nodes: no kubelet prepares their claims and no NRI hook sees their
  * pods start, so the fleet writes `status.devices` (`model/nic/status.ts`) for each claim of the NIC
  * driver on a served node once it is reserved for a pod (the scheduler reserves it as it binds the pod,
- * which KWOK then runs). Only the leader runs a `Fleet`, so there is one writer. A claim whose status
+ * which KWOK then runs). One writer per node: only the leader runs a `Fleet`, and a sharded replica
+ * links only the nodes of the shards it holds (`link` is undefined for the others). A claim whose status
  * already has the driver's entry for each of its devices is left alone: a new leader rewrites nothing.
  */
 
