@@ -99,8 +99,11 @@ export async function replicaRuns(o: {
   log: (line: string) => void;
 }): Promise<ReplicaRun[]> {
   const out: ReplicaRun[] = [];
+  // Only the slices of the bench's nodes are deleted and counted: on a cluster not the bench's own
+  // (`--kubeconfig`) others' slices stay.
+  const clear = (): Promise<void> => deleteAllSlices(o.raw, o.inFlight, o.log, o.nodes);
   for (const r of o.counts) {
-    await deleteAllSlices(o.raw, o.inFlight, o.log);
+    await clear();
     const t0 = performance.now();
     await postCeiling(o.raw, o.nodes, o.nodeBodies, {
       inFlight: o.inFlight,
@@ -109,14 +112,14 @@ export async function replicaRuns(o: {
       log: o.log,
     });
     const ceilingS = seconds(t0);
-    await deleteAllSlices(o.raw, o.inFlight, o.log);
+    await clear();
     o.log(
       `replicas=${String(r)}: ceiling ${ceilingS.toFixed(1)} s; publishing ${String(o.nodes.length)} nodes`,
     );
     const fleets = Array.from({ length: r }, (_, i) => start(o.kubeconfig, i, o));
     try {
       const publishS = await allServed(fleets, Math.max(900_000, 4000 * ceilingS));
-      const published = (await sliceNames(o.raw)).length;
+      const published = (await sliceNames(o.raw, o.nodes)).length;
       if (published !== o.slices)
         throw new FakegpuError(
           'bench/fleet',

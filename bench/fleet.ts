@@ -17,7 +17,7 @@
  *        [--json <file>]: a JSON result goes there (default: <cache>/bench-results/fleet-<time>.json).
  */
 import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
@@ -34,7 +34,8 @@ import { resolveProfile } from '../src/process/profile-file.js';
 import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
-import { replicaLine, replicaRuns } from './fleet-replicas.js';
+import { replicaLine, replicaRuns, type ReplicaRun } from './fleet-replicas.js';
+import { SHARDED_BY_LABEL } from '../src/kube/sharding/exclusion.js';
 import { ApiserverPhases, type ApiserverPhase } from './apiserver-metrics.js';
 import {
   deleteAllSlices,
@@ -80,6 +81,10 @@ const opts = new Command('bench:fleet')
     '--replicas <list>',
     'instead of the rounds: the nodes published by each count of sharded fleet replicas in turn, e.g. 1,2,4',
   )
+  .option(
+    '--kubeconfig <file>',
+    "with --replicas: an existing cluster's KWOK nodes instead of the bench's own cluster (no fleet may serve them)",
+  )
   .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
   .parse(process.argv.slice(3), { from: 'user' })
@@ -95,9 +100,13 @@ const opts = new Command('bench:fleet')
     keep?: boolean;
     json?: string;
     replicas?: string;
+    kubeconfig?: string;
   }>();
 
 const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
+const EXISTING = opts.kubeconfig === undefined ? null : resolve(opts.kubeconfig);
+/** With --kubeconfig and no --nodes, every KWOK node the cluster has. */
+const NODES_GIVEN = process.argv.slice(3).some((a) => a === '--nodes' || a.startsWith('--nodes='));
 const N = checked(() => intFlag(opts.nodes, '--nodes', 1, 100000));
 const ROUNDS = checked(() => intFlag(opts.rounds, '--rounds', 1, 10));
 const IN_FLIGHT = checked(() => intFlag(opts.ceilingInFlight, '--ceiling-in-flight', 1, 1000));
@@ -283,8 +292,18 @@ async function setUp(kubeconfig: string): Promise<Setup> {
   kc.loadFromFile(kubeconfig);
   const raw = await Raw.of(kc, IN_FLIGHT);
   const nodes = await kwokNodes(raw);
-  if (nodes.length !== N)
-    throw new FakegpuError('bench/fleet', `expected ${N} KWOK nodes, found ${nodes.length}`);
+  if ((EXISTING === null || NODES_GIVEN) && nodes.length !== N)
+    throw new FakegpuError(
+      'bench/fleet',
+      `expected ${N} KWOK nodes, found ${nodes.length}${EXISTING ? ' (with --kubeconfig, leave --nodes out to use them all)' : ''}`,
+    );
+  if (nodes.length === 0)
+    throw new FakegpuError('bench/fleet', 'no KWOK node (label type=kwok) in the cluster');
+  if (EXISTING && (await sliceNames(raw, nodes.slice(0, 1))).length > 0)
+    throw new FakegpuError(
+      'bench/fleet',
+      `KWOK node ${nodes[0]?.name ?? ''} already has slices: a fleet serves these nodes (stop it, e.g. helm upgrade --set fleet.enabled=false), or a killed run of this bench left them`,
+    );
   const version = await serverVersion(kc);
   const render = (name: string): ResourceSlice[] =>
     renderSlices(profile, {
@@ -540,24 +559,75 @@ async function schedule(
   }
 }
 
+/** What the replica runs leave on an existing cluster removed: their slices and the shards' Leases. */
+async function leaveExisting(raw: Raw, nodes: readonly Node[]): Promise<void> {
+  log('cleanup: deleting the slices of the KWOK nodes and the shard Leases the bench made');
+  await deleteAllSlices(raw, IN_FLIGHT, log, nodes).catch((e: unknown) => {
+    log(`cleanup: ${e instanceof Error ? e.message : String(e)}`);
+  });
+  const selector = encodeURIComponent(`${SHARDED_BY_LABEL}=fakegpu-fleet`);
+  const r = await raw.send(
+    'DELETE',
+    `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=${selector}`,
+  );
+  if (r.status >= 300) log(`cleanup: deleting the shard Leases: HTTP ${r.status}`);
+}
+
+if (EXISTING && !REPLICAS)
+  checked(() => {
+    throw new FakegpuError(
+      '--kubeconfig',
+      "runs only with --replicas: the rounds also measure the local control plane's processes",
+    );
+  });
 const started = new Date();
 const jsonPath = resultPath('fleet', started, opts.json);
 const machine = hardware();
 log(machine);
-log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
-await clusterDown({ dir: DIR, purge: true, log });
 if (REPLICAS) {
-  const runs = await onKwokCluster(
-    { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
-    async (kubeconfig) => {
-      const su = await setUp(kubeconfig);
-      return replicaRuns({ ...su, kubeconfig, inFlight: IN_FLIGHT, counts: REPLICAS, dynamicMig, log });
-    },
-  );
-  for (const x of runs) console.log(replicaLine(N, x));
-  writeResult(jsonPath, { bench: 'fleet-replicas', started, machine, nodes: N, profile: opts.profile, runs });
+  const onReplicas = async (kubeconfig: string): Promise<{ n: number; runs: ReplicaRun[] }> => {
+    const su = await setUp(kubeconfig);
+    try {
+      const runs = await replicaRuns({
+        ...su,
+        kubeconfig,
+        inFlight: IN_FLIGHT,
+        counts: REPLICAS,
+        dynamicMig,
+        log,
+      });
+      return { n: su.nodes.length, runs };
+    } finally {
+      // An existing cluster gets back what it had: no slices on its KWOK nodes, no shard Leases.
+      if (EXISTING) await leaveExisting(su.raw, su.nodes);
+    }
+  };
+  let out: { n: number; runs: ReplicaRun[] };
+  if (EXISTING) {
+    log(`an existing cluster (${EXISTING}): its KWOK nodes`);
+    out = await onReplicas(EXISTING);
+  } else {
+    log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
+    await clusterDown({ dir: DIR, purge: true, log });
+    out = await onKwokCluster(
+      { dir: DIR, kwokNodes: N, kwokProfile: opts.profile, keep: opts.keep === true, log },
+      onReplicas,
+    );
+  }
+  for (const x of out.runs) console.log(replicaLine(out.n, x));
+  writeResult(jsonPath, {
+    bench: 'fleet-replicas',
+    started,
+    machine,
+    cluster: EXISTING ? 'existing (--kubeconfig)' : 'local',
+    nodes: out.n,
+    profile: opts.profile,
+    runs: out.runs,
+  });
   process.exit(0);
 }
+log(`starting the cluster with ${N} KWOK nodes of ${opts.profile}`);
+await clusterDown({ dir: DIR, purge: true, log });
 const r = await onKwokCluster(
   {
     dir: DIR,

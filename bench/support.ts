@@ -210,8 +210,18 @@ export async function names(raw: Raw, path: string, query = ''): Promise<string[
   return (await metadataOf(raw, path, query)).map((x) => x.name);
 }
 
-export function sliceNames(raw: Raw): Promise<string[]> {
-  return names(raw, SLICES_PATH);
+/** Every slice's name; with `nodes`, only of slices a Node among them owns (on a cluster not the bench's own). */
+export async function sliceNames(raw: Raw, nodes?: readonly Node[]): Promise<string[]> {
+  if (!nodes) return names(raw, SLICES_PATH);
+  const of = new Set(nodes.map((n) => n.uid));
+  const out: string[] = [];
+  await eachPage(raw, SLICES_PATH, '', METADATA_LIST, (items) => {
+    for (const { metadata: m } of items as {
+      metadata: { name: string; ownerReferences?: { kind: string; uid: string }[] };
+    }[])
+      if (m.ownerReferences?.some((r) => r.kind === 'Node' && of.has(r.uid))) out.push(m.name);
+  });
+  return out;
 }
 
 export async function get(url: string): Promise<{ status: number; text: string }> {
@@ -409,9 +419,10 @@ export async function deleteAllSlices(
   raw: Raw,
   inFlight: number,
   log: (line: string) => void,
+  nodes?: readonly Node[],
 ): Promise<void> {
   for (let round = 0; round < 5; round++) {
-    const names = await sliceNames(raw);
+    const names = await sliceNames(raw, nodes);
     if (names.length === 0) return;
     await inParallel(names, inFlight, async (name) => {
       const r = await raw.send('DELETE', `${SLICES_PATH}/${name}`).catch(() => ({ status: 0, text: '' }));

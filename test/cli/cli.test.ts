@@ -541,6 +541,11 @@ describe('bench:fleet flags', () => {
     ['ceiling in flight', ['--ceiling-in-flight', '0'], /^bench\/fleet: --ceiling-in-flight: "0" is not/],
     ['no rounds', ['--rounds', '0'], /^bench\/fleet: --rounds: "0" is not an integer from 1 to 10\n$/],
     ['unknown profile', ['--profile', 'dgx-h999'], /^bench\/fleet: --profile: unknown preset "dgx-h999"/],
+    [
+      'an existing cluster without --replicas',
+      ['--kubeconfig', '/nonexistent'],
+      /^bench\/fleet: --kubeconfig: runs only with --replicas: the rounds also measure the local control plane's processes\n$/,
+    ],
   ] as const) {
     it(`refuses ${what}`, () => {
       const r = spawnSync(process.execPath, [bench, 'fleet', ...args], { encoding: 'utf8' });
