@@ -4,6 +4,9 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { Semver } from './types/version.js';
 
+/** `fakegpu` is the field manager of every write; the pid names the process that sent it. */
+export const USER_AGENT = `fakegpu/pid-${String(process.pid)}`;
+
 /**
  * The one HTTP client of the API server: every request of the fleet and the publisher, and every watch,
  * goes through an `ApiClient`. Each request has a deadline and each watch a silence limit, because an
@@ -273,8 +276,9 @@ export class ApiClient implements WatchSource {
       headers: {
         ...(o.headers as Record<string, string> | undefined),
         accept,
-        // The API server names the field manager of what we write after it.
-        'user-agent': 'fakegpu',
+        // The API server names the field manager of what we write after the part before the '/'; the
+        // rest tells processes apart in its audit log (fleet replicas, each node's plugin).
+        'user-agent': USER_AGENT,
         ...(contentType === null ? {} : { 'content-type': contentType }),
       },
       ...(agent ? { agent } : {}),

@@ -7,6 +7,7 @@ import {
   NODE_IP,
   PORTS,
   SERVICE_CIDR,
+  writeAuditPolicy,
   writeContainerdConfig,
   writeKubeletConfig,
   writeKubeProxyConfig,
@@ -113,6 +114,15 @@ function apiserverArgs(l: Layout, s: State, release: KubernetesRelease, gates: s
     `--endpoint-reconciler-type=${s.helm ? 'lease' : 'none'}`,
     '--kubelet-preferred-address-types=InternalIP',
     ...(release.runtimeConfig ? [`--runtime-config=${release.runtimeConfig}`] : []),
+    ...(s.auditSlices
+      ? [
+          `--audit-policy-file=${writeAuditPolicy(l)}`,
+          `--audit-log-path=${join(l.logs, 'audit.log')}`,
+          '--audit-log-format=json',
+          // One file, appended across restarts: a test reads it whole, and it is purged with the cluster.
+          '--audit-log-maxsize=0',
+        ]
+      : []),
     gates,
   ];
 }

@@ -206,3 +206,30 @@ export function writeKubeProxyConfig(l: Layout, nodeName: string, kubeconfig: st
   writeFileSync(path, stringify(config));
   return path;
 }
+
+/**
+ * An audit policy that records each ResourceSlice write with the slice (without its managed fields), once
+ * complete: the node it is for, the process that sent it (the user agent) and when the server got it.
+ */
+export function writeAuditPolicy(l: Layout): string {
+  const path = join(l.configDir, 'audit-policy.yaml');
+  mkdirSync(l.configDir, { recursive: true });
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'audit.k8s.io/v1',
+      kind: 'Policy',
+      omitStages: ['RequestReceived', 'ResponseStarted'],
+      omitManagedFields: true,
+      rules: [
+        {
+          level: 'RequestResponse',
+          verbs: ['create', 'update', 'patch', 'delete'],
+          resources: [{ group: 'resource.k8s.io', resources: ['resourceslices'] }],
+        },
+        { level: 'None' },
+      ],
+    }),
+  );
+  return path;
+}

@@ -14,7 +14,8 @@ import type { Started } from './process.js';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
 import { kwokControllersOf, partitioned } from './kwok-partition.js';
 
-const KWOK_PREFIX = 'kwok-gpu-';
+/** The names `cluster up --kwok-nodes` gives its nodes: `kwok-gpu-<i>`. */
+export const KWOK_NODE_PREFIX = 'kwok-gpu-';
 
 /** The simulated nodes, as KWOK's docs describe them, each labelled with its machine when that is a preset. */
 export async function createKwokNodes(
@@ -40,7 +41,7 @@ export async function createKwokNodes(
     // NVL72: 18 trays of 4 GPUs share one NVLink domain (a 72x1 rack, or a 36x2 rack pair).
     const perRack = s.computeDomains && needsComputeDomains([profile]) ? MAX_NODES_PER_IMEX_DOMAIN : 0;
     nodes = Array.from({ length: n }, (_, i) => ({
-      name: `${KWOK_PREFIX}${i}`,
+      name: `${KWOK_NODE_PREFIX}${i}`,
       labels: {
         ...(labelled ? { [PROFILE_LABEL]: profile } : {}),
         ...(perRack > 0 ? { [RACK_LABEL]: `nvl72-${Math.floor(i / perRack)}` } : {}),

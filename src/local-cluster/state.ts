@@ -88,6 +88,8 @@ export interface State {
   kwokFleet?: boolean;
   /** Fleet processes sharing the KWOK nodes by shard Leases (`--fleet-replicas`); absent: 1. */
   fleetReplicas?: number;
+  /** The API server audits every ResourceSlice write to `logs/audit.log`; absent: no audit log. */
+  auditSlices?: boolean;
   /** A machine with NVLink fabric among the nodes: NVIDIA's ComputeDomain side runs too. */
   computeDomains?: boolean;
   /** Upstream projects run beside the cluster (`--with`); absent: none. */

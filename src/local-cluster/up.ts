@@ -82,6 +82,8 @@ export interface ClusterOptions {
   kwokFleet?: boolean;
   /** Fleet replicas, sharding the KWOK nodes; default 1. */
   fleetReplicas?: number;
+  /** The API server keeps an audit log of every ResourceSlice write (`logs/audit.log`): who wrote which node when. */
+  auditSlices?: boolean;
   /** fakegpu from its Helm chart and image instead of host processes (helm-chart.ts). */
   helm?: boolean;
   log: (line: string) => void;
@@ -163,11 +165,12 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
     kwokControllersOf(state) !== kwokControllersOf(o) ||
     (state.kwokFleet !== false) !== (o.kwokFleet !== false) ||
     (state.fleetReplicas ?? 1) !== (o.fleetReplicas ?? 1) ||
+    (state.auditSlices ?? false) !== (o.auditSlices ?? false) ||
     (state.kwokPools ?? null) !== (o.kwokPools ?? null)
   ) {
     throw new FakegpuError(
       '--kwok-nodes',
-      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${kwokControllersOf(state) > 1 ? ` under ${kwokControllersOf(state)} KWOK controllers` : ''}${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}; run "fakegpu cluster down" first to change it`,
+      `the cluster in ${dir} runs ${state.kwokNodes ?? 0} KWOK node(s)${kwokControllersOf(state) > 1 ? ` under ${kwokControllersOf(state)} KWOK controllers` : ''}${state.kwokPools ? ` of the pools in ${state.kwokPools}` : ''}${state.kwokFleet === false ? " without fakegpu's fleet" : ''}${(state.fleetReplicas ?? 1) > 1 ? ` served by ${String(state.fleetReplicas)} fleet replicas` : ''}${state.auditSlices ? ', its slice writes audited' : ''}; run "fakegpu cluster down" first to change it`,
     );
   }
   if ((state.helm ?? false) !== (o.helm ?? false))
@@ -287,6 +290,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     kwokProfile: o.kwokNodes ? (o.kwokProfile ?? profile ?? KWOK_DEFAULT_PROFILE) : null,
     kwokFleet: o.kwokFleet !== false,
     ...((o.fleetReplicas ?? 1) > 1 ? { fleetReplicas: o.fleetReplicas } : {}),
+    ...(o.auditSlices ? { auditSlices: true } : {}),
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
     ...(o.with?.length ? { with: [...o.with].sort() } : {}),
     ...(o.helm ? { helm: true } : {}),

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
 import { layout } from '../../src/local-cluster/config.js';
+import { KWOK_NODE_PREFIX } from '../../src/local-cluster/kwok-nodes.js';
 import {
   FLEET_MALLOC_ENV,
   FLEET_SHARDS,
@@ -12,8 +13,10 @@ import {
 } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
+import { shardOf } from '../../src/kube/sharding/ring.js';
 import { sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
+import { AuditLog, type AuditedWrite } from './audit.js';
 import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 
 /**
@@ -24,7 +27,10 @@ import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-sli
  * held again (the replicas' `fakegpu_fleet_shards_held` add up to the shard count) within the bound after
  * a kill; and, from every replica's log, each shard's holders over time — from "took a shard" to
  * "stopped writing shards" (logged once its writes in flight have ended) or the kill: two that overlap
- * are a duplicate writer. `scripts/chaos.mjs --fleet --replicas N` runs it and prints its last line.
+ * are a duplicate writer. And from the API server's audit log, what reached it: every slice write a
+ * replica sent must have been received while that replica process held the node's shard; one received
+ * outside (a late write of a killed, fenced or drained replica) is a duplicate too.
+ * `scripts/chaos.mjs --fleet --replicas N` runs it and prints its last line.
  */
 
 const { dir, node, kwokNodes, cycles, seed, resultFile, extra } = chaosFlags({
@@ -41,7 +47,13 @@ const TAKEOVER_BOUND_S = (LEASE_MS + 2_000 + 2_000 + 1_000) / 1000;
 
 const { random, pick } = seeded(seed);
 
-const e: Exports = await sharedCluster({ dir, nodeName: node, kwokNodes, fleetReplicas: replicas });
+const e: Exports = await sharedCluster({
+  dir,
+  nodeName: node,
+  kwokNodes,
+  fleetReplicas: replicas,
+  auditSlices: true,
+});
 const l = layout(dir);
 const state = readState(l);
 if (!state) throw new Error(`no cluster state in ${dir}`);
@@ -91,6 +103,9 @@ async function covered(what: string, r: number | null = null, atLeast = 0): Prom
 const kills: { r: number; at: number }[] = [];
 const since = Date.now();
 
+/** Each replica process's pid, as its log lines give it: `<replica>/<run>`. */
+const whoOfPid = new Map<number, string>();
+
 /** Each shard's holds, [from, to), by replica process (a log holds every run, appended). */
 function holds(now: number): { shard: number; who: string; from: number; to: number }[] {
   const out: { shard: number; who: string; from: number; to: number }[] = [];
@@ -115,13 +130,14 @@ function holds(now: number): { shard: number; who: string; from: number; to: num
         continue;
       }
       if (!line.startsWith('{')) continue;
-      let p: { time?: number; msg?: string; shard?: number; shards?: number[] };
+      let p: { time?: number; pid?: number; msg?: string; shard?: number; shards?: number[] };
       try {
         p = JSON.parse(line) as typeof p;
       } catch {
         continue;
       }
       if (p.time === undefined) continue;
+      if (p.pid !== undefined) whoOfPid.set(p.pid, `${String(r)}/${String(run)}`);
       if (p.msg === 'took a shard' && p.shard !== undefined) open.set(p.shard, p.time);
       if (p.msg === 'stopped writing shards')
         for (const k of p.shards ?? []) {
@@ -137,9 +153,41 @@ function holds(now: number): { shard: number; who: string; from: number; to: num
   return out.filter((h) => h.to > since);
 }
 
+const audit = new AuditLog(join(l.logs, 'audit.log'));
+/** Audited writes not yet judged: the sender's log may not yet say who it is. */
+let unjudged: AuditedWrite[] = [];
+let outside = 0;
+
+/** Writes the API server received from a replica while that replica did not hold the node's shard. */
+function writesOutsideHolds(hs: ReturnType<typeof holds>): number {
+  const pending = [...unjudged, ...audit.next()];
+  unjudged = [];
+  for (const w of pending) {
+    if (w.at < since) continue;
+    const who = w.pid === null ? undefined : whoOfPid.get(w.pid);
+    if (who === undefined) {
+      // Not a fleet replica (the host node's plugin writes its own node), or one whose log is behind; a
+      // KWOK node written by a process no replica's log names is a writer too many.
+      if (!w.node.startsWith(KWOK_NODE_PREFIX)) continue;
+      if (Date.now() - w.at < 30_000) {
+        unjudged.push(w);
+        continue;
+      }
+    }
+    const shard = shardOf(w.node, FLEET_SHARDS);
+    if (hs.some((h) => h.who === who && h.shard === shard && h.from <= w.at && w.at <= h.to)) continue;
+    outside++;
+    if (outside <= 5)
+      log(
+        `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}`,
+      );
+  }
+  return outside;
+}
+
 function overlaps(): number {
   const hs = holds(Date.now());
-  let n = 0;
+  let n = writesOutsideHolds(hs);
   for (const x of hs)
     for (const y of hs)
       if (x.shard === y.shard && x.who < y.who && x.from < y.to && y.from < x.to) {
