@@ -138,7 +138,8 @@ function fleetChaos() {
       node,
       '--kwok-nodes',
       args['kwok-nodes'],
-      ...(sharded ? ['--fleet-replicas', args.replicas] : []),
+      // The sharded suite checks what reached the API server against each replica's holds.
+      ...(sharded ? ['--fleet-replicas', args.replicas, '--audit-slices'] : []),
     ],
     run: [
       join(root, 'dist', 'test', 'chaos', sharded ? 'fleet-shards-chaos.js' : 'fleet-chaos.js'),

@@ -129,6 +129,7 @@ interface UpFlags {
   kwokPools?: string;
   fleet: boolean;
   fleetReplicas: string;
+  auditSlices?: boolean;
   helm?: boolean;
   with?: string;
 }
@@ -197,6 +198,10 @@ function kwokFlags(c: Command): Command {
       '--fleet-replicas <n>',
       `fleet replicas that split the KWOK nodes between them by shard Leases (fakegpu fleet --shards), 1 to ${String(MAX_FLEET_REPLICAS)}`,
       '1',
+    )
+    .option(
+      '--audit-slices',
+      "the API server logs every ResourceSlice write, with the slice and the writer's user agent, to logs/audit.log (JSON lines)",
     );
 }
 
@@ -245,6 +250,7 @@ function upOptions(f: UpFlags): ClusterOptions {
         : f.kwokProfile,
     kwokFleet: f.fleet,
     fleetReplicas: fleetReplicaCount(f, kwokNodes),
+    auditSlices: f.auditSlices === true,
     kwokPools: f.kwokPools === undefined ? undefined : resolvePath(f.kwokPools),
     with: integrations,
     helm: f.helm === true,
