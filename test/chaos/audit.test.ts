@@ -48,6 +48,12 @@ describe("the chaos suite's reading of the API server's audit log", () => {
     assert.equal(auditedWrite(event({ verb: 'update', responseStatus: { code: 409 }, ...spec })), null);
     assert.equal(auditedWrite(event({ verb: 'create', stage: 'RequestReceived', ...spec })), null);
     assert.equal(auditedWrite(event({ verb: 'create' })), null);
+    assert.equal(
+      auditedWrite(
+        event({ verb: 'create', requestURI: '/apis/resource.k8s.io/v1/resourceslices?dryRun=All', ...spec }),
+      ),
+      null,
+    );
     assert.equal(auditedWrite('{"kind":'), null);
   });
 

@@ -18,6 +18,7 @@ export interface AuditedWrite {
 
 interface AuditEvent {
   stage?: string;
+  requestURI?: string;
   verb?: string;
   userAgent?: string;
   requestReceivedTimestamp?: string;
@@ -36,6 +37,8 @@ export function auditedWrite(line: string): AuditedWrite | null {
   }
   const code = e.responseStatus?.code ?? 0;
   if (e.stage !== 'ResponseComplete' || code < 200 || code >= 300) return null;
+  // A dry run (the fleet's probe of which fields the server keeps) is checked, never stored.
+  if (/[?&]dryRun=/.test(e.requestURI ?? '')) return null;
   // A delete's request is DeleteOptions; the slice it removed is in the response.
   const node = e.requestObject?.spec?.nodeName ?? e.responseObject?.spec?.nodeName;
   const at = Date.parse(e.requestReceivedTimestamp ?? '');

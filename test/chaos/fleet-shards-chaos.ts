@@ -163,12 +163,12 @@ function writesOutsideHolds(hs: ReturnType<typeof holds>): number {
   const pending = [...unjudged, ...audit.next()];
   unjudged = [];
   for (const w of pending) {
-    if (w.at < since) continue;
+    // Only the KWOK nodes are the fleet's: the host node's plugin writes its own.
+    if (w.at < since || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
     const who = w.pid === null ? undefined : whoOfPid.get(w.pid);
     if (who === undefined) {
-      // Not a fleet replica (the host node's plugin writes its own node), or one whose log is behind; a
-      // KWOK node written by a process no replica's log names is a writer too many.
-      if (!w.node.startsWith(KWOK_NODE_PREFIX)) continue;
+      // A replica whose log is behind; a KWOK node written by a process no replica's log names is a
+      // writer too many.
       if (Date.now() - w.at < 30_000) {
         unjudged.push(w);
         continue;
