@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { planShards, shardOf, share, type ShardView } from '../../src/kube/sharding/ring.js';
+import { planShards, shardOf, share, takeInTurn, type ShardView } from '../../src/kube/sharding/ring.js';
 import { Sharder } from '../../src/kube/sharding/sharder.js';
 import { ringQuiet } from '../../src/kube/sharding/exclusion.js';
 import { Elected } from '../../src/kube/lease.js';
@@ -62,7 +62,7 @@ describe('shard plan', () => {
     );
     // And nothing else moves: the others keep what they hold and take nothing.
     for (const m of ['a', 'b', 'c'])
-      assert.deepEqual(planShards(view(m, live, after)), { release: [], take: [] });
+      assert.deepEqual(planShards(view(m, live, after)), { release: [], take: [], room: 0 });
   });
 
   it("a dead member's shards go to the others, and only those", () => {
@@ -72,8 +72,24 @@ describe('shard plan', () => {
     for (const p of taken) assert.deepEqual(p.release, []);
     const all = taken.flatMap((p) => p.take);
     assert.ok(all.every((k) => holders[k] === 'd'));
-    // Each reaches for up to its room (20 - 15); a collision is a 409, and the loser takes another next period.
-    for (const p of taken) assert.equal(p.take.length, 5);
+    // Each has room for 5 (20 - 15) and may try all 15, most preferred first: a shard another took first
+    // (409) is passed over for the next, in the same period.
+    for (const p of taken) {
+      assert.equal(p.room, 5);
+      assert.equal(p.take.length, 15);
+    }
+  });
+
+  it('takes up to its room, passing over the shards another member took first', async () => {
+    const tried: number[] = [];
+    const lostRace = new Set([7, 3]);
+    const taken = await takeInTurn([7, 1, 3, 9, 4, 2], 3, (k) => {
+      tried.push(k);
+      return Promise.resolve(!lostRace.has(k));
+    });
+    assert.deepEqual(taken, [1, 9, 4]);
+    assert.deepEqual(tried, [7, 1, 3, 9, 4], 'nothing tried once the room is full');
+    assert.deepEqual(await takeInTurn([5], 0, () => Promise.resolve(true)), []);
   });
 
   it('takes nothing before it may (not yet settled in, or fenced), and never a live holder’s shard', () => {

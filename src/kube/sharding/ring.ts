@@ -45,8 +45,13 @@ export interface ShardView {
 export interface ShardPlan {
   /** Held shards to stop writing and hand back, least preferred first. */
   release: number[];
-  /** Free shards to try to take, most preferred first. */
+  /**
+   * Free shards to try, most preferred first, until `room` are taken: a shard another member took first
+   * (a 409) is passed over for the next, so that members taking at once fill their shares in one period.
+   */
   take: number[];
+  /** How many more this member may hold. */
+  room: number;
 }
 
 /** An even share: `ceil(shards / members)`, so that the shards are all held when every member has its share. */
@@ -67,5 +72,19 @@ export function planShards(v: ShardView): ShardPlan {
   mine.sort(byPreference);
   const release = mine.length > cap ? mine.slice(cap).reverse() : [];
   const room = v.mayTake ? Math.max(0, cap - mine.length) : 0;
-  return { release, take: free.sort(byPreference).slice(0, room) };
+  return { release, take: room > 0 ? free.sort(byPreference) : [], room };
+}
+
+/** Tries `take` in order until `room` attempts succeed; returns the shards taken. */
+export async function takeInTurn(
+  take: readonly number[],
+  room: number,
+  attempt: (shard: number) => Promise<boolean>,
+): Promise<number[]> {
+  const taken: number[] = [];
+  for (const k of take) {
+    if (taken.length >= room) break;
+    if (await attempt(k)) taken.push(k);
+  }
+  return taken;
 }

@@ -13,7 +13,7 @@ import {
   type LeaseSpec,
 } from '../lease.js';
 import type { ObjectApi } from '../objects.js';
-import { planShards, type ShardView } from './ring.js';
+import { planShards, takeInTurn, type ShardView } from './ring.js';
 import { leaderLive, Liveness, record, ROLE_LABEL, SHARDED_BY_LABEL } from './exclusion.js';
 
 /**
@@ -185,16 +185,22 @@ export class Sharder {
       const l = leases.find((x) => x.metadata.name === this.shardName(k));
       if (l && !this.releasing.has(k)) this.track(this.release(k, l, gen));
     }
-    for (const k of plan.take) {
-      if (gen !== this.generation || this.now() >= this.fencedAt) return;
+    const step = { stale: false };
+    await takeInTurn(plan.take, plan.room, async (k) => {
+      // A step of an identity since abandoned, or fenced meanwhile: it takes nothing more.
+      if (step.stale || gen !== this.generation || this.now() >= this.fencedAt) {
+        step.stale = true;
+        return false;
+      }
       // Still draining our own writes of it (a fence, a drop): not ours again until they have ended.
-      if (this.releasing.has(k)) continue;
-      await this.take(
+      if (this.releasing.has(k)) return false;
+      return this.take(
         k,
         leases.find((x) => x.metadata.name === this.shardName(k)),
         gen,
       );
-    }
+    });
+    if (step.stale) return;
     await this.prune(leases);
   }
 
@@ -361,7 +367,7 @@ export class Sharder {
   }
 
   /** A conditional write naming us holder: of two members taking one shard, one gets 409. */
-  private async take(k: number, cur: Lease | undefined, gen: number): Promise<void> {
+  private async take(k: number, cur: Lease | undefined, gen: number): Promise<boolean> {
     const time = microTime();
     const spec: LeaseSpec = {
       holderIdentity: this.id,
@@ -384,9 +390,10 @@ export class Sharder {
       ),
     );
     // Taken under an identity since abandoned: the Lease names a stranger now, left to expire.
-    if (!ok || gen !== this.generation || this.now() >= this.fencedAt) return;
+    if (!ok || gen !== this.generation || this.now() >= this.fencedAt) return false;
     this.o.log.info({ shard: k, from: cur?.spec?.holderIdentity ?? '' }, 'took a shard');
     this.gain(k);
+    return true;
   }
 
   /**
