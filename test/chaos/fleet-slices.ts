@@ -33,7 +33,7 @@ export class FleetSlices {
   readonly kwok: string[];
 
   constructor(
-    private readonly e: Exports,
+    readonly e: Exports,
     kwokNodes: number,
     private readonly random: () => number,
   ) {
@@ -195,6 +195,9 @@ export async function runCycles(o: {
     writeFileSync(o.resultFile, JSON.stringify(result));
   };
   o.fs.fakegpu('fault', 'clear', '--all');
+  // A cluster directory keeps its etcd, and with it the slices of an earlier run: deleted, so that the
+  // first disruption comes in the middle of publishing every node, whatever the directory held.
+  mustKubectl(o.fs.e, ['delete', 'resourceslices', '--all', '--wait=false']);
   try {
     for (let c = 0; c < o.cycles; c++) {
       const what = o.fs.churnFaults(c);
