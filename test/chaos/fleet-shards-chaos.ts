@@ -163,9 +163,10 @@ function writesOutsideHolds(hs: ReturnType<typeof holds>): number {
   const pending = [...unjudged, ...audit.next()];
   unjudged = [];
   for (const w of pending) {
-    // Only the KWOK nodes are the fleet's: the host node's plugin writes its own.
-    if (w.at < since || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
-    const who = w.pid === null ? undefined : whoOfPid.get(w.pid);
+    // Only fakegpu's writes of the KWOK nodes: the host node's plugin writes its own, and this suite
+    // deletes slices with kubectl.
+    if (w.at < since || w.pid === null || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
+    const who = whoOfPid.get(w.pid);
     if (who === undefined) {
       // A replica whose log is behind; a KWOK node written by a process no replica's log names is a
       // writer too many.
