@@ -81,6 +81,16 @@ describe('a sharded fleet', () => {
         api.slices.size === NODES,
       10_000,
     );
+    // A scrape reads the owned count four times: a look at each shard, not at each node.
+    let looks = 0;
+    const holds = a.shards.holds.bind(a.shards);
+    a.shards.holds = (k) => {
+      looks++;
+      return holds(k);
+    };
+    a.fleet.snapshot();
+    a.shards.holds = holds;
+    assert.ok(looks <= 8, `one look per shard, not per node: ${String(looks)}`);
     const owned = [a, b].map((r) => r.fleet.snapshot().owned);
     assert.equal(
       owned.reduce((x, y) => x + y, 0),
