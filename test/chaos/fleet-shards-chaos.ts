@@ -17,6 +17,7 @@ import { shardOf } from '../../src/kube/sharding/ring.js';
 import { sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog, type AuditedWrite } from './audit.js';
+import { readHolds, type Hold, type ReplicaLog } from './holds.js';
 import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 
 /**
@@ -104,53 +105,26 @@ const kills: { r: number; at: number }[] = [];
 const since = Date.now();
 
 /** Each replica process's pid, as its log lines give it: `<replica>/<run>`. */
-const whoOfPid = new Map<number, string>();
+let whoOfPid = new Map<number, string>();
 
-/** Each shard's holds, [from, to), by replica process (a log holds every run, appended). */
-function holds(now: number): { shard: number; who: string; from: number; to: number }[] {
-  const out: { shard: number; who: string; from: number; to: number }[] = [];
+/** Each shard's holds, [from, to), by replica process, since this suite began. */
+function holds(now: number): Hold[] {
+  const logs: ReplicaLog[] = [];
   for (const r of all) {
-    let text: string;
     try {
-      text = readFileSync(join(l.logs, `${fleetReplica(r).name}.log`), 'utf8');
+      logs.push({
+        replica: r,
+        text: readFileSync(join(l.logs, `${fleetReplica(r).name}.log`), 'utf8'),
+        kills: kills.filter((k) => k.r === r).map((k) => k.at),
+        alive: live().includes(r),
+      });
     } catch {
       continue;
     }
-    let run = 0;
-    let open = new Map<number, number>();
-    const closeAll = (at: number): void => {
-      for (const [shard, from] of open) out.push({ shard, who: `${String(r)}/${String(run)}`, from, to: at });
-      open = new Map();
-    };
-    for (const line of text.split('\n')) {
-      if (line.startsWith('=== ')) {
-        const started = Date.parse(line.slice(4, 28));
-        closeAll(kills.filter((k) => k.r === r && k.at <= started).at(-1)?.at ?? started);
-        run++;
-        continue;
-      }
-      if (!line.startsWith('{')) continue;
-      let p: { time?: number; pid?: number; msg?: string; shard?: number; shards?: number[] };
-      try {
-        p = JSON.parse(line) as typeof p;
-      } catch {
-        continue;
-      }
-      if (p.time === undefined) continue;
-      if (p.pid !== undefined) whoOfPid.set(p.pid, `${String(r)}/${String(run)}`);
-      if (p.msg === 'took a shard' && p.shard !== undefined) open.set(p.shard, p.time);
-      if (p.msg === 'stopped writing shards')
-        for (const k of p.shards ?? []) {
-          const from = open.get(k);
-          if (from !== undefined)
-            out.push({ shard: k, who: `${String(r)}/${String(run)}`, from, to: p.time });
-          open.delete(k);
-        }
-    }
-    const k = kills.filter((x) => x.r === r).at(-1);
-    closeAll(k && !live().includes(r) ? k.at : now);
   }
-  return out.filter((h) => h.to > since);
+  const read = readHolds(logs, now);
+  whoOfPid = read.whoOfPid;
+  return read.holds.filter((h) => h.to > since);
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
@@ -159,7 +133,7 @@ let unjudged: AuditedWrite[] = [];
 let outside = 0;
 
 /** Writes the API server received from a replica while that replica did not hold the node's shard. */
-function writesOutsideHolds(hs: ReturnType<typeof holds>): number {
+function writesOutsideHolds(hs: readonly Hold[]): number {
   const pending = [...unjudged, ...audit.next()];
   unjudged = [];
   for (const w of pending) {

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { readHolds } from './holds.js';
+
+const T = (iso: string): number => Date.parse(iso);
+const start = (iso: string): string => `\n=== ${iso} /usr/bin/node bin/fakegpu.js fleet --shards 60`;
+const line = (o: Record<string, unknown>): string =>
+  JSON.stringify({ level: 30, name: 'fakegpu-fleet', ...o });
+
+describe("the chaos suite's reading of shard holds from the replicas' logs", () => {
+  it('holds a shard from "took a shard" to "stopped writing shards", to the kill, or to now', () => {
+    const { holds } = readHolds(
+      [
+        {
+          replica: 0,
+          kills: [T('2026-12-03T18:00:30.000Z')],
+          alive: true,
+          text: [
+            start('2026-12-03T18:00:00.000Z'),
+            line({ pid: 10, time: T('2026-12-03T18:00:01.000Z'), msg: 'took a shard', shard: 3 }),
+            line({ pid: 10, time: T('2026-12-03T18:00:02.000Z'), msg: 'took a shard', shard: 4 }),
+            line({
+              pid: 10,
+              time: T('2026-12-03T18:00:05.000Z'),
+              msg: 'stopped writing shards',
+              shards: [4],
+            }),
+            start('2026-12-03T18:00:31.000Z'),
+            line({ pid: 11, time: T('2026-12-03T18:00:50.000Z'), msg: 'took a shard', shard: 7 }),
+          ].join('\n'),
+        },
+      ],
+      T('2026-12-03T18:01:00.000Z'),
+    );
+    assert.deepEqual(
+      holds.sort((a, b) => a.from - b.from),
+      [
+        { shard: 3, who: '0/1', from: T('2026-12-03T18:00:01.000Z'), to: T('2026-12-03T18:00:30.000Z') },
+        { shard: 4, who: '0/1', from: T('2026-12-03T18:00:02.000Z'), to: T('2026-12-03T18:00:05.000Z') },
+        { shard: 7, who: '0/2', from: T('2026-12-03T18:00:50.000Z'), to: T('2026-12-03T18:01:00.000Z') },
+      ],
+    );
+  });
+
+  // CI keeps the cluster's directory between runs, so a replica's log holds runs of earlier clusters, and
+  // a fresh machine starts its processes with the same pids each time: replica 0's pid now was replica
+  // 2's in an earlier cluster. Its writes were judged against replica 2's old holds.
+  it('names a pid after the latest run that had it, whichever replica logged it', () => {
+    const { whoOfPid } = readHolds(
+      [
+        {
+          replica: 0,
+          kills: [],
+          alive: true,
+          text: [
+            start('2026-12-03T18:00:00.000Z'),
+            line({ pid: 20145, time: T('2026-12-03T18:00:01.000Z'), msg: 'took a shard', shard: 22 }),
+          ].join('\n'),
+        },
+        {
+          replica: 2,
+          kills: [],
+          alive: true,
+          text: [
+            start('2026-12-01T09:00:00.000Z'),
+            line({ pid: 20145, time: T('2026-12-01T09:00:01.000Z'), msg: 'took a shard', shard: 22 }),
+            start('2026-12-03T18:00:00.000Z'),
+            line({ pid: 20026, time: T('2026-12-03T18:00:01.000Z'), msg: 'took a shard', shard: 5 }),
+          ].join('\n'),
+        },
+      ],
+      T('2026-12-03T18:01:00.000Z'),
+    );
+    assert.equal(whoOfPid.get(20145), '0/1');
+    assert.equal(whoOfPid.get(20026), '2/2');
+  });
+});
