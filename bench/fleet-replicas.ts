@@ -23,6 +23,7 @@ import {
   until,
   type Node,
   type Raw,
+  SCRAPE_EVERY_MS,
 } from './support.js';
 
 /** As `cluster up --fleet-replicas` shards them. */
@@ -76,14 +77,19 @@ function cpuSeconds(pid: number): number {
 /** Seconds until the live replicas hold every shard and each has published its nodes. */
 async function allServed(fleets: Fleet[], limitMs: number): Promise<number> {
   const t0 = performance.now();
-  await until('every shard held and published', limitMs, async () => {
-    const ms = await Promise.all(fleets.map(metricsOf));
-    const held = ms.reduce((n, m) => n + metric(m, 'fakegpu_fleet_shards_held'), 0);
-    const ready = await Promise.all(
-      fleets.map(async (f) => (await get(`http://${f.http}/readyz`)).status === 200),
-    );
-    return held === SHARDS && ready.every(Boolean);
-  });
+  await until(
+    'every shard held and published',
+    limitMs,
+    async () => {
+      const ms = await Promise.all(fleets.map(metricsOf));
+      const held = ms.reduce((n, m) => n + metric(m, 'fakegpu_fleet_shards_held'), 0);
+      const ready = await Promise.all(
+        fleets.map(async (f) => (await get(`http://${f.http}/readyz`)).status === 200),
+      );
+      return held === SHARDS && ready.every(Boolean);
+    },
+    SCRAPE_EVERY_MS,
+  );
   return seconds(t0);
 }
 

@@ -50,6 +50,7 @@ import {
   sliceNames,
   startFleet,
   stopFleet,
+  SCRAPE_EVERY_MS,
   until,
   type Node,
   checked as checkedFlag,
@@ -410,14 +411,21 @@ async function run(kubeconfig: string): Promise<Results> {
       const limitMs = Math.max(900_000, 4 * 1000 * (ceilings.at(-1) ?? 0));
       // Ready alone is not published: a fleet that does not lead is ready (src/fleet/run.ts), and so is
       // one whose first Lease request a busy API server has not answered yet.
-      await until('the fleet to publish every node', limitMs, async () => {
-        if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
-        if ((await get(`http://${FLEET_HTTP}/readyz`)).status !== 200) return false;
-        return (
-          metric((await get(`http://${FLEET_HTTP}/metrics`)).text, 'fakegpu_fleet_first_published_seconds') >=
-          0
-        );
-      });
+      await until(
+        'the fleet to publish every node',
+        limitMs,
+        async () => {
+          if (fleet.exitCode !== null) throw new FakegpuError('bench/fleet', 'the fleet exited');
+          if ((await get(`http://${FLEET_HTTP}/readyz`)).status !== 200) return false;
+          return (
+            metric(
+              (await get(`http://${FLEET_HTTP}/metrics`)).text,
+              'fakegpu_fleet_first_published_seconds',
+            ) >= 0
+          );
+        },
+        SCRAPE_EVERY_MS,
+      );
       publishProgress();
       const wallS = seconds(t1);
       apiserver.fleet.push(await phases.end(`round ${round}/${ROUNDS}, fleet`));

@@ -269,13 +269,25 @@ export function startFleet(
   return p;
 }
 
-export async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+/**
+ * Polls `check` every `everyMs` until it holds. A check that scrapes a fleet under measurement costs that
+ * fleet CPU each time: those poll at half a second, which is also the resolution of what they time.
+ */
+export async function until(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<boolean>,
+  everyMs = 50,
+): Promise<void> {
   const t0 = Date.now();
   while (!(await check())) {
     if (Date.now() - t0 > timeoutMs) throw new FakegpuError('bench', `timed out waiting for ${what}`);
-    await sleep(50);
+    await sleep(everyMs);
   }
 }
+
+/** How often a bench scrapes a fleet it is measuring (see `until`). */
+export const SCRAPE_EVERY_MS = 500;
 
 export async function stopFleet(p: ChildProcess): Promise<void> {
   if (p.exitCode !== null) return;
