@@ -14,7 +14,7 @@ import {
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
 import { shardOf } from '../../src/kube/sharding/ring.js';
-import { sharedCluster } from '../support/cluster.js';
+import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog, type AuditedWrite } from './audit.js';
 import { readHolds, type Hold, type ReplicaLog } from './holds.js';
@@ -23,8 +23,8 @@ import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-sli
 /**
  * The sharded fleet's chaos suite: KWOK nodes split between `--replicas` fleet processes by shard Leases
  * (`cluster up --fleet-replicas`), GpuFaults coming and going, and each cycle one disruption: a `kill -9`
- * of a replica in the middle of its work, a replica joining (or, when one has joined, leaving), an API
- * server restart or an etcd restart. After each: the slices' checks of `fleet-slices.ts`; every shard
+ * of a replica or a replica joining, each in the middle of publishing every node (every slice deleted
+ * just before), a joined replica leaving, an API server restart or an etcd restart. After each: the slices' checks of `fleet-slices.ts`; every shard
  * held again (the replicas' `fakegpu_fleet_shards_held` add up to the shard count) within the bound after
  * a kill; and, from every replica's log, each shard's holders over time — from "took a shard" to
  * "stopped writing shards" (logged once its writes in flight have ended) or the kill: two that overlap
@@ -172,8 +172,17 @@ function overlaps(): number {
   return n;
 }
 
+/**
+ * Every slice deleted, so that what comes next (a kill, a join) meets the replicas in the middle of
+ * publishing every node again, with writes of the shards that move under way.
+ */
+function midPublish(): void {
+  mustKubectl(e, ['delete', 'resourceslices', '--all', '--wait=false']);
+}
+
 const takeovers: number[] = [];
 async function kill(): Promise<string> {
+  midPublish();
   const r = pick(live());
   const pid = readPid(l.run, fleetReplica(r).name);
   if (pid === null) throw new Error(`replica ${String(r)} runs no process`);
@@ -194,6 +203,7 @@ async function kill(): Promise<string> {
 /** A replica joins mid-publish and takes its share; or, once joined, leaves and hands it back. */
 async function joinOrLeave(): Promise<string> {
   if (!live().includes(JOINER)) {
+    midPublish();
     start(JOINER);
     const share = Math.floor(FLEET_SHARDS / live().length);
     const s = await covered('after a replica joined', JOINER, share);
