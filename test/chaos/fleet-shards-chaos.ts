@@ -77,14 +77,17 @@ function start(r: number): void {
   });
 }
 
-async function shardsHeld(r: number): Promise<number> {
+/** A gauge of replica `r`'s metrics; 0 while it does not answer. */
+async function gauge(r: number, name: string): Promise<number> {
   try {
     const text = await (await fetch(`http://${fleetReplica(r).http}/metrics`)).text();
-    return Number(/^fakegpu_fleet_shards_held (\d+)/m.exec(text)?.[1] ?? 0);
+    return Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   } catch {
     return 0;
   }
 }
+
+const shardsHeld = (r: number): Promise<number> => gauge(r, 'fakegpu_fleet_shards_held');
 
 /** Seconds until the live replicas hold every shard between them (and `r` at least `atLeast`). */
 async function covered(what: string, r: number | null = null, atLeast = 0): Promise<number> {
@@ -203,11 +206,19 @@ async function kill(): Promise<string> {
 /** A replica joins mid-publish and takes its share; or, once joined, leaves and hands it back. */
 async function joinOrLeave(): Promise<string> {
   if (!live().includes(JOINER)) {
-    midPublish();
     start(JOINER);
+    // Once it is in the ring (its first period listed the members), the others hand it shards within a
+    // period or two: every slice deleted now, those shards move while their nodes are being written.
+    const t0 = Date.now();
+    while ((await gauge(JOINER, 'fakegpu_fleet_shard_members')) === 0) {
+      if (Date.now() - t0 > LEASE_MS * 4) throw new Error(`replica ${String(JOINER)} never joined the ring`);
+      await sleep(100);
+    }
+    midPublish();
     const share = Math.floor(FLEET_SHARDS / live().length);
-    const s = await covered('after a replica joined', JOINER, share);
-    return `replica ${String(JOINER)} joined, holding its share after ${s.toFixed(1)}s`;
+    await covered('after a replica joined', JOINER, share);
+    const s = (Date.now() - t0) / 1000;
+    return `replica ${String(JOINER)} joined mid-publish, holding its share ${s.toFixed(1)}s after it started`;
   }
   const pid = readPid(l.run, fleetReplica(JOINER).name);
   if (pid !== null) process.kill(pid, 'SIGTERM');
