@@ -17,20 +17,20 @@ import { shardOf } from '../../src/kube/sharding/ring.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog, type AuditedWrite } from './audit.js';
-import { readHolds, type Hold, type ReplicaLog } from './holds.js';
+import { readHolds, type Holders, type ReplicaLog } from './holds.js';
 import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 
 /**
  * The sharded fleet's chaos suite: KWOK nodes split between `--replicas` fleet processes by shard Leases
  * (`cluster up --fleet-replicas`), GpuFaults coming and going, and each cycle one disruption: a `kill -9`
  * of a replica or a replica joining, each in the middle of publishing every node (every slice deleted
- * just before), a joined replica leaving, an API server restart or an etcd restart. After each: the slices' checks of `fleet-slices.ts`; every shard
- * held again (the replicas' `fakegpu_fleet_shards_held` add up to the shard count) within the bound after
- * a kill; and, from every replica's log, each shard's holders over time — from "took a shard" to
- * "stopped writing shards" (logged once its writes in flight have ended) or the kill: two that overlap
- * are a duplicate writer. And from the API server's audit log, what reached it: every slice write a
- * replica sent must have been received while that replica process held the node's shard; one received
- * outside (a late write of a killed, fenced or drained replica) is a duplicate too.
+ * just before), a joined replica leaving, an API server restart or an etcd restart. After each: the
+ * slices' checks of `fleet-slices.ts`; every shard held again (the replicas' `fakegpu_fleet_shards_held`
+ * add up to the shard count) within the bound after a kill; and, from every replica's log, each shard's
+ * holders over time (`holds.ts`): two that overlap are a duplicate writer. And from the API server's
+ * audit log, what reached it: every slice write a replica sent must have been received while that
+ * replica process held the node's shard; one received outside (a late write of a killed, fenced or
+ * drained replica) is a duplicate too.
  * `scripts/chaos.mjs --fleet --replicas N` runs it and prints its last line.
  */
 
@@ -107,11 +107,8 @@ async function covered(what: string, r: number | null = null, atLeast = 0): Prom
 const kills: { r: number; at: number }[] = [];
 const since = Date.now();
 
-/** Each replica process's pid, as its log lines give it: `<replica>/<run>`. */
-let whoOfPid = new Map<number, string>();
-
-/** Each shard's holds, [from, to), by replica process, since this suite began. */
-function holds(now: number): Hold[] {
+/** Each shard's holds, [from, to), by replica process, since this suite began; and whose each pid was. */
+function holders(now: number): Holders {
   const logs: ReplicaLog[] = [];
   for (const r of all) {
     try {
@@ -126,8 +123,7 @@ function holds(now: number): Hold[] {
     }
   }
   const read = readHolds(logs, now);
-  whoOfPid = read.whoOfPid;
-  return read.holds.filter((h) => h.to > since);
+  return { ...read, holds: read.holds.filter((h) => h.to > since) };
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
@@ -136,7 +132,7 @@ let unjudged: AuditedWrite[] = [];
 let outside = 0;
 
 /** Writes the API server received from a replica while that replica did not hold the node's shard. */
-function writesOutsideHolds(hs: readonly Hold[]): number {
+function writesOutsideHolds({ holds, whoOfPid }: Holders): number {
   const pending = [...unjudged, ...audit.next()];
   unjudged = [];
   for (const w of pending) {
@@ -153,7 +149,7 @@ function writesOutsideHolds(hs: readonly Hold[]): number {
       }
     }
     const shard = shardOf(w.node, FLEET_SHARDS);
-    if (hs.some((h) => h.who === who && h.shard === shard && h.from <= w.at && w.at <= h.to)) continue;
+    if (holds.some((h) => h.who === who && h.shard === shard && h.from <= w.at && w.at <= h.to)) continue;
     outside++;
     if (outside <= 5)
       log(
@@ -164,10 +160,10 @@ function writesOutsideHolds(hs: readonly Hold[]): number {
 }
 
 function overlaps(): number {
-  const hs = holds(Date.now());
-  let n = writesOutsideHolds(hs);
-  for (const x of hs)
-    for (const y of hs)
+  const h = holders(Date.now());
+  let n = writesOutsideHolds(h);
+  for (const x of h.holds)
+    for (const y of h.holds)
       if (x.shard === y.shard && x.who < y.who && x.from < y.to && y.from < x.to) {
         n++;
         if (n <= 5) log(`  shard ${String(x.shard)} held by ${x.who} and ${y.who} at once`);
