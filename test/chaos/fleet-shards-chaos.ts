@@ -132,8 +132,8 @@ let unjudged: AuditedWrite[] = [];
 let outside = 0;
 
 /** Writes the API server received from a replica while that replica did not hold the node's shard. */
-function writesOutsideHolds({ holds, whoOfPid }: Holders): number {
-  const pending = [...unjudged, ...audit.next()];
+function writesOutsideHolds(received: AuditedWrite[], { holds, whoOfPid }: Holders): number {
+  const pending = [...unjudged, ...received];
   unjudged = [];
   for (const w of pending) {
     // Only fakegpu's writes of the KWOK nodes: the host node's plugin writes its own, and this suite
@@ -160,8 +160,11 @@ function writesOutsideHolds({ holds, whoOfPid }: Holders): number {
 }
 
 function overlaps(): number {
+  // The audit log first, then the holds up to now: a write received after the holds were read (the
+  // fleet's answer to the last fault cleared) was judged against holds closed before it came.
+  const received = audit.next();
   const h = holders(Date.now());
-  let n = writesOutsideHolds(h);
+  let n = writesOutsideHolds(received, h);
   for (const x of h.holds)
     for (const y of h.holds)
       if (x.shard === y.shard && x.who < y.who && x.from < y.to && y.from < x.to) {
