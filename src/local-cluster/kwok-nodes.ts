@@ -10,7 +10,10 @@ import { fleetsReady } from './fleet-process.js';
 import { kubectl, kubectlAsync } from './kubectl.js';
 import { PROFILE_LABEL } from './plugin-process.js';
 import { waitFor } from './probe.js';
-import type { Started } from './process.js';
+import { readPid, type Started } from './process.js';
+import type { ApiClient } from '../kube/client.js';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
 import { kwokControllersOf, partitioned } from './kwok-partition.js';
 
@@ -73,6 +76,72 @@ export async function createKwokNodes(
     },
     Math.max(120_000, n * 200),
   );
+  if (n > 0) await waitUntilSchedulable(l, n, log);
+}
+
+/** The taint the API server puts on every new node, until the node lifecycle controller sees it Ready. */
+export const NOT_READY_TAINT = 'node.kubernetes.io/not-ready';
+
+/**
+ * Ready is not schedulable: the API server taints each new node `node.kubernetes.io/not-ready` (the
+ * TaintNodesByCondition admission plugin) and the controller manager lifts it, one PATCH a node, eight
+ * at a time. At 50,000 nodes it lagged the nodes' creation by tens of thousands, and its PATCHes (23–59
+ * a second) ran on through whatever came next: a bench's phases, a scheduler's pods.
+ */
+async function waitUntilSchedulable(l: Layout, n: number, log: (line: string) => void): Promise<void> {
+  const manager: Started = {
+    name: 'kube-controller-manager',
+    pid: readPid(l.run, 'kube-controller-manager') ?? 0,
+    log: join(l.logs, 'kube-controller-manager.log'),
+  };
+  // Loaded here, not with the module: every other command of cluster up goes through kubectl.
+  const [{ KubeConfig }, { clientOf, loadKubeconfigInto }, api] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../kube/client.js'),
+    import('../kube/api.js'),
+  ]);
+  const http = clientOf(loadKubeconfigInto(new KubeConfig(), l.adminKubeconfig));
+  const look = (): Promise<number> => countTainted(api, http, NOT_READY_TAINT);
+  const t0 = performance.now();
+  let said = 0;
+  await waitFor(
+    `${NOT_READY_TAINT} lifted from ${n} KWOK node(s)`,
+    manager,
+    async () => {
+      const tainted = await look();
+      if (tainted === 0) return true;
+      if (performance.now() - said > 30_000) {
+        said = performance.now();
+        log(`${tainted} of ${n} KWOK node(s) still ${NOT_READY_TAINT}: the controller manager lifts it`);
+      }
+      // A look reads every node (4 kB each): not more often than the controller manager needs.
+      await sleep(5000);
+      return false;
+    },
+    Math.max(120_000, n * 30),
+  );
+  log(`${n} KWOK node(s) schedulable after ${((performance.now() - t0) / 1000).toFixed(1)} s more`);
+}
+
+/** KWOK nodes with the taint, read a page at a time so that 50,000 nodes are never held at once. */
+export async function countTainted(
+  api: Pick<typeof import('../kube/api.js'), 'listPage' | 'NODES_PATH'>,
+  http: Pick<ApiClient, 'send'>,
+  key: string,
+): Promise<number> {
+  let tainted = 0;
+  let next: string | undefined;
+  do {
+    const page = await api.listPage<{ spec?: { taints?: { key: string }[] } }>(
+      http,
+      api.NODES_PATH,
+      { labelSelector: 'type=kwok', limit: 500, continue: next },
+      'application/json',
+    );
+    tainted += page.items.filter((x) => x.spec?.taints?.some((t) => t.key === key) === true).length;
+    next = page.continue;
+  } while (next !== undefined);
+  return tainted;
 }
 
 /** Batches of nodes per kubectl, and kubectls at once: one kubectl applies its objects one request after another. */

@@ -15,7 +15,8 @@ import {
   stopTree,
 } from '../../src/local-cluster/process.js';
 import { listeningSockets, socketsClosed } from '../../src/local-cluster/sockets.js';
-import { readyRows } from '../../src/local-cluster/kwok-nodes.js';
+import { countTainted, NOT_READY_TAINT, readyRows } from '../../src/local-cluster/kwok-nodes.js';
+import * as api from '../../src/kube/api.js';
 import { goMemoryLimit } from '../../src/local-cluster/components.js';
 
 /** What `cluster down` relies on to leave nothing running: real processes, stopped and waited for. */
@@ -184,6 +185,27 @@ describe('counting Ready KWOK nodes from the API server table', () => {
     ].join('\n');
     assert.equal(readyRows(table), 2);
     assert.equal(readyRows(''), 0);
+  });
+});
+
+describe('counting KWOK nodes the controller manager has not untainted yet', () => {
+  it('reads every page, counts only nodes with the not-ready taint, and asks for KWOK nodes alone', async () => {
+    const node = (...keys: string[]): object => ({ spec: { taints: keys.map((key) => ({ key })) } });
+    const pages = [
+      { items: [node('kwok.x-k8s.io/node', NOT_READY_TAINT), node('kwok.x-k8s.io/node')], next: 'b' },
+      { items: [{}, node(NOT_READY_TAINT)], next: undefined },
+    ];
+    const asked: string[] = [];
+    const send = (_method: string, path: string): Promise<string> => {
+      asked.push(path);
+      const p = pages[asked.length - 1];
+      const body = { metadata: { resourceVersion: '7', continue: p?.next ?? '' }, items: p?.items ?? [] };
+      return Promise.resolve(JSON.stringify(body));
+    };
+    assert.equal(await countTainted(api, { send }, NOT_READY_TAINT), 2);
+    assert.equal(asked.length, 2);
+    assert.match(asked[0] ?? '', /^\/api\/v1\/nodes\?labelSelector=type%3Dkwok&limit=500$/);
+    assert.match(asked[1] ?? '', /continue=b/);
   });
 });
 
