@@ -15,7 +15,7 @@ import {
   stopTree,
 } from '../../src/local-cluster/process.js';
 import { listeningSockets, socketsClosed } from '../../src/local-cluster/sockets.js';
-import { countTainted, NOT_READY_TAINT, readyRows } from '../../src/local-cluster/kwok-nodes.js';
+import { countTainted, nextLookMs, NOT_READY_TAINT, readyRows } from '../../src/local-cluster/kwok-nodes.js';
 import * as api from '../../src/kube/api.js';
 import { goMemoryLimit } from '../../src/local-cluster/components.js';
 
@@ -206,6 +206,20 @@ describe('counting KWOK nodes the controller manager has not untainted yet', () 
     assert.equal(asked.length, 2);
     assert.match(asked[0] ?? '', /^\/api\/v1\/nodes\?labelSelector=type%3Dkwok&limit=500$/);
     assert.match(asked[1] ?? '', /continue=b/);
+  });
+});
+
+describe('spacing the looks at tainted KWOK nodes by the rate they are untainted', () => {
+  it('looks again in 5 s at first, halfway to the end at the rate seen, within 5 s and a minute', () => {
+    assert.equal(nextLookMs(undefined, { at: 0, tainted: 30_000 }), 5000);
+    // 1,000 lifted in 10 s: 2,000 left go in 20 s, so the next look in 10 s.
+    assert.equal(nextLookMs({ at: 0, tainted: 3000 }, { at: 10_000, tainted: 2000 }), 10_000);
+    // 42 a second with 27,000 left: ten minutes to go, a look a minute.
+    assert.equal(nextLookMs({ at: 0, tainted: 28_260 }, { at: 30_000, tainted: 27_000 }), 60_000);
+    assert.equal(nextLookMs({ at: 0, tainted: 110 }, { at: 10_000, tainted: 10 }), 5000);
+    // No progress (or a node added meanwhile): half a minute.
+    assert.equal(nextLookMs({ at: 0, tainted: 500 }, { at: 10_000, tainted: 500 }), 30_000);
+    assert.equal(nextLookMs({ at: 0, tainted: 500 }, { at: 10_000, tainted: 600 }), 30_000);
   });
 });
 
