@@ -125,7 +125,7 @@ function servedFlags(c: Command): Command {
 /** How hard the API server is driven, and which one. */
 function clientFlags(c: Command): Command {
   return c
-    .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '64'))
+    .addOption(envOption('--concurrency <n>', 'nodes reconciled at once', 'FAKEGPU_FLEET_CONCURRENCY', '32'))
     .addOption(
       envOption(
         '--qps <n>',
