@@ -5,6 +5,7 @@
  * client-side seconds cannot tell a slow server from a busy client or a third writer; these can.
  */
 import { FakegpuError } from '../src/errors.js';
+import { cpuBetween, sampleCpu, type CpuSample } from './machine-cpu.js';
 import type { Raw } from './support.js';
 
 /** One sample: a metric's labels as written (`{a="b",c="d"}`, or '') and its value. */
@@ -96,6 +97,16 @@ export interface ApiserverPhase {
   /** Cores' worth of CPU the API server used, and of it its garbage collector's. */
   cpuCores: number;
   gcCpuCores: number;
+  /**
+   * The collector's CPU by kind: marking by goroutines made to help (assist), by its own workers
+   * (dedicated), and on processors with nothing else to run (idle, which fills time the server would
+   * not have used); and the runtime's own idle time of GOMAXPROCS. Much idle marking means the server
+   * waited, for etcd or its clients, more than it worked.
+   */
+  gcCoresByKind: { assist: number; dedicated: number; idle: number; pause: number };
+  goIdleCores: number;
+  /** etcd's answer time for the slices' creates, as the API server saw it. */
+  etcdCreateP50S: number;
   gcCycles: number;
   /** At the end of the phase, MiB. */
   rssMiB: number;
@@ -139,6 +150,12 @@ function sliceLatencies(before: Exposition, after: Exposition): VerbLatency[] {
     .sort((a, b) => b.requests - a.requests);
 }
 
+function etcdCreateP50(before: Exposition, after: Exposition): number {
+  const name = 'etcd_request_duration_seconds_bucket';
+  const match = { operation: 'create', type: /^resourceslices/ };
+  return quantileOfDelta(delta(sumBy(after, name, match, ['le']), sumBy(before, name, match, ['le'])), 0.5);
+}
+
 function apfWaits(before: Exposition, after: Exposition): Record<string, number> {
   const sum = 'apiserver_flowcontrol_request_wait_duration_seconds_sum';
   const count = 'apiserver_flowcontrol_request_wait_duration_seconds_count';
@@ -170,6 +187,14 @@ export function apiserverPhase(before: Exposition, after: Exposition, seconds: n
     seconds,
     cpuCores: per(d('process_cpu_seconds_total')),
     gcCpuCores: per(d('go_cpu_classes_gc_total_cpu_seconds_total')),
+    gcCoresByKind: {
+      assist: per(d('go_cpu_classes_gc_mark_assist_cpu_seconds_total')),
+      dedicated: per(d('go_cpu_classes_gc_mark_dedicated_cpu_seconds_total')),
+      idle: per(d('go_cpu_classes_gc_mark_idle_cpu_seconds_total')),
+      pause: per(d('go_cpu_classes_gc_pause_cpu_seconds_total')),
+    },
+    goIdleCores: per(d('go_cpu_classes_idle_cpu_seconds_total')),
+    etcdCreateP50S: etcdCreateP50(before, after),
     gcCycles: d('go_gc_cycles_total_gc_cycles_total'),
     rssMiB: total(after, 'process_resident_memory_bytes') / MIB,
     heapLiveMiB: total(after, 'go_memstats_heap_alloc_bytes') / MIB,
@@ -199,6 +224,7 @@ export function showPhase(p: ApiserverPhase): string[] {
   const waits = Object.entries(p.apfWaitMs).map(([k, ms]) => `${k} ${f(ms, 1)} ms`);
   return [
     `API server: CPU ${f(p.cpuCores)} cores (GC ${f(p.gcCpuCores)}), ${p.gcCycles} GC cycles in ${f(p.seconds, 0)} s; RSS ${f(p.rssMiB, 0)} MiB, heap ${f(p.heapLiveMiB, 0)} MiB, goal ${f(p.heapGoalMiB, 0)}, GOMEMLIMIT ${f(p.memoryLimitMiB, 0)}`,
+    `API server: GC by kind assist ${f(p.gcCoresByKind.assist)}, dedicated ${f(p.gcCoresByKind.dedicated)}, idle ${f(p.gcCoresByKind.idle)}, pause ${f(p.gcCoresByKind.pause)} cores; Go idle ${f(p.goIdleCores)} cores; etcd create p50 ${f(p.etcdCreateP50S * 1000, 1)} ms`,
     `API server: resourceslices ${slices.join('; ') || 'none'}`,
     `API server: writes/s ${writes.join(', ') || 'none'}; node leases ${leases.join(', ') || 'none'}`,
     `API server: APF rejected ${rejected.join(', ') || 'none'}; APF wait ${waits.join(', ') || 'none'}`,
@@ -219,6 +245,7 @@ export async function scrapeApiserver(raw: Raw): Promise<Exposition> {
 export class ApiserverPhases {
   private before: Exposition = new Map();
   private t0 = 0;
+  private cpu0: CpuSample = sampleCpu();
 
   constructor(
     private readonly raw: Raw,
@@ -227,13 +254,19 @@ export class ApiserverPhases {
 
   async start(): Promise<void> {
     this.before = await scrapeApiserver(this.raw);
+    this.cpu0 = sampleCpu();
     this.t0 = performance.now();
   }
 
-  async end(what: string): Promise<ApiserverPhase> {
+  async end(what: string): Promise<ApiserverPhase & { machine: ReturnType<typeof cpuBetween> }> {
     const seconds = (performance.now() - this.t0) / 1000;
-    const p = apiserverPhase(this.before, await scrapeApiserver(this.raw), seconds);
+    const cpu = cpuBetween(this.cpu0, sampleCpu());
+    const p = { ...apiserverPhase(this.before, await scrapeApiserver(this.raw), seconds), machine: cpu };
     for (const line of showPhase(p)) this.log(`${what}, ${line}`);
+    const by = Object.entries(cpu.cores).map(([g, c]) => `${g} ${f(c)}`);
+    this.log(
+      `${what}, machine: ${f(cpu.machineBusyCores)} of ${cpu.machineCores} cores busy; by process ${by.join(', ')}`,
+    );
     return p;
   }
 }
