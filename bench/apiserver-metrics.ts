@@ -152,7 +152,7 @@ function sliceLatencies(before: Exposition, after: Exposition): VerbLatency[] {
 
 function etcdCreateP50(before: Exposition, after: Exposition): number {
   const name = 'etcd_request_duration_seconds_bucket';
-  const match = { operation: 'create', type: /^resourceslices/ };
+  const match = { operation: 'create', resource: 'resourceslices' };
   return quantileOfDelta(delta(sumBy(after, name, match, ['le']), sumBy(before, name, match, ['le'])), 0.5);
 }
 

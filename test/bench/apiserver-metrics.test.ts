@@ -27,6 +27,10 @@ const scrape = (o: {
     `apiserver_request_total{code="200",resource="leases",verb="GET"} 3`,
     `apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",priority_level="global-default",reason="time-out"} ${o.rejected}`,
     `process_cpu_seconds_total ${o.cpu}`,
+    `go_cpu_classes_gc_mark_assist_cpu_seconds_total ${o.cpu / 10}`,
+    `etcd_request_duration_seconds_bucket{group="resource.k8s.io",operation="create",resource="resourceslices",le="0.01"} ${o.posts[0]}`,
+    `etcd_request_duration_seconds_bucket{group="resource.k8s.io",operation="create",resource="resourceslices",le="+Inf"} ${o.posts[2]}`,
+    `etcd_request_duration_seconds_bucket{group="",operation="create",resource="events",le="+Inf"} ${o.posts[2] * 9}`,
     'process_resident_memory_bytes 1.073741824e+09',
     'go_gc_gomemlimit_bytes 2.147483648e+09',
   ].join('\n');
@@ -55,6 +59,9 @@ describe("the API server's metrics of a bench phase", () => {
     const before = parseExposition(scrape({ posts: [10, 10, 10], leasePuts: 1000, cpu: 100, rejected: 2 }));
     const after = parseExposition(scrape({ posts: [60, 100, 110], leasePuts: 5000, cpu: 150, rejected: 2 }));
     const p = apiserverPhase(before, after, 100);
+    assert.equal(p.gcCoresByKind.assist, 0.05);
+    // 50 of 100 slice creates answered by etcd within 10 ms: the median is that bucket's bound.
+    assert.equal(p.etcdCreateP50S, 0.01);
     assert.deepEqual(
       p.slices.map((v) => [v.verb, v.requests]),
       [['POST', 100]],
