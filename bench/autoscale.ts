@@ -1,18 +1,21 @@
 /**
  * bench/autoscale: an autoscaler buying GPU nodes for pending pods, end to end on the local real control
  * plane: Karpenter's KWOK provider (built from its module by `cluster up --with karpenter`) launches KWOK
- * nodes of a GPU instance type, fakegpu's fleet publishes their slices from the instance type, and the
- * scheduler binds the pods through the DeviceClass's extended resource.
+ * nodes of a GPU instance type. With `--claims`, each pod's only GPU request is a ResourceClaim: Karpenter's
+ * DRA allocator places it on the type's templates, fakegpu's fleet publishes the node's slices and the
+ * scheduler allocates the claim from them. Without, pods ask `nvidia.com/gpu`, which Karpenter's nodes
+ * offer as a device plugin would (`--karpenter-gpus extended-resource`), and the fleet serves none of them.
  *
  *   1. The cluster with Karpenter and the fleet, and a NodePool of one instance type (consolidation
  *      held off for the run).
- *   2. `--pods` pods asking `nvidia.com/gpu` for every GPU of the type, created at once (32 in flight).
+ *   2. `--pods` pods asking for every GPU of the type, created at once (32 in flight).
  *   3. Until every pod is Running (pods polled every 250 ms): when each Karpenter node and its GPU slice
  *      first arrive on watches of nodes and slices, when each pod runs. `running` is from the first create to the last pod Running;
  *      `publish_share` is the pods' summed time between their node appearing and its slice appearing
- *      (what the fleet adds) over their summed time from the first create to Running.
+ *      (what the fleet adds) over their summed time from the first create to Running; `sim` is the time
+ *      Karpenter's own metrics say its scheduling simulations took (karpenter_scheduler_scheduling_duration_seconds).
  *
- * Usage: npm run bench:autoscale -- --pods 200 [--instance-type p5.48xlarge] [--keep] [--json file]
+ * Usage: npm run bench:autoscale -- --pods 200 [--claims] [--instance-type p5.48xlarge] [--keep] [--json file]
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +24,8 @@ import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/local-cluster/build.js';
 import { clusterDown, clusterUp } from '../src/local-cluster/cluster.js';
-import { kwokNodePool } from '../src/local-cluster/karpenter-process.js';
+import { KARPENTER_METRICS, kwokNodePool } from '../src/local-cluster/karpenter-process.js';
+import { judgeNominations, type KarpenterEvent, type Nominations } from './nominations.js';
 import { FakegpuError } from '../src/errors.js';
 import { presetForInstanceType } from '../src/model/preset/index.js';
 import { gpuCount } from '../src/model/preset/machine-spec.js';
@@ -43,10 +47,11 @@ import {
 const opts = new Command('bench:autoscale')
   .option('--pods <n>', 'pending pods, each asking for every GPU of one node', '200')
   .option('--instance-type <type>', 'the NodePool’s only instance type (one with a preset)', 'p5.48xlarge')
+  .option('--claims', "each pod's GPUs as a ResourceClaim, placed by Karpenter's DRA allocator")
   .option('--keep', 'leave the cluster running afterwards')
   .option('--json <file>', 'where the JSON result goes (default: the cache’s bench-results/)')
   .parse(process.argv.slice(3), { from: 'user' })
-  .opts<{ pods: string; instanceType: string; keep?: boolean; json?: string }>();
+  .opts<{ pods: string; instanceType: string; claims?: boolean; keep?: boolean; json?: string }>();
 
 const log = logger('bench/autoscale');
 const checked = <T>(parse: () => T): T => checkedFlag('bench/autoscale', parse);
@@ -72,7 +77,14 @@ interface Slice extends Meta {
 }
 
 const started = new Date();
-const e = await clusterUp({ dir: DIR, nodeName: 'fakegpu-bench-host', with: ['karpenter'], log });
+const MODE = opts.claims === true ? 'claims' : 'extended-resource';
+const e = await clusterUp({
+  dir: DIR,
+  nodeName: 'fakegpu-bench-host',
+  with: ['karpenter'],
+  karpenterGpus: MODE === 'claims' ? 'dra' : 'extended-resource',
+  log,
+});
 try {
   const kc = new KubeConfig();
   kc.loadFromFile(e.KUBECONFIG);
@@ -82,12 +94,24 @@ try {
     '/apis/karpenter.sh/v1/nodepools',
     JSON.stringify(
       // Nothing may be taken away while the run measures.
-      kwokNodePool(POOL, [opts.instanceType], GPUS * PODS, {
-        consolidationPolicy: 'WhenEmpty',
-        consolidateAfter: '1h',
-      }),
+      kwokNodePool(POOL, [opts.instanceType], { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' }),
     ),
   );
+  if (MODE === 'claims')
+    await raw.ok(
+      'POST',
+      '/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates',
+      JSON.stringify({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaimTemplate',
+        metadata: { name: 'autoscale' },
+        spec: {
+          spec: {
+            devices: { requests: [{ name: 'gpus', exactly: { deviceClassName: DRIVER_NAME, count: GPUS } }] },
+          },
+        },
+      }),
+    );
   log(`${PODS} pods of ${GPUS} GPUs on ${opts.instanceType} (${PRESET.name}); ${hardware()}`);
   const nodeSeen = new Map<string, number>();
   const sliceSeen = new Map<string, number>();
@@ -129,11 +153,14 @@ try {
           metadata: { name: `autoscale-${i}`, labels: { 'fakegpu.dev/bench': 'autoscale' } },
           spec: {
             terminationGracePeriodSeconds: 0,
+            ...(MODE === 'claims'
+              ? { resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: 'autoscale' }] }
+              : {}),
             containers: [
               {
                 name: 'train',
                 image: 'registry.invalid/train:1',
-                resources: { limits: { 'nvidia.com/gpu': String(GPUS) } },
+                resources: MODE === 'claims' ? {} : { limits: { 'nvidia.com/gpu': String(GPUS) } },
               },
             ],
           },
@@ -181,6 +208,8 @@ try {
     total += at - t0;
   }
   const share = total > 0 ? publish / total : 0;
+  const sim = await simulationSeconds();
+  const judged = await mismatches(raw, podNode);
   const result = {
     bench: 'autoscale',
     started: started.toISOString(),
@@ -188,14 +217,49 @@ try {
     instanceType: opts.instanceType,
     pods: PODS,
     nodes: nodeSeen.size,
+    mode: MODE,
     runningSeconds: running,
+    simulationSeconds: sim,
+    nominated: judged.nominated,
+    mismatches: judged.mismatches,
+    mismatchExamples: judged.examples,
+    nominatedElsewhere: judged.elsewhere,
     publishShare: share,
     pollMs: POLL_MS,
   };
   writeResult(resultPath('autoscale', started, opts.json), result);
+  log(
+    `Karpenter nominated ${judged.nominated} of ${PODS} pods, ${judged.elsewhere} of them run on another node that fit as well; where it and the scheduler disagreed: ${judged.examples.join('; ') || 'nowhere'}`,
+  );
   process.stdout.write(
-    `autoscale: pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s publish_share=${share.toFixed(3)}\n`,
+    `autoscale: mode=${MODE} pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length} publish_share=${share.toFixed(3)}\n`,
   );
 } finally {
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
+}
+
+/** Karpenter's own time in scheduling simulations (provisioning and disruption alike), from its /metrics. */
+async function simulationSeconds(): Promise<number> {
+  const r = await fetch(`http://127.0.0.1:${KARPENTER_METRICS}/metrics`);
+  const text = await r.text();
+  let sum = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('karpenter_scheduler_scheduling_duration_seconds_sum'))
+      sum += Number(line.split(' ').at(-1));
+  return sum;
+}
+
+/** Karpenter's view of the bench's pods against where they ran (nominations.ts). */
+async function mismatches(raw: Raw, podNode: ReadonlyMap<string, string>): Promise<Nominations> {
+  const events = await listAll<KarpenterEvent>(raw, '/api/v1/namespaces/default/events', '');
+  const claims = await listAll<{ metadata: { name: string }; status?: { nodeName?: string } }>(
+    raw,
+    '/apis/karpenter.sh/v1/nodeclaims',
+    '',
+  );
+  return judgeNominations(
+    events,
+    new Map(claims.map((c) => [c.metadata.name, c.status?.nodeName ?? ''])),
+    podNode,
+  );
 }

@@ -23,6 +23,7 @@ import { intFlag, resolveGates } from './options.js';
 import { DEFAULT_RELEASE } from '../model/device/release.js';
 import { parseConsumableShares } from '../model/device/consumable-shares.js';
 import { table } from './output.js';
+import { GPU_OFFERS, type GpuOffer } from '../tools/karpenter/gpu-offer.js';
 import {
   examples,
   examplesOf,
@@ -132,6 +133,7 @@ interface UpFlags {
   auditSlices?: boolean;
   helm?: boolean;
   with?: string;
+  karpenterGpus?: GpuOffer;
 }
 
 /** The cluster's directory, its node and release, and the node plugin `--profile` runs on it. */
@@ -215,6 +217,12 @@ function fakegpuFlags(c: Command): Command {
     .option(
       '--with <projects>',
       `upstream projects to build from their Go modules and run beside the cluster, comma-separated: ${INTEGRATIONS.join(', ')}`,
+    )
+    .addOption(
+      new Option(
+        '--karpenter-gpus <offer>',
+        "with --with karpenter, how its nodes offer their GPUs: 'dra' (the default: as DRA devices only, and Karpenter's DRA allocator places claim pods from each instance type's templates) or 'extended-resource' (as nvidia.com/gpu, Karpenter ignoring DRA requests; the fleet serves none of its nodes)",
+      ).choices(GPU_OFFERS),
     );
 }
 
@@ -226,6 +234,8 @@ function upOptions(f: UpFlags): ClusterOptions {
       '--no-fleet',
       "leave it out with --with: the fleet gives an autoscaler's nodes their GPUs",
     );
+  if (f.karpenterGpus !== undefined && !integrations.includes('karpenter'))
+    throw new FakegpuError('--karpenter-gpus', `${show(f.karpenterGpus)} needs --with karpenter`);
   kubernetesVersionFlag(f.kubernetesVersion);
   const release = releaseOf(f.kubernetesVersion, '--kubernetes-version');
   const kwokNodes = kwokNodeCount(f);
@@ -253,6 +263,7 @@ function upOptions(f: UpFlags): ClusterOptions {
     auditSlices: f.auditSlices === true,
     kwokPools: f.kwokPools === undefined ? undefined : resolvePath(f.kwokPools),
     with: integrations,
+    ...(f.karpenterGpus !== undefined ? { karpenterGpus: f.karpenterGpus } : {}),
     helm: f.helm === true,
     log: progress,
   };

@@ -1,4 +1,5 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { GPU_OFFERS, type GpuOffer } from '../tools/karpenter/gpu-offer.js';
 import { parseRelease } from '../model/device/release.js';
 import { layoutVersionOption, releaseChoiceOption } from './options.js';
 import { serialize } from './output.js';
@@ -48,12 +49,23 @@ export function exportCommand(write: (s: string) => void): Command {
   const kwok = exp
     .command('karpenter-kwok')
     .description(
-      "every instance type with a preset as Karpenter's KWOK provider reads them (INSTANCE_TYPES_FILE_PATH): the cloud's CPUs, memory, pods, price and nvidia.com/gpu",
+      "every instance type with a preset as Karpenter's KWOK provider reads them (INSTANCE_TYPES_FILE_PATH): the cloud's CPUs, memory, pods and price, and with --gpus extended-resource nvidia.com/gpu",
     )
-    .action(async () => {
+    .addOption(
+      new Option(
+        '--gpus <offer>',
+        "'dra': no nvidia.com/gpu, the GPUs are the DRA devices of `export karpenter`'s templates; 'extended-resource': nvidia.com/gpu, for a Karpenter that ignores DRA requests and nodes the fleet does not serve (a GPU offered both ways is allocated twice)",
+      )
+        .choices(GPU_OFFERS)
+        .default('dra'),
+    )
+    .action(async (opts: { gpus: GpuOffer }) => {
       const { kwokInstanceTypes } = await import('../tools/karpenter/instance-types.js');
-      write(`${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
+      write(`${JSON.stringify(kwokInstanceTypes(opts.gpus), null, 2)}\n`);
     });
-  examples(kwok, ['fakegpu export karpenter-kwok > instance-types.json']);
+  examples(kwok, [
+    'fakegpu export karpenter-kwok > instance-types.json',
+    'fakegpu export karpenter-kwok --gpus extended-resource',
+  ]);
   return exp;
 }

@@ -1,6 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
@@ -186,10 +195,11 @@ export const COMPONENTS: readonly Component[] = [
     tags: ['remove_all_sd'],
     onDemand: true,
   },
-  // Karpenter's KWOK provider, for an autoscaler in the local cluster (`cluster up --with karpenter`).
+  // Karpenter's KWOK provider, for an autoscaler in the local cluster (`cluster up --with karpenter`), as
+  // upstream/karpenter/main.go wires it: the provider's own, plus each instance type's DRA templates.
   {
     module: 'karpenter',
-    binaries: { 'sigs.k8s.io/karpenter/kwok': 'karpenter-kwok' },
+    binaries: { 'fakegpu.dev/cluster/karpenter': 'karpenter-kwok' },
     goToolchain: 'go1.26.9',
     onDemand: true,
   },
@@ -214,8 +224,12 @@ const folderOf = (repoRoot: string, c: Component): string => join(repoRoot, 'ups
 function recipe(repoRoot: string, c: Component): string {
   const dir = folderOf(repoRoot, c);
   const h = createHash('sha256');
-  // go.sum is absent for a module without dependencies (the pause program).
-  for (const f of ['go.mod', 'go.sum', 'main.go'])
+  // go.sum is absent for a module without dependencies (the pause program); Go files are ours (pause,
+  // Karpenter's main), so each is part of what is built.
+  const own = readdirSync(dir)
+    .filter((f) => f.endsWith('.go'))
+    .sort();
+  for (const f of ['go.mod', 'go.sum', ...own])
     if (existsSync(join(dir, f))) h.update(readFileSync(join(dir, f)));
   h.update(JSON.stringify({ ...c, go: goVersion() }));
   return h.digest('hex').slice(0, 16);

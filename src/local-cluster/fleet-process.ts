@@ -8,6 +8,7 @@ import { argsOf, forgetPid, isAlive, readPid, startDaemon, type Started } from '
 import { stopAndFree } from './stop.js';
 import { REPO_ROOT } from '../process/repo.js';
 import { KWOK_DEFAULT_PROFILE, MAX_FLEET_REPLICAS, type State } from './state.js';
+import { karpenterFleet } from './karpenter-process.js';
 
 export const FLEET_HTTP = '127.0.0.1:51517';
 /** The fleet's GPU metrics, beside the node plugin's port. */
@@ -112,5 +113,11 @@ export function fleetArgs(l: Layout, s: State, ports: { http: string; dcgm?: str
     ...(s.pluginGates ? [`--feature-gates=${s.pluginGates}`] : []),
     ...(s.consumableShares ? [`--consumable-shares=${s.consumableShares}`] : []),
     ...((s.fleetReplicas ?? 1) > 1 ? [`--shards=${String(FLEET_SHARDS)}`] : []),
+    ...karpenterArgs(s),
   ];
+}
+
+function karpenterArgs(s: State): string[] {
+  const k = karpenterFleet(s);
+  return [...(k.nics ? ['--nics'] : []), ...(k.nodeSelector ? [`--node-selector=${k.nodeSelector}`] : [])];
 }

@@ -9,6 +9,7 @@ import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
 import { buildFakegpuImage, FAKEGPU_IMAGE } from './fakegpu-image.js';
 import { FLEET_HTTP } from './fleet-process.js';
+import { karpenterFleet } from './karpenter-process.js';
 import { kubectl } from './kubectl.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
 import { clusterGates } from './state.js';
@@ -80,9 +81,16 @@ export function helmValues(l: Layout, s: State): Record<string, unknown> {
     fleet: {
       enabled: fleet,
       profile: s.kwokProfile ?? KWOK_DEFAULT_PROFILE,
+      ...fleetForKarpenter(s),
       ...((s.fleetReplicas ?? 1) > 1 ? { replicas: s.fleetReplicas } : {}),
     },
   };
+}
+
+/** The fleet's values for Karpenter's nodes, as the host process gets them as flags. */
+function fleetForKarpenter(s: State): Record<string, unknown> {
+  const k = karpenterFleet(s);
+  return { ...(k.nics ? { nics: true } : {}), ...(k.nodeSelector ? { nodeSelector: k.nodeSelector } : {}) };
 }
 
 export function helmValuesFile(l: Layout): string {

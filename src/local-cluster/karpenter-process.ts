@@ -10,7 +10,10 @@ import { applyObjects } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
 import { startDaemon, type Started } from './process.js';
 import { REPO_ROOT } from '../process/repo.js';
-import { binaryOf } from './state.js';
+import { binaryOf, releaseOfState, type State } from './state.js';
+import { karpenterTemplates, type TemplateOptions } from '../tools/karpenter/templates.js';
+import { DEFAULT_RELEASE } from '../model/device/release.js';
+import { parseKubernetesVersion } from '../kube/types/version.js';
 
 /** Karpenter's metrics and health probes, beside fakegpu's own ports. */
 export const KARPENTER_METRICS = 51520;
@@ -45,17 +48,48 @@ function installKarpenterCrds(l: Layout, t: Toolchain, dir: string): void {
   );
 }
 
+/** Where Karpenter-launched nodes are told apart: its NodePool's label on every node it makes. */
+export const KARPENTER_NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+
 /**
- * Karpenter's KWOK provider as a host process, built from its module: it launches KWOK nodes of the
- * instance types with a preset (`fakegpu export karpenter-kwok`), which the cluster's KWOK keeps Ready
- * (they carry KWOK's annotation) and the fleet gives their GPUs by instance type.
+ * What the fleet does for Karpenter's nodes. With GPUs as DRA devices, it publishes their NICs too:
+ * Karpenter's allocator is told of each type's NICs, and GPU and NIC on one PCIe root is what a claim
+ * may ask. With GPUs as `nvidia.com/gpu`, they are the device plugin's, and the fleet serves none of
+ * Karpenter's nodes: a GPU offered both ways would be allocated twice.
  */
-export async function startKarpenter(l: Layout, t: Toolchain, log: (line: string) => void): Promise<Started> {
+export function karpenterFleet(s: State): { nics: boolean; nodeSelector?: string } {
+  if (!s.with?.includes('karpenter')) return { nics: false };
+  if (s.karpenterGpus === 'extended-resource')
+    return { nics: false, nodeSelector: `!${KARPENTER_NODEPOOL_LABEL}` };
+  return { nics: s.nics !== false };
+}
+
+/**
+ * Karpenter's KWOK provider as a host process, built from its module with fakegpu's main
+ * (upstream/karpenter/main.go): it launches KWOK nodes of the instance types with a preset (`fakegpu export
+ * karpenter-kwok`), which the cluster's KWOK keeps Ready (they carry KWOK's annotation) and the fleet
+ * gives their devices by instance type. With `dra` (the default) each type also carries the slices its
+ * nodes will publish (`fakegpu export karpenter`), and Karpenter's DRA allocator places claim pods on
+ * them; with `extended-resource` Karpenter ignores DRA requests and its nodes are device-plugin nodes.
+ */
+export async function startKarpenter(
+  l: Layout,
+  t: Toolchain,
+  s: State,
+  log: (line: string) => void,
+): Promise<Started> {
   const built = ensureComponent(REPO_ROOT, 'karpenter', log);
   installKarpenterCrds(l, t, moduleDir(REPO_ROOT, 'karpenter', 'sigs.k8s.io/karpenter'));
+  const offer = s.karpenterGpus ?? 'dra';
   const types = join(l.configDir, 'karpenter-instance-types.json');
-  writeFileSync(types, `${JSON.stringify(kwokInstanceTypes(), null, 2)}\n`);
-  log('starting karpenter');
+  writeFileSync(types, `${JSON.stringify(kwokInstanceTypes(offer), null, 2)}\n`);
+  const templates = join(l.configDir, 'karpenter-dynamic-resources.json');
+  if (offer === 'dra')
+    writeFileSync(
+      templates,
+      `${JSON.stringify({ instanceTypes: karpenterTemplates(templateOptions(s)) })}\n`,
+    );
+  log(`starting karpenter (GPUs as ${offer === 'dra' ? 'DRA devices' : 'nvidia.com/gpu'})`);
   const p = startDaemon(
     l.run,
     l.logs,
@@ -69,21 +103,34 @@ export async function startKarpenter(l: Layout, t: Toolchain, log: (line: string
       // One replica outside the cluster: nothing to elect, and no namespace to hold the lease.
       DISABLE_LEADER_ELECTION: 'true',
       INSTANCE_TYPES_FILE_PATH: types,
+      IGNORE_DRA_REQUESTS: offer === 'dra' ? 'false' : 'true',
+      ...(offer === 'dra' ? { FAKEGPU_DYNAMIC_RESOURCES_FILE: templates } : {}),
     },
   );
   await waitFor('its /readyz', p, () => httpOk(`http://127.0.0.1:${KARPENTER_HEALTH}/readyz`), 120_000);
   return p;
 }
 
+/** The templates as this cluster's fleet will publish: its release, dynamic MIG, and NICs. */
+function templateOptions(s: State): TemplateOptions {
+  return {
+    kubernetesVersion: parseKubernetesVersion(releaseOfState(s).version, 'kubernetes'),
+    release: DEFAULT_RELEASE,
+    dynamicMig: s.dynamicMig,
+    nics: s.nics !== false,
+  };
+}
+
 /**
- * A NodePool of the local cluster's Karpenter: KWOK nodes of these instance types, at most `gpus`
- * `nvidia.com/gpu` in all, disrupted as `disruption` says.
+ * A NodePool of the local cluster's Karpenter: KWOK nodes of these instance types, disrupted as
+ * `disruption` says, and within `limits` (Karpenter sums its nodes' capacity: `nvidia.com/gpu` only
+ * counts where the nodes offer GPUs that way).
  */
 export function kwokNodePool(
   name: string,
   instanceTypes: readonly string[],
-  gpus: number,
   disruption: { consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized'; consolidateAfter: string },
+  limits: Record<string, string> = { cpu: '10000' },
 ): unknown {
   return {
     apiVersion: 'karpenter.sh/v1',
@@ -97,7 +144,7 @@ export function kwokNodePool(
           expireAfter: 'Never',
         },
       },
-      limits: { 'nvidia.com/gpu': String(gpus) },
+      limits,
       disruption,
     },
   };

@@ -4,6 +4,7 @@ import { cacheRoot } from './build.js';
 import type { Layout } from './config.js';
 import { isAlive, readPid } from './process.js';
 import { defaultRelease, releaseOf, type KubernetesRelease } from './releases.js';
+import type { GpuOffer } from '../tools/karpenter/gpu-offer.js';
 
 /** What one cluster directory holds: the options it was started with, and which of its components run. */
 
@@ -94,6 +95,8 @@ export interface State {
   computeDomains?: boolean;
   /** Upstream projects run beside the cluster (`--with`); absent: none. */
   with?: Integration[];
+  /** With Karpenter: its nodes' GPUs as DRA devices only, or as `nvidia.com/gpu` and no slices. */
+  karpenterGpus?: GpuOffer;
   /**
    * fakegpu installed by its Helm chart, from its image in the node's containerd, instead of as host
    * processes; kube-proxy runs so the chart's pods reach the API server. Absent: false.

@@ -34,6 +34,7 @@ import { readPid, type Started } from './process.js';
 import { defaultRelease, type KubernetesRelease } from './releases.js';
 import { refuseUntrusted, refuseUntrustedToolchain } from './trust.js';
 import { REPO_ROOT } from '../process/repo.js';
+import type { GpuOffer } from '../tools/karpenter/gpu-offer.js';
 import {
   COMPONENT_ORDER,
   componentsOf,
@@ -78,6 +79,8 @@ export interface ClusterOptions {
   kwokPools?: string | undefined;
   /** Upstream projects to build and run beside the cluster: Karpenter's KWOK provider, Kueue. */
   with?: Integration[];
+  /** How Karpenter's nodes offer their GPUs (instance-types.ts); absent: `dra`. */
+  karpenterGpus?: GpuOffer;
   /** False: KWOK nodes without fakegpu's fleet, for a fleet the caller runs (a benchmark, its own flags). */
   kwokFleet?: boolean;
   /** Fleet replicas, sharding the KWOK nodes; default 1. */
@@ -293,6 +296,7 @@ function stateOf(o: ClusterOptions, release: KubernetesRelease, t: Toolchain): S
     ...(o.auditSlices ? { auditSlices: true } : {}),
     ...(o.kwokPools ? { kwokPools: o.kwokPools } : {}),
     ...(o.with?.length ? { with: [...o.with].sort() } : {}),
+    ...(o.with?.includes('karpenter') ? { karpenterGpus: o.karpenterGpus ?? 'dra' } : {}),
     ...(o.helm ? { helm: true } : {}),
     etcdOf: o.helm ? 'helm' : 'host-processes',
   };
@@ -336,7 +340,7 @@ async function startComponents(
   await startNode(c, images);
   if (s.helm) await startChart(c);
   else await startHostProcesses(c);
-  if (s.with?.includes('karpenter')) await startKarpenter(l, t, log);
+  if (s.with?.includes('karpenter')) await startKarpenter(l, t, s, log);
   if (s.with?.includes('kueue')) await startKueue(l, t, log);
 }
 

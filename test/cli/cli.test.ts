@@ -470,11 +470,23 @@ describe('fakegpu profiles and validate', () => {
     const both = fakegpu('render', '--instance-type', 'p5.48xlarge', '-p', 'dgx-h100', '-n', 'node-a');
     assert.equal(both.stderr, 'fakegpu: --instance-type: give one of --profile and --instance-type\n');
   });
-  it("export karpenter-kwok writes the KWOK provider's instance types as JSON", () => {
-    const r = fakegpu('export', 'karpenter-kwok');
-    assert.equal(r.code, 0, r.stderr);
-    const types = JSON.parse(r.stdout) as { name: string; resources: Record<string, string> }[];
-    assert.equal(types.find((t) => t.name === 'g4dn.12xlarge')?.resources['nvidia.com/gpu'], '4');
+  it("export karpenter-kwok writes the KWOK provider's instance types as JSON, GPUs one way", () => {
+    const gpusOf = (...args: string[]): string | undefined => {
+      const r = fakegpu('export', 'karpenter-kwok', ...args);
+      assert.equal(r.code, 0, r.stderr);
+      const types = JSON.parse(r.stdout) as { name: string; resources: Record<string, string> }[];
+      return types.find((t) => t.name === 'g4dn.12xlarge')?.resources['nvidia.com/gpu'];
+    };
+    assert.equal(gpusOf(), undefined);
+    assert.equal(gpusOf('--gpus', 'extended-resource'), '4');
+    const bad = fakegpu('export', 'karpenter-kwok', '--gpus', 'both');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^fakegpu: --gpus: "both" is not allowed; allowed: dra, extended-resource /);
+  });
+  it('cluster up refuses --karpenter-gpus without Karpenter, before anything starts', () => {
+    const r = fakegpu('cluster', 'up', '--karpenter-gpus', 'extended-resource', '--dir', '/nonexistent/x');
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'fakegpu: --karpenter-gpus: "extended-resource" needs --with karpenter\n');
   });
   it('validates a good profile and summarises it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-'));

@@ -57,6 +57,28 @@ describe('cluster up --helm', () => {
     assert.equal(helmValues(l, { ...plain, helm: true })['consumableShares'], undefined);
   });
 
+  it("has the fleet offer Karpenter's GPUs one way: with NICs as DRA devices, or not at all", () => {
+    const l = layout('/tmp/c');
+    const dra = state({ kwokNodes: 2, with: ['karpenter'], karpenterGpus: 'dra' });
+    const ext = state({ kwokNodes: 2, with: ['karpenter'], karpenterGpus: 'extended-resource' });
+    const none = state({ kwokNodes: 2 });
+    const args = (s: State): string[] =>
+      fleetArgs(l, s, { http: '127.0.0.1:1' }).filter(
+        (a) => a === '--nics' || a.startsWith('--node-selector'),
+      );
+    assert.deepEqual(args(dra), ['--nics']);
+    assert.deepEqual(args(state({ ...dra, nics: false })), []);
+    assert.deepEqual(args(ext), ['--node-selector=!karpenter.sh/nodepool']);
+    assert.deepEqual(args(none), []);
+    const fleetValues = (s: State): unknown => helmValues(l, { ...s, helm: true })['fleet'];
+    assert.deepEqual(fleetValues(dra), { enabled: true, profile: 'dgx-h100', nics: true });
+    assert.deepEqual(fleetValues(ext), {
+      enabled: true,
+      profile: 'dgx-h100',
+      nodeSelector: '!karpenter.sh/nodepool',
+    });
+  });
+
   it('gives the chart what the host processes get as flags: machine, gates, host paths, the fleet', () => {
     const l = layout('/tmp/c');
     const v = helmValues(

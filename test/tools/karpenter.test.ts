@@ -3,7 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { Fleet } from '../../src/fleet/fleet.js';
 import { KWOK_ZONES, kwokInstanceTypes } from '../../src/tools/karpenter/instance-types.js';
-import { karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
+import { bindingsOf, karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
 import { SOURCES } from '../../src/model/catalog/sources.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
@@ -53,7 +53,7 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
         for (const driver of [DRIVER_NAME, DRANET, COMPUTE_DOMAIN_DRIVER]) {
           const mine = (xs: { driver: string }[]) => xs.filter((x) => x.driver === driver);
           assert.deepEqual(
-            mine(templatesOf(published, new Set(t.perNodeAttributes))),
+            mine(templatesOf(published, new Set(t.perNodeAttributes), t.instanceType)),
             mine(t.resourceSliceTemplates),
             `${t.instanceType} ${driver}`,
           );
@@ -75,12 +75,64 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
 });
 
 /**
+ * What Karpenter's allocator keys templates by (cloudprovider.DeviceID: driver, pool, device): pools named
+ * after the instance type, and devices on one PCIe root bound to each other across drivers.
+ */
+describe("Karpenter's templates: pools and PCIe-root bindings", () => {
+  const exported = karpenterTemplates({
+    dynamicMig: false,
+    kubernetesVersion: { major: 1, minor: 37, patch: 0 },
+    release: DEFAULT_RELEASE,
+  });
+
+  it("names every template's pool after its instance type", () => {
+    for (const t of exported)
+      for (const s of t.resourceSliceTemplates) assert.equal(s.pool.name, t.instanceType, t.instanceType);
+  });
+
+  it('binds the GPUs and EFA NICs of one p5.48xlarge PCIe root, and names only devices of the templates', () => {
+    const p5 = exported.find((t) => t.instanceType === 'p5.48xlarge');
+    assert.ok(p5);
+    // Eight roots, each one H100 and four EFA NICs (32 in all).
+    assert.equal(p5.attributeBindings.length, 8);
+    for (const b of p5.attributeBindings) {
+      assert.equal(b.attribute, 'resource.kubernetes.io/pcieRoot');
+      assert.deepEqual(
+        b.devices.map((d) => d.driver).sort(),
+        [DRANET, DRANET, DRANET, DRANET, DRIVER_NAME],
+        JSON.stringify(b),
+      );
+    }
+    const known = new Set(
+      p5.resourceSliceTemplates.flatMap((s) =>
+        (s.devices ?? []).map((d) => `${s.driver}/${s.pool.name}/${d.name}`),
+      ),
+    );
+    for (const b of p5.attributeBindings)
+      for (const d of b.devices) assert.ok(known.has(`${d.driver}/${d.pool}/${d.device}`), JSON.stringify(d));
+  });
+
+  it('binds nothing where a root holds one device', () => {
+    const one = [
+      {
+        driver: 'gpu.nvidia.com',
+        pool: { name: 't' },
+        devices: [
+          { name: 'gpu-0', attributes: { 'resource.kubernetes.io/pcieRoot': { string: 'pci0000:00' } } },
+        ],
+      },
+    ];
+    assert.deepEqual(bindingsOf(one, 'resource.kubernetes.io/pcieRoot'), []);
+  });
+});
+
+/**
  * The instance types Karpenter's KWOK provider is given (`fakegpu export karpenter-kwok`, `cluster up
  * --with karpenter`): one per preset with an instance type, with the cloud's sizes and as many
  * `nvidia.com/gpu` as the fleet publishes GPUs for a node of it.
  */
 describe("Karpenter's KWOK instance types", () => {
-  const types = kwokInstanceTypes();
+  const types = kwokInstanceTypes('extended-resource');
   const templates = karpenterTemplates({
     dynamicMig: false,
     kubernetesVersion: { major: 1, minor: 37, patch: 0 },
@@ -110,6 +162,13 @@ describe("Karpenter's KWOK instance types", () => {
     assert.deepEqual(p5?.resources, { cpu: '192', memory: '2097152Mi', pods: '100', 'nvidia.com/gpu': '8' });
     assert.equal(p5.architecture, 'amd64');
     assert.equal(types.find((t) => t.name === 'BM.GPU.GB200.4')?.architecture, 'arm64');
+  });
+
+  it("offers GPUs as DRA devices only by default: no nvidia.com/gpu beside the slices' GPUs", () => {
+    for (const t of kwokInstanceTypes('dra')) {
+      assert.equal(t.resources['nvidia.com/gpu'], undefined, t.name);
+      assert.deepEqual(Object.keys(t.resources).sort(), ['cpu', 'memory', 'pods'], t.name);
+    }
   });
 
   it('offers each on demand in the KWOK zones, in the field names the provider reads', () => {

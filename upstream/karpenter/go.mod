@@ -1,11 +1,17 @@
 // Pins Karpenter's KWOK provider for `cluster up --with karpenter`: an autoscaler that launches KWOK nodes
-// of the instance types it is given; built on demand by src/cluster/build.ts. v1.15.0 is the newest release
+// of the instance types it is given, built from main.go here (the provider's wiring, plus each type's DRA
+// templates) on demand by src/local-cluster/build.ts. v1.15.0 is the newest release
 // the proxy serves; its go line (1.26.9) is newer than the machine's Go, so it builds with GOTOOLCHAIN=go1.26.9.
 module fakegpu.dev/cluster/karpenter
 
 go 1.26.9
 
-tool sigs.k8s.io/karpenter/kwok
+require (
+	github.com/samber/lo v1.53.0
+	k8s.io/api v0.36.1
+	sigs.k8s.io/controller-runtime v0.24.1
+	sigs.k8s.io/karpenter v1.15.0
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -52,7 +58,6 @@ require (
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.20.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	github.com/samber/lo v1.53.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
@@ -77,7 +82,6 @@ require (
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.36.1 // indirect
 	k8s.io/apiextensions-apiserver v0.36.0 // indirect
 	k8s.io/apimachinery v0.36.1 // indirect
 	k8s.io/apiserver v0.36.0 // indirect
@@ -91,9 +95,7 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260414162039-ec9c827d403f // indirect
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5 // indirect
-	sigs.k8s.io/controller-runtime v0.24.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
-	sigs.k8s.io/karpenter v1.15.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect

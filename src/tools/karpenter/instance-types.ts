@@ -1,11 +1,16 @@
 import { INSTANCE_TYPES } from '../../model/preset/index.js';
 import { gpuCount } from '../../model/preset/machine-spec.js';
+import type { GpuOffer } from './gpu-offer.js';
+
+export { GPU_OFFERS, type GpuOffer } from './gpu-offer.js';
 
 /**
  * The instance types Karpenter's KWOK provider launches, in the file it reads (`INSTANCE_TYPES_FILE_PATH`,
- * a JSON list of `InstanceTypeOptions`): every preset with an instance type, its cloud's sizes and price,
- * and `nvidia.com/gpu` as capacity, the extended resource NVIDIA's DeviceClass names, so a pod asking for
- * GPUs makes Karpenter pick a type that has them. What a node of the type publishes is the fleet's part.
+ * a JSON list of `InstanceTypeOptions`): every preset with an instance type, its cloud's sizes and price.
+ * Its GPUs are offered one way, never both, as on a real node (device plugin or DRA driver): as
+ * `nvidia.com/gpu` capacity (`extended-resource`, for a Karpenter that ignores DRA requests), or only
+ * in the slices the fleet publishes and Karpenter is told of by templates (`dra`). A KWOK node's
+ * capacity is its type's, so a type with both would have its GPUs allocated twice.
  */
 
 /** Karpenter's own KWOK zones (its built-in instance types offer these four). */
@@ -26,7 +31,7 @@ export interface KwokInstanceType {
   offerings: { Price: number; Available: boolean; Requirements: Requirement[] }[];
 }
 
-export function kwokInstanceTypes(): KwokInstanceType[] {
+export function kwokInstanceTypes(offer: GpuOffer): KwokInstanceType[] {
   return [...INSTANCE_TYPES].flatMap(([name, p]) => {
     const i = p.instance;
     if (i === undefined) return [];
@@ -39,7 +44,7 @@ export function kwokInstanceTypes(): KwokInstanceType[] {
           cpu: String(i.vcpus),
           memory: `${i.memoryMiB}Mi`,
           pods: String(i.maxPods),
-          'nvidia.com/gpu': String(gpuCount(p.spec.gpus)),
+          ...(offer === 'extended-resource' ? { 'nvidia.com/gpu': String(gpuCount(p.spec.gpus)) } : {}),
         },
         offerings: KWOK_ZONES.map((zone) => ({
           Price: i.pricePerHour,

@@ -1,6 +1,7 @@
 import type { DriverRelease } from '../../model/device/release.js';
 import type { CounterSet, Device, ResourceSlice } from '../../kube/types/resource.js';
 import type { Semver } from '../../kube/types/version.js';
+import { STD } from '../../model/device/attributes.js';
 import { DRANET } from '../../model/nic/attributes.js';
 import { INSTANCE_TYPES } from '../../model/preset/index.js';
 import { resolveProfile } from '../../process/profile-file.js';
@@ -9,18 +10,31 @@ import { DRIVER_NAME } from '../../model/slice/build.js';
 
 /**
  * What an autoscaler must predict of a node before it exists, in the shape Karpenter's DRA-aware
- * instance types take (`cloudprovider.InstanceType.DynamicResources.ResourceSliceTemplates`, v1.14+):
- * per instance type, the slices the fleet will publish once a node of it runs, from the same render, so
- * the simulation and the node cannot disagree. What only a running node knows is left out: the pool's
- * name (the node's) and each GPU's UUID (derived from it).
+ * instance types take (`cloudprovider.InstanceType.DynamicResources`, v1.14+; read into Karpenter by
+ * upstream/karpenter/main.go): per instance type, the slices the fleet will publish once a node of it
+ * runs, from the same render, so the simulation and the node cannot disagree. What only a running node
+ * knows is left out: each GPU's UUID and each NIC's MAC. A template's pool is named after its instance
+ * type (a node's is the node's name): Karpenter keys counters and bindings by pool, not by node.
  */
-export const POOL_PLACEHOLDER = '<node name>';
 
 export interface SliceTemplate {
   driver: string;
   pool: { name: string };
   devices?: Device[];
   sharedCounters?: CounterSet[];
+}
+
+/** A device of a template, as Karpenter's `cloudprovider.DeviceID` names it. */
+export interface TemplateDevice {
+  driver: string;
+  pool: string;
+  device: string;
+}
+
+/** Devices that share an attribute's value on every node of the type (Karpenter's `AttributeBinding`). */
+export interface AttributeBinding {
+  attribute: string;
+  devices: TemplateDevice[];
 }
 
 export interface InstanceTypeTemplates {
@@ -31,6 +45,11 @@ export interface InstanceTypeTemplates {
   /** Attributes whose values only a running node has (GPU UUIDs, NIC MACs): left out of the templates. */
   perNodeAttributes: string[];
   resourceSliceTemplates: SliceTemplate[];
+  /**
+   * GPUs and NICs on one PCIe root. The templates carry the root itself, which fakegpu knows; a cloud
+   * provider that does not know it before the node runs declares only these, so they are given too.
+   */
+  attributeBindings: AttributeBinding[];
 }
 
 export interface TemplateOptions {
@@ -41,11 +60,15 @@ export interface TemplateOptions {
   nics?: boolean;
 }
 
-/** One node's slices as templates: node-specific parts out, the rest as published. */
-export function templatesOf(slices: readonly ResourceSlice[], perNode: ReadonlySet<string>): SliceTemplate[] {
+/** One node's slices as templates of pool `pool`: node-specific parts out, the rest as published. */
+export function templatesOf(
+  slices: readonly ResourceSlice[],
+  perNode: ReadonlySet<string>,
+  pool: string,
+): SliceTemplate[] {
   return slices.map((s) => ({
     driver: s.spec.driver,
-    pool: { name: POOL_PLACEHOLDER },
+    pool: { name: pool },
     ...(s.spec.devices
       ? {
           devices: s.spec.devices.map((d) => ({
@@ -94,6 +117,7 @@ export function karpenterTemplates(o: TemplateOptions): InstanceTypeTemplates[] 
       }).items;
     const slices = render('template-a');
     const perNode = perNodeAttributes(slices, render('template-b'));
+    const templates = templatesOf(slices, perNode, instanceType);
     return {
       instanceType,
       preset: preset.name,
@@ -105,7 +129,22 @@ export function karpenterTemplates(o: TemplateOptions): InstanceTypeTemplates[] 
           return t !== undefined && 'string' in t && t.string === 'gpu';
         }).length,
       perNodeAttributes: [...perNode].sort(),
-      resourceSliceTemplates: templatesOf(slices, perNode),
+      resourceSliceTemplates: templates,
+      attributeBindings: bindingsOf(templates, STD.pcieRoot),
     };
   });
+}
+
+/** Devices of every driver grouped by their value of `attribute`, where two or more share one. */
+export function bindingsOf(templates: readonly SliceTemplate[], attribute: string): AttributeBinding[] {
+  const groups = new Map<string, TemplateDevice[]>();
+  for (const t of templates)
+    for (const d of t.devices ?? []) {
+      const v = d.attributes?.[attribute];
+      if (v === undefined || !('string' in v)) continue;
+      const group = groups.get(v.string) ?? [];
+      group.push({ driver: t.driver, pool: t.pool.name, device: d.name });
+      groups.set(v.string, group);
+    }
+  return [...groups.values()].filter((g) => g.length >= 2).map((devices) => ({ attribute, devices }));
 }
