@@ -26,6 +26,7 @@ import { cacheRoot } from '../src/local-cluster/build.js';
 import { clusterDown, clusterUp } from '../src/local-cluster/cluster.js';
 import { KARPENTER_METRICS, kwokNodePool } from '../src/local-cluster/karpenter-process.js';
 import { judgeNominations, type KarpenterEvent, type Nominations } from './nominations.js';
+import { parseExposition, sumBy } from './apiserver-metrics.js';
 import { FakegpuError } from '../src/errors.js';
 import { presetForInstanceType } from '../src/model/preset/index.js';
 import { gpuCount } from '../src/model/preset/machine-spec.js';
@@ -228,11 +229,12 @@ try {
     pollMs: POLL_MS,
   };
   writeResult(resultPath('autoscale', started, opts.json), result);
+  log(`the fleet's share of the pods' wait (node seen to its GPU slice seen): ${share.toFixed(3)}`);
   log(
     `Karpenter nominated ${judged.nominated} of ${PODS} pods, ${judged.elsewhere} of them run on another node that fit as well; where it and the scheduler disagreed: ${judged.examples.join('; ') || 'nowhere'}`,
   );
   process.stdout.write(
-    `autoscale: mode=${MODE} pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length} publish_share=${share.toFixed(3)}\n`,
+    `autoscale: mode=${MODE} pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length}\n`,
   );
 } finally {
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
@@ -241,12 +243,13 @@ try {
 /** Karpenter's own time in scheduling simulations (provisioning and disruption alike), from its /metrics. */
 async function simulationSeconds(): Promise<number> {
   const r = await fetch(`http://127.0.0.1:${KARPENTER_METRICS}/metrics`);
-  const text = await r.text();
-  let sum = 0;
-  for (const line of text.split('\n'))
-    if (line.startsWith('karpenter_scheduler_scheduling_duration_seconds_sum'))
-      sum += Number(line.split(' ').at(-1));
-  return sum;
+  const m = sumBy(
+    parseExposition(await r.text()),
+    'karpenter_scheduler_scheduling_duration_seconds_sum',
+    {},
+    [],
+  );
+  return m.get('') ?? 0;
 }
 
 /** Karpenter's view of the bench's pods against where they ran (nominations.ts). */

@@ -117,20 +117,20 @@ function templateOptions(s: State): TemplateOptions {
     kubernetesVersion: parseKubernetesVersion(releaseOfState(s).version, 'kubernetes'),
     release: DEFAULT_RELEASE,
     dynamicMig: s.dynamicMig,
-    nics: s.nics !== false,
+    // NICs in the templates exactly where the fleet publishes them on Karpenter's nodes.
+    nics: karpenterFleet(s).nics,
   };
 }
 
 /**
  * A NodePool of the local cluster's Karpenter: KWOK nodes of these instance types, disrupted as
- * `disruption` says, and within `limits` (Karpenter sums its nodes' capacity: `nvidia.com/gpu` only
- * counts where the nodes offer GPUs that way).
+ * `disruption` says. Its limit is on CPUs, which every type has: `nvidia.com/gpu` is capacity only where
+ * the nodes offer GPUs that way, and a limit on it would let DRA nodes grow without bound.
  */
 export function kwokNodePool(
   name: string,
   instanceTypes: readonly string[],
   disruption: { consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized'; consolidateAfter: string },
-  limits: Record<string, string> = { cpu: '10000' },
 ): unknown {
   return {
     apiVersion: 'karpenter.sh/v1',
@@ -144,7 +144,7 @@ export function kwokNodePool(
           expireAfter: 'Never',
         },
       },
-      limits,
+      limits: { cpu: '10000' },
       disruption,
     },
   };

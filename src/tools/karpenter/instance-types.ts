@@ -2,8 +2,6 @@ import { INSTANCE_TYPES } from '../../model/preset/index.js';
 import { gpuCount } from '../../model/preset/machine-spec.js';
 import type { GpuOffer } from './gpu-offer.js';
 
-export { GPU_OFFERS, type GpuOffer } from './gpu-offer.js';
-
 /**
  * The instance types Karpenter's KWOK provider launches, in the file it reads (`INSTANCE_TYPES_FILE_PATH`,
  * a JSON list of `InstanceTypeOptions`): every preset with an instance type, its cloud's sizes and price.
