@@ -200,7 +200,7 @@ describe('bad profiles', () => {
       'unknown NIC model',
       () =>
         machineOf({ gpus: [{ model: 'T4' }], nics: [{ ifName: 'a', busId: '0000:10:00.0', model: 'CX7' }] }),
-      'spec.nics[0].model: unknown NIC model "CX7"; known models: ConnectX-6, ConnectX-7, ConnectX-8, ConnectX VF, EFA, EFA v2, ENA, gVNIC, Azure MANA',
+      'spec.nics[0].model: unknown NIC model "CX7"; known models: ConnectX-6, ConnectX-7, ConnectX-8, ConnectX VF, EFA, EFA v2, EFA v3, ENA, gVNIC, Azure MANA',
     ],
     [
       'interface name on an RDMA-only function',

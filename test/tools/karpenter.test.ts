@@ -69,7 +69,13 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
       const domains = exported.filter((t) =>
         t.resourceSliceTemplates.some((s) => s.driver === COMPUTE_DOMAIN_DRIVER),
       );
-      assert.deepEqual(domains.map((t) => t.preset).sort(), ['azure-nd-gb300-v6', 'oci-bm.gpu.gb200.4']);
+      assert.deepEqual(domains.map((t) => t.preset).sort(), [
+        'aws-p6e-gb200.36xlarge',
+        'azure-nd-gb200-v6',
+        'azure-nd-gb300-v6',
+        'gcp-a4x-highgpu-4g',
+        'oci-bm.gpu.gb200.4',
+      ]);
     });
   }
 });

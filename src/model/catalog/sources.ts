@@ -72,5 +72,36 @@ export const SOURCES: Record<string, string> = {
     'Azure VM SKU list as Microsoft Aspire generates it (AksNodeVmSizes): Standard_ND128isr_GB300_v6, 128 vCPUs, 864 GB',
   CLOUD2:
     'secondary sources (catalogs, third-party tables) for cloud instance sizes with no first-party table found',
+  LINUXEFA: 'torvalds/linux commit b687d81 "RDMA/efa: Add EFA 0xefa2 PCI ID"',
+  KARPDRA:
+    'aws/karpenter-provider-aws pkg/providers/nvidiadra/zz_generated.nvidiadraresourceslices.go (commit 971ab0b): GPU BDFs, PCIe roots and NUMA of p4d, p5 and p6-b200 "captured from" live nodes, in a file its header calls an example that may not be correct',
+  ROSA: 'openshift/openshift-docs rosa-sdpolicy-am-aws-compute-types.adoc (commit 125467a): vCPUs and GiB of p5en.48xlarge and p6-b200.48xlarge',
+  EFACOUNT:
+    'meta-pytorch/torchx PR 995 and two other public tables: EFA devices per instance (p5en 16, p6-b200 8)',
+  VANTAGEP6: 'a public copy of instances.vantage.sh P6 data (2025-12-21): p6-b200 and p6e-gb200 sizes',
+  EKSGB200:
+    'Amazon EKS user guide "Use P6e-GB200 UltraServers with Amazon EKS": 4 GPUs an instance, EFA per GPU, sold in UltraServer capacity blocks',
+  SKYGCP:
+    'skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv (commit 006059e): vCPUs and memory of a3-megagpu-8g, a3-ultragpu-8g, a4-highgpu-8g',
+  GCPARM: 'Google Cloud "Arm VMs on Compute": a4x-highgpu-4g has 140 vCPUs, 884 GB and 4 GB200',
+  GCPNET:
+    'Google Cloud "Networking and GPU machines": A3 Mega 1,800 Gbps GPUDirect-TCPXO; A3 Ultra and A4 eight CX-7 aligned one per GPU (3,200 Gbps); A4X four CX-7 (1,600 Gbps)',
+  GKEDRANET:
+    "GKE cluster-autoscaler's DRANET template test (seen in a public code index; no public repository found): NIC names per GPU machine type",
+  AIONGKE:
+    'ai-on-gke "Device alignment of GPU, NIC, and CPU with DRA": a3-ultragpu-8g ResourceSlices (GPU 0 at 8f:00.0 under pci0000:8c; gpu0rdma0 91:00.0, gpu6rdma0 cd:00.0 under pci0000:c8), 580.126.20',
+  DRANETGKE:
+    'kubernetes-sigs/dranet "GKE and GPUDirect RDMA with DRA": an a4-highgpu-8g NCCL log with its eight B200 BDFs',
+  AZDOCS:
+    'MicrosoftDocs/azure-compute-docs size pages of ND H100 v5, ND H200 v5 and ND GB200 v6: vCPUs, memory, GPUs, InfiniBand',
+  AZNDV5TOPO:
+    'Azure/azhpc-images topology/ndv5-topo.xml: ND H100 v5 GPU and InfiniBand VF domains, their pairing and NUMA nodes',
+  AZPRICE:
+    'Azure Retail Prices API values quoted in public code: ND H100 v5 $98.32 (eastus), ND H200 v5 $84.80 (eastus2)',
+  OCISHAPES:
+    'ai2-compute-gpu/oci-dr-hpc-v2 internal/shapes/shapes.json (commit bd73590): GPU and RDMA NIC BDFs, mlx5 names and GPU-NIC pairs of BM.GPU.H100.8, H200.8, B200.8',
+  OCIHC: 'oracle-quickstart/oci-hpc health checks: the RDMA mlx5 devices per shape',
+  SKYOCI:
+    'skypilot-org/skypilot-catalog catalogs/v8/oci/vms.csv (commit 0588751): vCPUs, GiB and list price per shape',
   FAKEGPU: 'fakegpu inference: no public output found; value chosen to be consistent with the confirmed ones',
 };

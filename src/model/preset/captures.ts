@@ -16,7 +16,7 @@ export const REAL_CAPTURES: readonly RealCapture[] = [
   { file: 'oci-bm.gpu.gb200.4.json', kind: 'slices', preset: 'oci-bm.gpu.gb200.4' },
   { file: 'azure-nd-gb300-v6.json', kind: 'slices', preset: 'azure-nd-gb300-v6' },
   { file: 'k8s-test-infra-h100.xml', kind: 'nvidia-smi', preset: 'aws-p5.48xlarge' },
-  { file: 'k8s-test-infra-gb200.xml', kind: 'nvidia-smi' },
+  { file: 'k8s-test-infra-gb200.xml', kind: 'nvidia-smi', preset: 'aws-p6e-gb200.36xlarge' },
   { file: 'k8s-test-infra-gb300.xml', kind: 'nvidia-smi', preset: 'azure-nd-gb300-v6' },
   { file: 'k8s-test-infra-a100.xml', kind: 'nvidia-smi' },
   { file: 'k8s-test-infra-l40s.xml', kind: 'nvidia-smi', preset: 'aws-g6e.2xlarge' },

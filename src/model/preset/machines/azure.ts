@@ -1,0 +1,154 @@
+import type { NicEntry } from '../machine-spec.js';
+import type { Source } from '../../catalog/types.js';
+import type { InstanceSize, Preset } from '../types.js';
+import { DEFAULT_MAX_PODS, gpus, inferred, nic, seen, slot } from './parts.js';
+
+/** An Azure size: Azure's MemoryGB taken as GiB (as the GB300 v6 preset); pods: Kubernetes' default. */
+const azure = (
+  vcpus: number,
+  memoryGiB: number,
+  architecture: 'amd64' | 'arm64',
+  pricePerHour: number,
+  priceSource: Source,
+): InstanceSize => ({
+  vcpus,
+  memoryMiB: memoryGiB * 1024,
+  maxPods: DEFAULT_MAX_PODS,
+  architecture,
+  pricePerHour,
+  source: inferred('AZDOCS', "Azure's Memory (GB) taken as GiB; pods: Kubernetes' default"),
+  priceSource,
+});
+
+// ND H100/H200 v5: Hyper-V vPCI (no PCIe root); each GPU paired with an InfiniBand VF under one
+// virtual switch, four pairs a NUMA node (Azure's own NCCL topology file of ND H100 v5).
+const NDV5_GPU_DOMAINS = ['0001', '0002', '0003', '0008', '0009', '000a', '000b', '000c'];
+const ndv5Slots = NDV5_GPU_DOMAINS.map((d, i) => slot(`${d}:00:00.0`, null, i < 4 ? 0 : 1));
+const NDV5_NICS: NicEntry[] = NDV5_GPU_DOMAINS.map((_, i) =>
+  nic(undefined, `010${i + 1}:00:00.0`, null, i < 4 ? 0 : 1, 'ConnectX VF', {
+    rdmaDevice: `mlx5_${i}`,
+    speedGbps: 400,
+  }),
+);
+const ndv5Prov = {
+  busIds: seen('AZNDV5TOPO'),
+  pcieRoots: seen('AZNDV5TOPO', 'virtual PCI domains, no root: the attribute is omitted'),
+  numa: seen('AZNDV5TOPO'),
+  nics: seen('AZNDV5TOPO', 'eight NDR InfiniBand VFs, one per GPU; the front-end NIC not modelled'),
+  driver: inferred('FAKEGPU', 'a current R580 driver'),
+};
+
+// ND GB200 v6: laid out as ND GB300 v6 (a captured slice), with 400G ConnectX-7 VFs.
+const gbTraySlots = ['0008', '0009', '0018', '0019'].map((d, i) =>
+  slot(`${d}:06:00.0`, `pci${d}:00`, i < 2 ? 0 : 1),
+);
+
+export const AZURE: readonly Preset[] = [
+  {
+    name: 'azure-nd-h100-v5',
+    instanceType: 'Standard_ND96isr_H100_v5',
+    instance: azure(96, 1900, 'amd64', 98.32, seen('AZPRICE', 'eastus')),
+    description:
+      'Microsoft Azure Standard_ND96isr_H100_v5 (8x H100 80GB HBM3, 8x ConnectX-7 InfiniBand VF 400G)',
+    spec: { driver: { version: '580.126.20' }, gpus: gpus('H100-SXM5-80GB', ndv5Slots), nics: NDV5_NICS },
+    provenance: { gpus: seen('AZDOCS'), ...ndv5Prov },
+  },
+  {
+    name: 'azure-nd-h200-v5',
+    instanceType: 'Standard_ND96isr_H200_v5',
+    instance: azure(
+      96,
+      1850,
+      'amd64',
+      84.8,
+      inferred('AZPRICE', 'eastus2 $84.80; another copy says $110.24'),
+    ),
+    description: 'Microsoft Azure Standard_ND96isr_H200_v5 (8x H200, 8x ConnectX-7 InfiniBand VF 400G)',
+    spec: { driver: { version: '580.126.20' }, gpus: gpus('H200', ndv5Slots), nics: NDV5_NICS },
+    provenance: {
+      gpus: seen('AZDOCS'),
+      busIds: inferred('AZNDV5TOPO', 'assumed equal to ND H100 v5'),
+      pcieRoots: inferred('AZNDV5TOPO', 'virtual PCI as ND H100 v5: the attribute is omitted'),
+      numa: inferred('AZNDV5TOPO', 'assumed equal to ND H100 v5'),
+      nics: inferred('AZDOCS, AZNDV5TOPO', '8x 400G InfiniBand, laid out as ND H100 v5'),
+      driver: inferred('FAKEGPU', 'a current R580 driver'),
+    },
+  },
+  {
+    name: 'azure-nd-gb200-v6',
+    instanceType: 'Standard_ND128isr_NDR_GB200_v6',
+    instance: azure(
+      128,
+      900,
+      'arm64',
+      56.9664,
+      inferred('EC2PRICE', "no public price; 4 GPUs at p6-b200.48xlarge's price per B200"),
+    ),
+    description:
+      'Microsoft Azure Standard_ND128isr_NDR_GB200_v6 (4x GB200, 4x ConnectX-7 InfiniBand VF 400G)',
+    spec: {
+      driver: { version: '580.105.08' },
+      gpus: gpus('GB200', gbTraySlots),
+      nics: [1, 2, 3, 4].map((d, i) =>
+        nic(undefined, `010${d}:00:00.0`, null, i < 2 ? 0 : 1, 'ConnectX VF', {
+          rdmaDevice: `mlx5_${i}`,
+          speedGbps: 400,
+        }),
+      ),
+    },
+    provenance: {
+      gpus: seen('AZDOCS'),
+      busIds: inferred('DRANET', 'assumed equal to the captured ND GB300 v6'),
+      pcieRoots: inferred('DRANET', 'assumed equal to the captured ND GB300 v6'),
+      numa: inferred('DRANET', 'assumed equal to the captured ND GB300 v6'),
+      nics: inferred(
+        'AZDOCS, DRANET',
+        '4x 400G NDR InfiniBand, laid out as ND GB300 v6; the front-end NIC not modelled',
+      ),
+      driver: inferred('DRANET', 'assumed equal to the captured ND GB300 v6'),
+    },
+  },
+  {
+    name: 'azure-nd-gb300-v6',
+    instanceType: 'Standard_ND128isr_GB300_v6',
+    instance: {
+      vcpus: 128,
+      memoryMiB: 864 * 1024,
+      maxPods: DEFAULT_MAX_PODS,
+      architecture: 'arm64',
+      pricePerHour: 56.9664,
+      source: inferred(
+        'AZSKU',
+        "Azure's MemoryGB taken as GiB; Grace CPUs, so arm64; pods: Kubernetes' default",
+      ),
+      priceSource: inferred('EC2PRICE', "4 GPUs at p6-b200.48xlarge's price per B200"),
+    },
+    description: 'Microsoft Azure Standard_ND128isr_GB300_v6 (4x GB300, 4x ConnectX InfiniBand VF 800G)',
+    spec: {
+      driver: { version: '580.105.08' },
+      gpus: gpus('GB300', [
+        slot('0008:06:00.0', 'pci0008:00', 0),
+        slot('0009:06:00.0', 'pci0009:00', 0),
+        slot('0018:06:00.0', 'pci0018:00', 1),
+        slot('0019:06:00.0', 'pci0019:00', 1),
+      ]),
+      nics: [
+        ...[1, 2, 3, 4].map((d, i) =>
+          nic(undefined, `010${d}:00:00.0`, null, i < 2 ? 0 : 1, 'ConnectX VF', {
+            rdmaDevice: `mlx5_${i}`,
+            speedGbps: 800,
+          }),
+        ),
+        nic('enP30832s1', '7870:00:00.0', null, -1, 'Azure MANA'),
+      ],
+    },
+    provenance: {
+      gpus: seen('DRANET'),
+      busIds: seen('DRANET'),
+      pcieRoots: seen('DRANET'),
+      numa: seen('DRANET', 'README topology: GPUs 0-1 on NUMA 0, 2-3 on NUMA 1'),
+      nics: seen('DRANET', 'InfiniBand VFs on Hyper-V vPCI domains, no PCIe root'),
+      driver: seen('DRANET', '580.105.08'),
+    },
+  },
+];

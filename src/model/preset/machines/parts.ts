@@ -1,0 +1,56 @@
+import type { Source } from '../../catalog/types.js';
+import type { GpuEntry, NicEntry } from '../machine-spec.js';
+import type { InstanceSize } from '../types.js';
+
+/** The pieces every vendor's presets are written with. */
+
+export const seen = (ref: string, note?: string): Source =>
+  note ? { ref, confirmed: true, note } : { ref, confirmed: true };
+export const inferred = (ref: string, note: string): Source => ({ ref, confirmed: false, note });
+
+/** An EC2 instance type: sizes from EC2's own API, price from Karpenter's table of us-east-1 prices. */
+export const ec2 = (
+  vcpus: number,
+  memoryMiB: number,
+  maxPods: number,
+  pricePerHour: number,
+): InstanceSize => ({
+  vcpus,
+  memoryMiB,
+  maxPods,
+  architecture: 'amd64',
+  pricePerHour,
+  source: seen('EC2'),
+  priceSource: seen('EC2PRICE'),
+});
+
+/** GKE, OKE and AKS nodes: Kubernetes' default of 110 pods, as the cloud's own table was not found. */
+export const DEFAULT_MAX_PODS = 110;
+
+export interface Slot {
+  bus: string;
+  root: string | null;
+  numa: number;
+}
+
+export function gpus(model: string, slots: readonly Slot[]): GpuEntry[] {
+  return slots.map((s) => ({ model, busId: s.bus, pcieRoot: s.root, numaNode: s.numa }));
+}
+
+export const slot = (bus: string, root: string | null, numa: number): Slot => ({ bus, root, numa });
+
+export function nic(
+  ifName: string | undefined,
+  busId: string,
+  pcieRoot: string | null,
+  numaNode: number,
+  model: string,
+  extra: Partial<NicEntry> = {},
+): NicEntry {
+  return { ...(ifName ? { ifName } : {}), busId, pcieRoot, numaNode, model, ...extra };
+}
+
+export const noNics = inferred('FAKEGPU', 'only the primary ENA/gVNIC, not modelled');
+
+/** A two-digit hex PCI bus number. */
+export const hex = (n: number): string => n.toString(16).padStart(2, '0');
