@@ -9,7 +9,7 @@ import type { FaultApi } from '../kube/gpufault/api.js';
 import { ignoredXids } from '../model/health/taints.js';
 import {
   KubeApi,
-  METADATA_WATCH,
+  METADATA,
   NODES_PATH,
   SLICES_PATH,
   type ClusterApi,
@@ -404,7 +404,7 @@ export class Fleet {
         {
           path: NODES_PATH,
           labelSelector: this.o.nodeSelector,
-          accept: METADATA_WATCH,
+          accept: METADATA,
           list: (q) => counted(this.api.listNodes(q)),
           page: (items) => {
             for (const n of items as Meta[]) this.listedNode(n);
@@ -416,7 +416,7 @@ export class Fleet {
         ...this.drivers.map((d) => ({
           path: SLICES_PATH,
           fieldSelector: `spec.driver=${d}`,
-          accept: METADATA_WATCH,
+          accept: METADATA,
           list: (q: ListQuery) => counted(this.api.listSlices(q)),
           page: (items: unknown[]) => {
             for (const sl of items as StoredSlice[]) this.index.recordStored(sl);

@@ -10,7 +10,6 @@ import {
   type WatchSource,
   type WrittenRef,
 } from './client.js';
-import { PROTOBUF } from './protobuf.js';
 import type { ResourceSlice } from './types/resource.js';
 import type { Semver } from './types/version.js';
 
@@ -26,12 +25,6 @@ export const SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
 export const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 /** What a slice write asks back: its metadata, or the whole object from a server that cannot. */
 export const WRITE_ANSWER = `${METADATA}, application/json`;
-/**
- * How the fleet watches nodes and slices: in protobuf, whose events the API server has already encoded
- * for kube-scheduler and the controller manager, read as metadata (`protobuf.ts`); metadata as JSON from
- * a server that cannot.
- */
-export const METADATA_WATCH = `${PROTOBUF}, ${METADATA}`;
 export const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** A slice as the API server returns it: ours plus server-set metadata. */

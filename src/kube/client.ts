@@ -2,9 +2,7 @@ import { type ClientRequest, request as httpRequest, type IncomingMessage } from
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
-import { decodeObject, PROTOBUF } from './protobuf.js';
 import type { Semver } from './types/version.js';
-import { watchBodyReader } from './watch-stream.js';
 
 /** `fakegpu` is the field manager of every write; the pid names the process that sent it. */
 export const USER_AGENT = `fakegpu/pid-${String(process.pid)}`;
@@ -152,16 +150,21 @@ export class ApiClient implements WatchSource {
             failure(res, 'GET', path, finish);
             return;
           }
-          const read = watchBodyReader(res.headers['content-type'], (type, obj) => {
-            if (!over) h.event(type, obj);
-          });
-          res.on('data', (chunk: Buffer) => {
+          let rest = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
             arm();
-            if (over) return;
-            try {
-              read(chunk);
-            } catch (err) {
-              finish(err);
+            rest += chunk;
+            for (let nl = rest.indexOf('\n'); nl >= 0 && !over; nl = rest.indexOf('\n')) {
+              const line = rest.slice(0, nl);
+              rest = rest.slice(nl + 1);
+              if (!line.trim()) continue;
+              try {
+                const e = JSON.parse(line) as { type: string; object: unknown };
+                h.event(e.type, e.object);
+              } catch (err) {
+                finish(err);
+              }
             }
           });
           res.on('error', finish);
@@ -314,21 +317,13 @@ function failure(res: IncomingMessage, method: string, path: string, reject: (e:
   res.on('data', (c: Buffer) => chunks.push(c));
   res.on('error', reject);
   res.on('end', () => {
-    const body = Buffer.concat(chunks);
-    reject(new ApiError(status, `${method} ${path}: HTTP ${status}: ${failureText(res, body)}`));
+    reject(
+      new ApiError(
+        status,
+        `${method} ${path}: HTTP ${status}: ${Buffer.concat(chunks).toString('utf8', 0, 500)}`,
+      ),
+    );
   });
-}
-
-/** A refusal's text: a protobuf Status (to a request that asked protobuf first) as its message. */
-function failureText(res: IncomingMessage, body: Buffer): string {
-  if (res.headers['content-type']?.startsWith(PROTOBUF))
-    try {
-      const s = decodeObject(body);
-      if ('code' in s) return `${s.reason}: ${s.message}`.slice(0, 500);
-    } catch {
-      // Not a Status after all: shown as bytes below.
-    }
-  return body.toString('utf8', 0, 500);
 }
 
 /**

@@ -1,7 +1,6 @@
 import { ApiError, type WatchStreamHandlers, type WrittenRef } from '../../src/kube/client.js';
 import {
   METADATA,
-  METADATA_WATCH,
   NODES_PATH,
   SLICES_PATH,
   type ClusterApi,
@@ -219,7 +218,7 @@ export class FakeApi implements ClusterApi {
   watch(path: string, query: Record<string, string>, accept: string, h: WatchStreamHandlers): () => void {
     const kind = path === NODES_PATH ? 'node' : path === SLICES_PATH ? 'slice' : null;
     if (!kind) throw new Error(`the fake watches no ${path}`);
-    const w: OpenWatch = { kind, query, metadataOnly: accept === METADATA || accept === METADATA_WATCH, h };
+    const w: OpenWatch = { kind, query, metadataOnly: accept === METADATA, h };
     const from = query['resourceVersion'] ?? '';
     let aborted = false;
     setImmediate(() => {
