@@ -98,6 +98,8 @@ export class Raw {
             ...(this.o.headers as Record<string, string> | undefined),
             'content-type': contentType,
             accept,
+            // Node frames a DELETE's body by neither length nor chunks unless told (see ApiClient).
+            ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
           },
         },
         (res) => {

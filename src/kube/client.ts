@@ -239,6 +239,10 @@ export class ApiClient implements WatchSource {
             resolve(Buffer.concat(chunks));
           });
         });
+        // Node frames a body by Content-Length or chunks, but for a DELETE (and GET) by neither unless
+        // told: the API server then reads a DELETE without its DeleteOptions (preconditions lost) and
+        // takes the body for the start of the next request on that connection (400 Bad Request).
+        if (body !== undefined) r.setHeader('content-length', Buffer.byteLength(body));
         r.end(body);
       }, fail);
     });

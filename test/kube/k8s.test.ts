@@ -170,6 +170,34 @@ describe('the API client', () => {
     }
   });
 
+  it('sends a DELETE its body (the preconditions), so the next request on the connection is not garbage', async () => {
+    const seen: string[] = [];
+    const s = await loopback((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        seen.push(`${req.method ?? ''} ${body}`);
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+      });
+    });
+    try {
+      const api = new KubeApi(s.kc);
+      for (const name of ['a', 'b', 'c'])
+        await assert.rejects(
+          api.deleteSlice(name, '7'),
+          (e: unknown) => e instanceof ApiError && e.code === 404,
+        );
+      assert.deepEqual(
+        seen,
+        ['a', 'b', 'c'].map(
+          () => 'DELETE {"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"resourceVersion":"7"}}',
+        ),
+      );
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a watch stopped while it is still being opened ends quietly, not the process', async () => {
     const s = await loopback(() => undefined);
     try {
