@@ -3,7 +3,7 @@
 // before node_modules exists.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -87,7 +87,29 @@ export function build(dir = root) {
     dir,
   );
   mkdirSync(join(dir, 'dist'), { recursive: true });
+  pruneStale(dir);
   writeFileSync(stampOf(dir), `${inputs}\n`);
+}
+
+/**
+ * tsc writes what it compiles and never removes what it compiled before: a test deleted from test/
+ * would still run from dist/. Each output whose source is gone goes (dist/x.js and its .map and .d.ts
+ * from x.ts; `rootDir` is the checkout).
+ */
+function pruneStale(dir) {
+  const dist = join(dir, 'dist');
+  const walk = (rel) => {
+    for (const e of readdirSync(join(dist, rel), { withFileTypes: true })) {
+      const path = rel ? join(rel, e.name) : e.name;
+      if (e.isDirectory()) walk(path);
+      else {
+        const m = /^(.*)\.js(?:\.map)?$|^(.*)\.d\.ts(?:\.map)?$/.exec(path);
+        const source = m ? `${m[1] ?? m[2]}.ts` : null;
+        if (source && !existsSync(join(dir, source))) rmSync(join(dist, path));
+      }
+    }
+  };
+  walk('');
 }
 
 /** Compiles unless dist/ was built from exactly these inputs (a checkout that did not change). */

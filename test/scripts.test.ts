@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -49,6 +49,19 @@ describe('npm run fakegpu (scripts/fakegpu.mjs)', () => {
     assert.equal(r.stdout, '');
     return readFileSync(join(dir, 'dist', 'builds'), 'utf8').length;
   }
+
+  it('removes what was compiled from a source that is gone, and nothing else', () => {
+    const dir = checkout();
+    try {
+      mkdirSync(join(dir, 'dist', 'src'), { recursive: true });
+      for (const f of ['a.js', 'a.js.map', 'gone.js', 'gone.js.map', 'gone.d.ts'])
+        writeFileSync(join(dir, 'dist', 'src', f), '');
+      assert.equal(ensureBuilt(dir), 1);
+      assert.deepEqual(readdirSync(join(dir, 'dist', 'src')).sort(), ['a.js', 'a.js.map']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('compiles a checkout once, and again only when a source, the lock file or tsconfig.json changes', () => {
     const dir = checkout();
