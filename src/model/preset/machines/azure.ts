@@ -1,7 +1,7 @@
 import type { NicEntry } from '../machine-spec.js';
 import type { Source } from '../../catalog/types.js';
 import type { InstanceSize, Preset } from '../types.js';
-import { DEFAULT_MAX_PODS, gpus, inferred, nic, seen, slot } from './parts.js';
+import { DEFAULT_MAX_PODS, GB_TRAY_SLOTS, gpus, inferred, nic, seen, sized, slot } from './parts.js';
 
 /** An Azure size: Azure's MemoryGB taken as GiB (as the GB300 v6 preset); pods: Kubernetes' default. */
 const azure = (
@@ -10,15 +10,15 @@ const azure = (
   architecture: 'amd64' | 'arm64',
   pricePerHour: number,
   priceSource: Source,
-): InstanceSize => ({
-  vcpus,
-  memoryMiB: memoryGiB * 1024,
-  maxPods: DEFAULT_MAX_PODS,
-  architecture,
-  pricePerHour,
-  source: inferred('AZDOCS', "Azure's Memory (GB) taken as GiB; pods: Kubernetes' default"),
-  priceSource,
-});
+): InstanceSize =>
+  sized(
+    vcpus,
+    memoryGiB,
+    architecture,
+    pricePerHour,
+    inferred('AZDOCS', "Azure's Memory (GB) taken as GiB; pods: Kubernetes' default"),
+    priceSource,
+  );
 
 // ND H100/H200 v5: Hyper-V vPCI (no PCIe root); each GPU paired with an InfiniBand VF under one
 // virtual switch, four pairs a NUMA node (Azure's own NCCL topology file of ND H100 v5).
@@ -39,9 +39,7 @@ const ndv5Prov = {
 };
 
 // ND GB200 v6: laid out as ND GB300 v6 (a captured slice), with 400G ConnectX-7 VFs.
-const gbTraySlots = ['0008', '0009', '0018', '0019'].map((d, i) =>
-  slot(`${d}:06:00.0`, `pci${d}:00`, i < 2 ? 0 : 1),
-);
+const gbTraySlots = GB_TRAY_SLOTS;
 
 export const AZURE: readonly Preset[] = [
   {
@@ -126,12 +124,7 @@ export const AZURE: readonly Preset[] = [
     description: 'Microsoft Azure Standard_ND128isr_GB300_v6 (4x GB300, 4x ConnectX InfiniBand VF 800G)',
     spec: {
       driver: { version: '580.105.08' },
-      gpus: gpus('GB300', [
-        slot('0008:06:00.0', 'pci0008:00', 0),
-        slot('0009:06:00.0', 'pci0009:00', 0),
-        slot('0018:06:00.0', 'pci0018:00', 1),
-        slot('0019:06:00.0', 'pci0019:00', 1),
-      ]),
+      gpus: gpus('GB300', GB_TRAY_SLOTS),
       nics: [
         ...[1, 2, 3, 4].map((d, i) =>
           nic(undefined, `010${d}:00:00.0`, null, i < 2 ? 0 : 1, 'ConnectX VF', {

@@ -1,28 +1,12 @@
 import type { NicEntry } from '../machine-spec.js';
 import type { Preset } from '../types.js';
 import type { Source } from '../../catalog/types.js';
-import type { InstanceSize } from '../types.js';
-import { DEFAULT_MAX_PODS, gpus, inferred, nic, noNics, seen, slot } from './parts.js';
+import { DEFAULT_MAX_PODS, GB_TRAY_SLOTS, gpus, inferred, nic, noNics, seen, sized, slot } from './parts.js';
 
 const gvnic = { speedGbps: 200 };
 
 /** GKE's machine sizes: Google's GB are GiB (as in n1-standard-1's 3.75); pods: Kubernetes' default. */
-const gce = (
-  vcpus: number,
-  memoryGiB: number,
-  architecture: 'amd64' | 'arm64',
-  pricePerHour: number,
-  source: Source,
-  priceSource: Source,
-): InstanceSize => ({
-  vcpus,
-  memoryMiB: memoryGiB * 1024,
-  maxPods: DEFAULT_MAX_PODS,
-  architecture,
-  pricePerHour,
-  source,
-  priceSource,
-});
+const gce = sized;
 /** Google publishes no on-demand price read here; that of the AWS type with the same GPUs, per GPU. */
 const awsPrice = (like: string): Source =>
   inferred('EC2PRICE', `no first-party price read; that of ${like} for as many of the same GPUs`);
@@ -63,9 +47,7 @@ const a4Prov = {
 };
 
 // A4X: one GB200 compute tray, laid out as OCI's (a captured slice); a CX-7 on each of four domains.
-const a4xSlots = ['0008', '0009', '0018', '0019'].map((d, i) =>
-  slot(`${d}:06:00.0`, `pci${d}:00`, i < 2 ? 0 : 1),
-);
+const a4xSlots = GB_TRAY_SLOTS;
 const A4X_NICS: NicEntry[] = ['0000', '0002', '0010', '0012'].map((d, i) =>
   nic(`gpu${i}rdma0`, `${d}:03:00.0`, `pci${d}:00`, i < 2 ? 0 : 1, 'ConnectX-7', {
     rdmaDevice: `mlx5_${i}`,

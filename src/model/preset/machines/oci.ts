@@ -1,17 +1,17 @@
 import type { NicEntry } from '../machine-spec.js';
 import type { InstanceSize, Preset } from '../types.js';
-import { DEFAULT_MAX_PODS, gpus, hex, inferred, nic, seen, slot } from './parts.js';
+import { DEFAULT_MAX_PODS, GB_TRAY_SLOTS, gpus, hex, inferred, nic, seen, sized, slot } from './parts.js';
 
 /** An OCI bare-metal shape: 2 vCPUs an OCPU on x86; OCI's list price, the same in every region. */
-const oke = (vcpus: number, memoryGiB: number, pricePerHour: number): InstanceSize => ({
-  vcpus,
-  memoryMiB: memoryGiB * 1024,
-  maxPods: DEFAULT_MAX_PODS,
-  architecture: 'amd64',
-  pricePerHour,
-  source: seen('SKYOCI', "vCPUs and GiB per shape; pods: Kubernetes' default"),
-  priceSource: seen('SKYOCI'),
-});
+const oke = (vcpus: number, memoryGiB: number, pricePerHour: number): InstanceSize =>
+  sized(
+    vcpus,
+    memoryGiB,
+    'amd64',
+    pricePerHour,
+    seen('SKYOCI', "vCPUs and GiB per shape; pods: Kubernetes' default"),
+    seen('SKYOCI'),
+  );
 
 // BM.GPU.H100.8, H200.8 and B200.8 share their PCI layout (OCI's shape table): each GPU paired with an
 // RDMA card three buses before it; roots and NUMA are not in it.
@@ -51,6 +51,11 @@ const ociProv = {
   driver: inferred('FAKEGPU', 'a current R580 driver'),
 };
 
+const oci400Prov = inferred(
+  'OCISHAPES, OCIHC',
+  'eight cards, rdma0-rdma7 and their mlx5 names seen; 400G each inferred',
+);
+
 export const OCI: readonly Preset[] = [
   {
     name: 'oci-bm.gpu.h100.8',
@@ -76,10 +81,7 @@ export const OCI: readonly Preset[] = [
     provenance: {
       gpus: seen('OCISHAPES'),
       ...ociProv,
-      nics: inferred(
-        'OCISHAPES, OCIHC',
-        'eight cards, rdma0-rdma7 and their mlx5 names seen; 400G each inferred',
-      ),
+      nics: oci400Prov,
     },
   },
   {
@@ -91,10 +93,7 @@ export const OCI: readonly Preset[] = [
     provenance: {
       gpus: seen('OCISHAPES'),
       ...ociProv,
-      nics: inferred(
-        'OCISHAPES, OCIHC',
-        'eight cards, rdma0-rdma7 and their mlx5 names seen; 400G each inferred',
-      ),
+      nics: oci400Prov,
     },
   },
   {
@@ -115,12 +114,7 @@ export const OCI: readonly Preset[] = [
     description: 'Oracle Cloud BM.GPU.GB200.4 (4x GB200, 8x ConnectX-8 400G)',
     spec: {
       driver: { version: '580.126.20' },
-      gpus: gpus('GB200', [
-        slot('0008:06:00.0', 'pci0008:00', 0),
-        slot('0009:06:00.0', 'pci0009:00', 0),
-        slot('0018:06:00.0', 'pci0018:00', 1),
-        slot('0019:06:00.0', 'pci0019:00', 1),
-      ]),
+      gpus: gpus('GB200', GB_TRAY_SLOTS),
       nics: ['0000', '0002', '0010', '0012'].flatMap((dom, i) =>
         [0, 1].map((fn) =>
           nic(`rdma${i * 2 + fn}`, `${dom}:03:00.${fn}`, `pci${dom}:00`, i < 2 ? 0 : 1, 'ConnectX-8', {

@@ -27,6 +27,24 @@ export const ec2 = (
 /** GKE, OKE and AKS nodes: Kubernetes' default of 110 pods, as the cloud's own table was not found. */
 export const DEFAULT_MAX_PODS = 110;
 
+/** A cloud's instance whose pods are Kubernetes' default: sizes in GiB as the cloud's tables give them. */
+export const sized = (
+  vcpus: number,
+  memoryGiB: number,
+  architecture: 'amd64' | 'arm64',
+  pricePerHour: number,
+  source: Source,
+  priceSource: Source,
+): InstanceSize => ({
+  vcpus,
+  memoryMiB: memoryGiB * 1024,
+  maxPods: DEFAULT_MAX_PODS,
+  architecture,
+  pricePerHour,
+  source,
+  priceSource,
+});
+
 export interface Slot {
   bus: string;
   root: string | null;
@@ -38,6 +56,11 @@ export function gpus(model: string, slots: readonly Slot[]): GpuEntry[] {
 }
 
 export const slot = (bus: string, root: string | null, numa: number): Slot => ({ bus, root, numa });
+
+/** One GB200/GB300 compute tray, as OCI's and Azure's captured slices have it: two Grace sockets. */
+export const GB_TRAY_SLOTS: readonly Slot[] = ['0008', '0009', '0018', '0019'].map((d, i) =>
+  slot(`${d}:06:00.0`, `pci${d}:00`, i < 2 ? 0 : 1),
+);
 
 export function nic(
   ifName: string | undefined,
