@@ -17,7 +17,15 @@ const ok = withCluster({
   what: 'end-to-end tests, Karpenter and Kueue',
   dir: process.env.FAKEGPU_E2E_INTEGRATIONS_CLUSTER_DIR ?? join(cacheDir(), 'e2e-integrations-cluster'),
   dirEnv: 'FAKEGPU_E2E_INTEGRATIONS_CLUSTER_DIR',
-  upArgs: ['--node', 'fakegpu-integrations-node', '--kwok-nodes', '9', '--with', 'karpenter,kueue'],
+  upArgs: [
+    '--node',
+    'fakegpu-integrations-node',
+    '--kwok-nodes',
+    '9',
+    '--dynamic-mig',
+    '--with',
+    'karpenter,kueue',
+  ],
   files,
 });
 process.exit(ok ? 0 : 1);

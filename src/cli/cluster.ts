@@ -157,7 +157,12 @@ function nodeFlags(c: Command): Command {
       '-p, --profile <preset|file.yaml>',
       'also run the fakegpu node plugin for this machine on the node',
     )
-    .addOption(new Option('--dynamic-mig', 'with --profile: publish every MIG partition'))
+    .addOption(
+      new Option(
+        '--dynamic-mig',
+        'publish every MIG partition (the node plugin of --profile, and the fleet)',
+      ),
+    )
     .addOption(nicNumaOption())
     .option('--no-nics', "with --profile: the node plugin publishes no NIC slices (DRANET's)")
     .option(
@@ -322,10 +327,12 @@ function kwokControllerCount(f: UpFlags, kwokNodes: number, integrations: Integr
  * serves.
  */
 function checkPluginFlags(f: UpFlags): void {
-  if (f.dynamicMig && f.profile === undefined) {
+  // The fleet renders MIG partitions too: for KWOK nodes (and Karpenter's) a plugin is not needed.
+  const fleet = Number(f.kwokNodes) > 0 || f.kwokPools !== undefined || (f.with ?? '').includes('karpenter');
+  if (f.dynamicMig && f.profile === undefined && !fleet) {
     throw new FakegpuError(
       '--dynamic-mig',
-      'needs --profile: it is a setting of the node plugin that --profile starts',
+      'needs --profile or KWOK nodes (--kwok-nodes, --kwok-pools, --with karpenter): it is a setting of the node plugin and the fleet',
     );
   }
   // Check the profile before starting anything, so a typo costs nothing.

@@ -1,7 +1,14 @@
 import { Command, Option } from 'commander';
 import { GPU_OFFERS, type GpuOffer } from '../tools/karpenter/gpu-offer.js';
 import { parseRelease } from '../model/device/release.js';
-import { layoutVersionOption, releaseChoiceOption } from './options.js';
+import { parseConsumableShares } from '../model/device/consumable-shares.js';
+import {
+  consumableSharesOption,
+  featureGatesOption,
+  layoutVersionOption,
+  releaseChoiceOption,
+  resolveGates,
+} from './options.js';
 import { serialize } from './output.js';
 import { examples, kubernetesVersionFlag, outputOption } from './flags.js';
 
@@ -18,6 +25,8 @@ export function exportCommand(write: (s: string) => void): Command {
     .addOption(layoutVersionOption())
     .addOption(releaseChoiceOption())
     .option('--no-nics', "leave out the NICs' slice templates (DRANET's)")
+    .addOption(featureGatesOption())
+    .addOption(consumableSharesOption())
     .addOption(outputOption(['yaml', 'json'], 'export karpenter', { default: 'yaml' }).default('yaml'))
     .action(
       async (opts: {
@@ -25,14 +34,20 @@ export function exportCommand(write: (s: string) => void): Command {
         nics: boolean;
         kubernetesVersion: string;
         draDriverRelease: string;
+        featureGates: string;
+        consumableShares: string;
         output: 'yaml' | 'json';
       }) => {
         const { karpenterTemplates } = await import('../tools/karpenter/templates.js');
+        const release = parseRelease(opts.draDriverRelease, '--dra-driver-release');
+        const gates = resolveGates(opts.featureGates, release, opts.dynamicMig === true, '--feature-gates');
         const instanceTypes = karpenterTemplates({
           dynamicMig: opts.dynamicMig === true,
           kubernetesVersion: kubernetesVersionFlag(opts.kubernetesVersion),
-          release: parseRelease(opts.draDriverRelease, '--dra-driver-release'),
+          release,
           nics: opts.nics,
+          gates,
+          consumableShares: parseConsumableShares(opts.consumableShares, gates),
         });
         write(
           serialize(
@@ -45,6 +60,7 @@ export function exportCommand(write: (s: string) => void): Command {
   examples(karpenter, [
     'fakegpu export karpenter > instance-types.yaml',
     'fakegpu export karpenter --dynamic-mig --no-nics -o json',
+    'fakegpu export karpenter --feature-gates ConsumableShares=true --consumable-shares memory',
   ]);
   const kwok = exp
     .command('karpenter-kwok')

@@ -1,5 +1,4 @@
-import type { FeatureGates } from '../model/feature-gates/gates.js';
-import { checkFeatureGates, parseFeatureGates } from '../model/feature-gates/parse.js';
+export { resolveGates } from '../model/feature-gates/parse.js';
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -9,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { checkNamespace, isDnsSubdomain } from '../kube/types/names.js';
 import { type Command, Option } from 'commander';
 import { DEFAULT_DRIVER_NAMESPACE } from '../model/compute-domain/resource.js';
-import { DEFAULT_RELEASE, RELEASES, type DriverRelease } from '../model/device/release.js';
+import { DEFAULT_RELEASE, RELEASES } from '../model/device/release.js';
 import { clip, FakegpuError, show } from '../errors.js';
 import { parseEndpoint } from '../process/endpoint.js';
 import { checkSmallFile, MiB } from '../process/files.js';
@@ -202,23 +201,6 @@ export function featureGatesOption(envVar?: string): Option {
     "NVIDIA's driver gates, e.g. NVMLDeviceHealthCheck=true,ConsumableShares=true (docs/feature-gates.md)",
   );
   return envVar ? o.env(envVar).default('') : o.default('');
-}
-
-/**
- * The gates a release runs with, `--dynamic-mig` folded in as NVIDIA's DynamicMIG (the flag predates
- * fakegpu's gates), then NVIDIA's rules checked once more over the result.
- */
-export function resolveGates(
-  text: string,
-  release: DriverRelease,
-  dynamicMig: boolean,
-  field: string,
-): FeatureGates {
-  const gates = parseFeatureGates(text, release, field);
-  if (!dynamicMig || gates.DynamicMIG) return gates;
-  const withMig = { ...gates, DynamicMIG: true };
-  checkFeatureGates(withMig, release, `${field} with --dynamic-mig`);
-  return withMig;
 }
 
 /**

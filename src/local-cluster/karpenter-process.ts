@@ -13,6 +13,8 @@ import { REPO_ROOT } from '../process/repo.js';
 import { binaryOf, releaseOfState, type State } from './state.js';
 import { karpenterTemplates, type TemplateOptions } from '../tools/karpenter/templates.js';
 import { DEFAULT_RELEASE } from '../model/device/release.js';
+import { parseConsumableShares } from '../model/device/consumable-shares.js';
+import { resolveGates } from '../model/feature-gates/parse.js';
 import { parseKubernetesVersion } from '../kube/types/version.js';
 
 /** Karpenter's metrics and health probes, beside fakegpu's own ports. */
@@ -111,14 +113,20 @@ export async function startKarpenter(
   return p;
 }
 
-/** The templates as this cluster's fleet will publish: its release, dynamic MIG, and NICs. */
-function templateOptions(s: State): TemplateOptions {
+/**
+ * The templates as this cluster's fleet will publish: its release, dynamic MIG, NICs, and the gates and
+ * consumable shares its command line gets (`fleetArgs`).
+ */
+export function templateOptions(s: State): TemplateOptions {
+  const gates = resolveGates(s.pluginGates ?? '', DEFAULT_RELEASE, s.dynamicMig, '--feature-gates');
   return {
     kubernetesVersion: parseKubernetesVersion(releaseOfState(s).version, 'kubernetes'),
     release: DEFAULT_RELEASE,
     dynamicMig: s.dynamicMig,
     // NICs in the templates exactly where the fleet publishes them on Karpenter's nodes.
     nics: karpenterFleet(s).nics,
+    gates,
+    consumableShares: parseConsumableShares(s.consumableShares, gates),
   };
 }
 

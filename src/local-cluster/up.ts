@@ -144,6 +144,12 @@ function refuseChanges(dir: string, state: State, o: ClusterOptions): void {
       `the cluster in ${dir} runs node ${JSON.stringify(state.nodeName)}; run "fakegpu cluster down" first to change it`,
     );
   }
+  if (state.profile === profile && state.dynamicMig !== dynamicMig) {
+    throw new FakegpuError(
+      '--dynamic-mig',
+      `the cluster in ${dir} runs ${state.dynamicMig ? 'with' : 'without'} dynamic MIG; run "fakegpu cluster down" first to change it`,
+    );
+  }
   if (
     state.profile !== profile ||
     state.dynamicMig !== dynamicMig ||

@@ -9,6 +9,7 @@ import { Machines } from '../../src/fleet/machines.js';
 import type { List, ResourceSlice } from '../../src/kube/types/resource.js';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
+import { PRESETS } from '../../src/model/preset/index.js';
 import { takenEndpoint, unusedKubeconfig } from '../support/process.js';
 
 const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
@@ -450,7 +451,7 @@ describe('fakegpu profiles and validate', () => {
     const p4d = rows.find((x) => x.name === 'aws-p4d.24xlarge');
     assert.deepEqual(p4d?.gpus, [{ model: 'A100-SXM4-40GB', count: 8 }]);
     assert.equal(p4d.provenance['pcieRoots'], 'confirmed');
-    assert.equal(rows.length, 17);
+    assert.equal(rows.length, PRESETS.length);
     const types = Object.fromEntries(rows.map((x) => [x.name, x.instanceType]));
     assert.equal(types['aws-p5.48xlarge'], 'p5.48xlarge');
     assert.equal(types['oci-bm.gpu.gb200.4'], 'BM.GPU.GB200.4');
@@ -505,13 +506,13 @@ describe('fakegpu profiles and validate', () => {
 });
 
 describe('fakegpu cluster up refuses to run where it cannot', () => {
-  it('--dynamic-mig without --profile: says what it needs, starts nothing', () => {
+  it('--dynamic-mig without --profile or KWOK nodes: says what it needs, starts nothing', () => {
     const r = fakegpu('cluster', 'up', '--dir', '/tmp/fakegpu-never', '--dynamic-mig');
     assert.notEqual(r.code, 0);
     assert.equal(r.stdout, '');
     assert.equal(
       r.stderr,
-      'fakegpu: --dynamic-mig: needs --profile: it is a setting of the node plugin that --profile starts\n',
+      'fakegpu: --dynamic-mig: needs --profile or KWOK nodes (--kwok-nodes, --kwok-pools, --with karpenter): it is a setting of the node plugin and the fleet\n',
     );
   });
 

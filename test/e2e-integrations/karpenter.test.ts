@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exports } from '../../src/local-cluster/cluster.js';
 import { kwokNodePool } from '../../src/local-cluster/karpenter-process.js';
+import { KUEUE_GPU_RESOURCE } from '../../src/local-cluster/kueue-process.js';
 import { INSTANCE_TYPE_LABEL } from '../../src/model/preset/index.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
@@ -11,6 +12,7 @@ import { integrationsCluster } from '../support/integrations.js';
 import { karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
+import { NIC_CLASS } from '../../src/local-cluster/deviceclasses.js';
 import { parseKubernetesVersion } from '../../src/kube/types/version.js';
 import type { ResourceSlice } from '../../src/kube/types/resource.js';
 
@@ -27,7 +29,9 @@ const sortedByName = (xs: ResourceSlice[]): ResourceSlice[] =>
  */
 
 const POOL = 'gpu';
-const TYPES = ['p5.48xlarge', 'g5.48xlarge'];
+/** H100 with EFA on each GPU's root, A10G without NICs, and two B200 types of two clouds. */
+const TYPES = ['p5.48xlarge', 'g5.48xlarge', 'p6-b200.48xlarge', 'a4-highgpu-8g'];
+const B200_TYPES = ['p6-b200.48xlarge', 'a4-highgpu-8g'];
 
 interface Item {
   metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -74,6 +78,20 @@ const claimPod = (name: string, template: string): unknown =>
 
 function pods(e: Exports): (Item & { spec?: { nodeName?: string } })[] {
   return list(e, 'pods', '-l', 'app=karpenter-e2e');
+}
+
+/** The nodes of the case's pods once exactly `count` of them are Running. */
+function runningOn(e: Exports, count: number, what: string): Promise<string[]> {
+  return eventually(
+    what,
+    () => {
+      const on = pods(e)
+        .filter((p) => p.status?.phase === 'Running')
+        .map((p) => p.spec?.nodeName ?? '');
+      return on.length === count ? on : undefined;
+    },
+    240_000,
+  );
 }
 
 /** Karpenter's FailedScheduling message for a pod, once it has one. */
@@ -128,23 +146,22 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
       h100s('e2e-eight-h100', 8),
       ...['a', 'b'].map((x) => claimPod(`claim-8-${x}`, 'e2e-eight-h100')),
     );
-    const nodes = await eventually(
-      'two nodes launched and both pods Running',
-      () => {
-        const on = pods(e)
-          .filter((p) => p.status?.phase === 'Running')
-          .map((p) => p.spec?.nodeName ?? '');
-        return on.length === 2 ? on : undefined;
-      },
-      240_000,
-    );
+    const nodes = await runningOn(e, 2, 'two nodes launched and both pods Running');
     assert.notEqual(nodes[0], nodes[1], 'each 8-GPU claim needs a node of its own');
     for (const node of nodes) {
       const n = karpenterNodes(e).find((x) => x.metadata.name === node);
       assert.ok(n, `${node} is a node of NodePool ${POOL}`);
       assert.equal(n.metadata.labels?.[INSTANCE_TYPE_LABEL], 'p5.48xlarge');
-      const gpus = gpusOn(e, node);
-      assert.equal(gpus.length, 8, `${node}: ${JSON.stringify(gpus)}`);
+      // A pool the fleet rewrote (a new generation) has its old slices deleted just after: 8 once settled.
+      const gpus = await eventually(
+        `${node}'s 8 GPUs, one pool generation`,
+        () => {
+          const now = gpusOn(e, node);
+          return now.length === 8 ? now : undefined;
+        },
+        30_000,
+      );
+      assert.equal(gpus.length, 8);
       assert.equal(
         mustKubectl(e, ['get', 'node', node, '-o', "jsonpath={.status.allocatable['nvidia\\.com/gpu']}"]),
         '',
@@ -153,7 +170,8 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
     }
     // What the node published is what Karpenter was told it would, device for device, every driver.
     const told = karpenterTemplates({
-      dynamicMig: false,
+      // The cluster runs with --dynamic-mig: the templates carry every partition and the counters.
+      dynamicMig: true,
       kubernetesVersion: parseKubernetesVersion(
         (JSON.parse(mustKubectl(e, ['version', '-o', 'json'])) as { serverVersion: { gitVersion: string } })
           .serverVersion.gitVersion,
@@ -162,12 +180,18 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
       release: DEFAULT_RELEASE,
     }).find((t) => t.instanceType === 'p5.48xlarge');
     assert.ok(told);
-    const published = list(
+    // The pool as Karpenter counts it: each driver's slices of its highest generation (a rewritten
+    // pool's older slices are deleted after the new ones are in).
+    const all = list(
       e,
       'resourceslices',
       '--field-selector',
       `spec.nodeName=${nodes[0] ?? ''}`,
     ) as unknown as ResourceSlice[];
+    const newest = new Map<string, number>();
+    for (const x of all)
+      newest.set(x.spec.driver, Math.max(newest.get(x.spec.driver) ?? 0, x.spec.pool.generation));
+    const published = all.filter((x) => x.spec.pool.generation === newest.get(x.spec.driver));
     const byDriver = (xs: { driver: string }[], d: string): unknown[] => xs.filter((x) => x.driver === d);
     for (const driver of [DRIVER_NAME, DRANET])
       assert.deepEqual(
@@ -255,6 +279,228 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
       `${ran} got its GPUs as a DRA claim on the node's slices`,
     );
     mustKubectl(e, ['delete', 'pods', '-l', 'app=karpenter-e2e', '--wait=true', '--timeout=60s']);
+  });
+
+  /** The node the one pod of this case runs on, once it runs, and that node's instance type. */
+  async function placed(e: Exports, what: string): Promise<{ node: string; type: string }> {
+    const node = await eventually(
+      what,
+      () => pods(e).find((p) => p.status?.phase === 'Running')?.spec?.nodeName,
+      240_000,
+    );
+    const n = karpenterNodes(e).find((x) => x.metadata.name === node);
+    assert.ok(n, `${node} is a node of NodePool ${POOL}`);
+    return { node, type: n.metadata.labels?.[INSTANCE_TYPE_LABEL] ?? '' };
+  }
+
+  /** The devices a pod's claim was allocated: the slices' attributes of each, by driver. */
+  function allocated(e: Exports, pod: string): { driver: string; attributes: Record<string, unknown> }[] {
+    const claim = mustKubectl(e, [
+      'get',
+      'pod',
+      pod,
+      '-o',
+      'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}',
+    ]);
+    const results =
+      (
+        JSON.parse(mustKubectl(e, ['get', 'resourceclaim', claim, '-o', 'json'])) as {
+          status?: {
+            allocation?: { devices?: { results?: { driver: string; pool: string; device: string }[] } };
+          };
+        }
+      ).status?.allocation?.devices?.results ?? [];
+    const slices = list(e, 'resourceslices') as unknown as ResourceSlice[];
+    return results.map((r) => {
+      const d = slices
+        .filter((x) => x.spec.driver === r.driver && x.spec.pool.name === r.pool)
+        .flatMap((x) => x.spec.devices ?? [])
+        .find((x) => x.name === r.device);
+      assert.ok(d, `${r.driver}/${r.pool}/${r.device} is published`);
+      return { driver: r.driver, attributes: d.attributes ?? {} };
+    });
+  }
+
+  it('a claim for a B200 by CEL gets a node of a B200 type', async () => {
+    await noNodeLeft(e);
+    apply(
+      e,
+      claimTemplate('e2e-one-b200', [
+        deviceRequest('gpu', DRIVER_NAME, 1, [
+          `device.attributes["${DRIVER_NAME}"].productName == "NVIDIA B200"`,
+        ]),
+      ]),
+      claimPod('claim-b200', 'e2e-one-b200'),
+    );
+    const { node, type } = await placed(e, 'a node for the B200 claim');
+    assert.ok(B200_TYPES.includes(type), `${node} is a ${type}, not one of ${B200_TYPES.join(', ')}`);
+    assert.deepEqual(
+      [...new Set(gpusOn(e, node).map((g) => g.productName))],
+      ['NVIDIA B200'],
+      `${node}'s GPUs`,
+    );
+    await noNodeLeft(e);
+  });
+
+  it('a claim for two 1g MIG partitions gets an H100 type whose templates carry the MIG counters', async () => {
+    await noNodeLeft(e);
+    apply(
+      e,
+      claimTemplate('e2e-two-1g', [
+        deviceRequest('mig', 'mig.nvidia.com', 2, [
+          `device.attributes["${DRIVER_NAME}"].profile == "1g.10gb"`,
+        ]),
+      ]),
+      claimPod('claim-mig', 'e2e-two-1g'),
+    );
+    const { node, type } = await placed(e, 'a node for the MIG claim');
+    assert.equal(type, 'p5.48xlarge', `${node}: the one type in the pool with 1g.10gb partitions`);
+    const devices = allocated(e, 'claim-mig');
+    assert.equal(devices.length, 2);
+    for (const d of devices) assert.deepEqual(d.attributes['profile'], { string: '1g.10gb' });
+    const counters = (
+      list(e, 'resourceslices', '--field-selector', `spec.nodeName=${node}`) as unknown as ResourceSlice[]
+    ).flatMap((x) => x.spec.sharedCounters ?? []);
+    assert.ok(counters.length >= 8, `${node} publishes a counter set per GPU (${counters.length})`);
+    await noNodeLeft(e);
+  });
+
+  it("a GPU and a NIC on one PCIe root get a type whose NICs share the GPUs' roots", async () => {
+    await noNodeLeft(e);
+    apply(
+      e,
+      claimTemplate(
+        'e2e-gpu-nic',
+        [
+          deviceRequest('gpu', DRIVER_NAME, 1, [
+            `device.attributes["${DRIVER_NAME}"].productName == "NVIDIA H100 80GB HBM3"`,
+          ]),
+          deviceRequest('nic', NIC_CLASS, 1, ['device.attributes["dra.net"].rdma == true']),
+        ],
+        'resource.kubernetes.io/pcieRoot',
+      ),
+      claimPod('claim-gpu-nic', 'e2e-gpu-nic'),
+    );
+    const { node, type } = await placed(e, 'a node for the GPU+NIC claim');
+    assert.equal(type, 'p5.48xlarge', `${node}: the H100 type in the pool with RDMA NICs`);
+    const roots = allocated(e, 'claim-gpu-nic').map((d) =>
+      JSON.stringify(d.attributes['resource.kubernetes.io/pcieRoot']),
+    );
+    assert.equal(roots.length, 2);
+    assert.equal(roots[0], roots[1], 'the GPU and the NIC share their root');
+    assert.notEqual(roots[0], undefined);
+    await noNodeLeft(e);
+  });
+
+  it("Kueue admits claim-template jobs against 16 GPUs of quota on Karpenter's nodes, and holds the third", async () => {
+    await noNodeLeft(e);
+    const queue = 'karpenter-gpus';
+    apply(
+      e,
+      // The flavor's label puts admitted pods on the NodePool's nodes: Karpenter launches them.
+      {
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        kind: 'ResourceFlavor',
+        metadata: { name: 'karpenter-gpus' },
+        spec: { nodeLabels: { 'karpenter.sh/nodepool': POOL } },
+      },
+      {
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        kind: 'ClusterQueue',
+        metadata: { name: queue },
+        spec: {
+          namespaceSelector: {},
+          resourceGroups: [
+            {
+              coveredResources: [KUEUE_GPU_RESOURCE],
+              flavors: [
+                { name: 'karpenter-gpus', resources: [{ name: KUEUE_GPU_RESOURCE, nominalQuota: 16 }] },
+              ],
+            },
+          ],
+        },
+      },
+      {
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        kind: 'LocalQueue',
+        metadata: { name: queue, namespace: 'default' },
+        spec: { clusterQueue: queue },
+      },
+      // Kueue 0.17 counts a template only when its requests are a class and a count: no selector.
+      claimTemplate('e2e-queued-gpus', [deviceRequest('gpu', DRIVER_NAME, 8)]),
+      ...[0, 1, 2].map((i) => ({
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        metadata: {
+          name: `queued-${i}`,
+          namespace: 'default',
+          labels: { 'kueue.x-k8s.io/queue-name': queue },
+        },
+        spec: {
+          parallelism: 1,
+          completions: 1,
+          backoffLimit: 0,
+          template: {
+            // KWOK completes a Job's pod at once unless told to wait: these run on until deleted.
+            metadata: {
+              labels: { app: 'karpenter-e2e' },
+              annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': '24h' },
+            },
+            spec: {
+              restartPolicy: 'Never',
+              terminationGracePeriodSeconds: 0,
+              resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: 'e2e-queued-gpus' }],
+              containers: [
+                {
+                  name: 'train',
+                  image: 'registry.invalid/train:1',
+                  resources: { claims: [{ name: 'gpus' }] },
+                },
+              ],
+            },
+          },
+        },
+      })),
+    );
+    try {
+      const nodes = await runningOn(
+        e,
+        2,
+        'two jobs admitted, their pods Running on two nodes Karpenter launched',
+      );
+      assert.notEqual(nodes[0], nodes[1]);
+      for (const node of nodes)
+        assert.equal(
+          karpenterNodes(e).find((x) => x.metadata.name === node)?.metadata.labels?.[INSTANCE_TYPE_LABEL],
+          'g5.48xlarge',
+          `${node}: the cheapest type of the pool with 8 GPUs`,
+        );
+      const suspended = (
+        JSON.parse(
+          mustKubectl(e, ['get', 'jobs', '-l', `kueue.x-k8s.io/queue-name=${queue}`, '-o', 'json']),
+        ) as {
+          items: { metadata: { name: string }; spec: { suspend?: boolean } }[];
+        }
+      ).items
+        .filter((j) => j.spec.suspend !== false)
+        .map((j) => j.metadata.name);
+      assert.equal(suspended.length, 1, `one job held by the quota: ${JSON.stringify(suspended)}`);
+      assert.equal(list(e, 'nodeclaims').length, 2, 'no node for the held job');
+    } finally {
+      kubectl(e, [
+        'delete',
+        'jobs',
+        '-l',
+        `kueue.x-k8s.io/queue-name=${queue}`,
+        '--cascade=foreground',
+        '--wait=true',
+        '--timeout=60s',
+      ]);
+      kubectl(e, ['delete', 'localqueue', queue]);
+      kubectl(e, ['delete', 'clusterqueue', queue, '--wait=true', '--timeout=60s']);
+      kubectl(e, ['delete', 'resourceflavor', 'karpenter-gpus']);
+    }
+    await noNodeLeft(e);
   });
 
   it("a claim no instance type can satisfy gets Karpenter's verdict and no node", async () => {

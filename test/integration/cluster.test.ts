@@ -110,6 +110,12 @@ describe('cluster up refuses what it cannot do', () => {
       },
     );
     await assert.rejects(
+      clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, dynamicMig: true, log: () => undefined }),
+      {
+        message: `--dynamic-mig: the cluster in ${TEST_CLUSTER_DIR} runs without dynamic MIG; run "fakegpu cluster down" first to change it`,
+      },
+    );
+    await assert.rejects(
       clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, kwokNodes: 3, log: () => undefined }),
       {
         message: `--kwok-nodes: the cluster in ${TEST_CLUSTER_DIR} runs 0 KWOK node(s); run "fakegpu cluster down" first to change it`,

@@ -14,12 +14,14 @@ export const INTEGRATIONS_NODE = 'fakegpu-integrations-node';
  */
 export const INTEGRATIONS_KWOK_NODES = 9;
 
-/** No GPUs on the real node: every GPU comes from a KWOK node the fleet serves. */
+/** No GPUs on the real node: every GPU comes from a KWOK node the fleet serves, with dynamic MIG. */
 export function integrationsCluster(): Promise<Exports> {
   return sharedCluster({
     dir: INTEGRATIONS_CLUSTER_DIR,
     nodeName: INTEGRATIONS_NODE,
     kwokNodes: INTEGRATIONS_KWOK_NODES,
+    // Every MIG partition on the fleet's nodes, and in Karpenter's templates (`scripts/e2e-integrations.mjs`).
+    dynamicMig: true,
     with: ['karpenter', 'kueue'],
   });
 }

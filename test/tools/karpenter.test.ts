@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
+import { parseConsumableShares } from '../../src/model/device/consumable-shares.js';
+import { resolveGates } from '../../src/model/feature-gates/parse.js';
 import { Fleet } from '../../src/fleet/fleet.js';
 import { KWOK_ZONES, kwokInstanceTypes } from '../../src/tools/karpenter/instance-types.js';
 import { bindingsOf, karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
@@ -23,13 +25,26 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
   let fleet: Fleet | undefined;
   afterEach(() => fleet?.stop());
 
-  for (const dynamicMig of [false, true]) {
-    it(`for every instance type${dynamicMig ? ', with dynamic MIG' : ''}`, async () => {
+  // Consumable shares change every GPU's devices (capacity, multiple allocations): the templates follow.
+  const shared = resolveGates('ConsumableShares=true', DEFAULT_RELEASE, false, '--feature-gates');
+  for (const [dynamicMig, gates, consumableShares] of [
+    [false, undefined, undefined],
+    [true, undefined, undefined],
+    [false, shared, parseConsumableShares('memory', shared)],
+  ] as const) {
+    it(`for every instance type${dynamicMig ? ', with dynamic MIG' : ''}${gates ? ', with consumable shares' : ''}`, async () => {
       const exported = karpenterTemplates({
         dynamicMig,
         kubernetesVersion: { major: 1, minor: 37, patch: 0 },
         release: DEFAULT_RELEASE,
+        gates,
+        consumableShares,
       });
+      if (consumableShares)
+        assert.ok(
+          exported[0]?.resourceSliceTemplates.some((t) => t.devices?.some((d) => d.allowMultipleAllocations)),
+          'a GPU offered in shares',
+        );
       assert.ok(exported.length >= 12);
       const api = new FakeApi();
       exported.forEach((t, i) => {
@@ -39,6 +54,8 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
       fleet = testFleet(api, {
         defaultProfile: undefined,
         dynamicMig,
+        gates,
+        consumableShares,
         nics: { driverName: DRANET, standardNumaNode: false },
         computeDomains: { namespace: 'fakegpu', api: new FakeObjects(), periodMs: 3_600_000 },
         concurrency: 4,

@@ -107,3 +107,20 @@ export function formatFeatureGates(gates: FeatureGates): string {
     .map((g) => `${g}=${String(gates[g])}`)
     .join(',');
 }
+
+/**
+ * The gates a release runs with, `--dynamic-mig` folded in as NVIDIA's DynamicMIG (the flag predates
+ * fakegpu's gates), then NVIDIA's rules checked once more over the result.
+ */
+export function resolveGates(
+  text: string,
+  release: DriverRelease,
+  dynamicMig: boolean,
+  field: string,
+): FeatureGates {
+  const gates = parseFeatureGates(text, release, field);
+  if (!dynamicMig || gates.DynamicMIG) return gates;
+  const withMig = { ...gates, DynamicMIG: true };
+  checkFeatureGates(withMig, release, `${field} with --dynamic-mig`);
+  return withMig;
+}

@@ -1,4 +1,6 @@
+import type { ConsumableShares } from '../../model/device/consumable-shares.js';
 import type { DriverRelease } from '../../model/device/release.js';
+import type { FeatureGates } from '../../model/feature-gates/gates.js';
 import type { CounterSet, Device, ResourceSlice } from '../../kube/types/resource.js';
 import type { Semver } from '../../kube/types/version.js';
 import { STD } from '../../model/device/attributes.js';
@@ -58,6 +60,10 @@ export interface TemplateOptions {
   dynamicMig: boolean;
   /** With DRANET's NIC slices (default); without them their attributes are no node's either. */
   nics?: boolean;
+  /** NVIDIA's gates as the fleet runs with them, resolved; absent: the release's defaults. */
+  gates?: FeatureGates | undefined;
+  /** The fleet's `--consumable-shares`; absent: disabled. */
+  consumableShares?: ConsumableShares | undefined;
 }
 
 /** One node's slices as templates of pool `pool`: node-specific parts out, the rest as published. */
@@ -109,6 +115,8 @@ export function karpenterTemplates(o: TemplateOptions): InstanceTypeTemplates[] 
       renderSlices(resolveProfile(preset.name), {
         nodeName,
         dynamicMig: o.dynamicMig,
+        gates: o.gates,
+        consumableShares: o.consumableShares,
         driverName: DRIVER_NAME,
         kubernetesVersion: o.kubernetesVersion,
         release: o.release,
