@@ -95,7 +95,13 @@ try {
     '/apis/karpenter.sh/v1/nodepools',
     JSON.stringify(
       // Nothing may be taken away while the run measures.
-      kwokNodePool(POOL, [opts.instanceType], { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' }),
+      // Room for a node per pod: a pool at its limit is Karpenter's refusal, not its allocator's.
+      kwokNodePool(
+        POOL,
+        [opts.instanceType],
+        { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' },
+        PODS * (PRESET.instance?.vcpus ?? 1),
+      ),
     ),
   );
   if (MODE === 'claims')
@@ -211,13 +217,22 @@ try {
   const share = total > 0 ? publish / total : 0;
   const sim = await simulationSeconds();
   const judged = await mismatches(raw, podNode);
+  // Counted from a list at the end: the watch's count is only what it saw (it is not resumed).
+  const nodes = (
+    await listAll<Meta>(
+      raw,
+      '/api/v1/nodes',
+      `labelSelector=${encodeURIComponent(`karpenter.sh/nodepool=${POOL}`)}`,
+    )
+  ).length;
+  if (nodes !== nodeSeen.size) log(`the node watch saw ${nodeSeen.size} of the ${nodes} nodes launched`);
   const result = {
     bench: 'autoscale',
     started: started.toISOString(),
     hardware: hardware(),
     instanceType: opts.instanceType,
     pods: PODS,
-    nodes: nodeSeen.size,
+    nodes,
     mode: MODE,
     runningSeconds: running,
     simulationSeconds: sim,
@@ -234,7 +249,7 @@ try {
     `Karpenter nominated ${judged.nominated} of ${PODS} pods, ${judged.elsewhere} of them run on another node that fit as well; where it and the scheduler disagreed: ${judged.examples.join('; ') || 'nowhere'}`,
   );
   process.stdout.write(
-    `autoscale: mode=${MODE} pods=${PODS} nodes=${nodeSeen.size} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length}\n`,
+    `autoscale: mode=${MODE} pods=${PODS} nodes=${nodes} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length}\n`,
   );
 } finally {
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });

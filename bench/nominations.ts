@@ -38,12 +38,13 @@ export function judgeNominations(
   podNode: ReadonlyMap<string, string>,
 ): Nominations {
   const latest = new Map<string, { at: string; node: string }>();
-  const refused = new Set<string>();
+  /** Each refused pod with Karpenter's words: a limit reached is not the allocator's verdict. */
+  const refused = new Map<string, string>();
   for (const ev of events) {
     if (ev.source?.component !== 'karpenter') continue;
     const pod = ev.involvedObject?.name ?? '';
     if (!podNode.has(pod)) continue;
-    if (ev.reason === 'FailedScheduling') refused.add(pod);
+    if (ev.reason === 'FailedScheduling') refused.set(pod, (ev.message ?? '').slice(0, 160));
     if (ev.reason !== 'Nominated') continue;
     const at = ev.lastTimestamp ?? ev.eventTime ?? '';
     const msg = ev.message ?? '';
@@ -58,9 +59,10 @@ export function judgeNominations(
     if (ran === '') out.push(`${pod}: Karpenter ${n.node || 'a new node'}, the scheduler none`);
     else if (n.node !== '' && n.node !== ran) elsewhere++;
   }
-  for (const pod of refused) {
+  for (const [pod, why] of refused) {
     const ran = podNode.get(pod) ?? '';
-    if (!latest.has(pod) && ran !== '') out.push(`${pod}: Karpenter found no room, the scheduler ${ran}`);
+    if (!latest.has(pod) && ran !== '')
+      out.push(`${pod}: Karpenter found no room${why ? ` (${why})` : ''}, the scheduler ${ran}`);
   }
   return { nominated: latest.size, mismatches: out, examples: out.slice(0, 3), elsewhere };
 }

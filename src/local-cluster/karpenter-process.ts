@@ -139,6 +139,8 @@ export function kwokNodePool(
   name: string,
   instanceTypes: readonly string[],
   disruption: { consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized'; consolidateAfter: string },
+  /** CPUs the pool may hold in all: 52 p5.48xlarge at the default; a bench of more nodes says so. */
+  cpuLimit = 10_000,
 ): unknown {
   return {
     apiVersion: 'karpenter.sh/v1',
@@ -152,7 +154,7 @@ export function kwokNodePool(
           expireAfter: 'Never',
         },
       },
-      limits: { cpu: '10000' },
+      limits: { cpu: String(cpuLimit) },
       disruption,
     },
   };

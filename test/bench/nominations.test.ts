@@ -39,6 +39,8 @@ describe("Karpenter's nominations against where the scheduler ran the pods", () 
       new Map(),
       new Map([['e', 'n1']]),
     );
-    assert.deepEqual(r.mismatches, ['e: Karpenter found no room, the scheduler n1']);
+    assert.deepEqual(r.mismatches, [
+      'e: Karpenter found no room (no instance type can satisfy the allocation), the scheduler n1',
+    ]);
   });
 });
