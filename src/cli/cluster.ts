@@ -244,7 +244,7 @@ function upOptions(f: UpFlags): ClusterOptions {
   kubernetesVersionFlag(f.kubernetesVersion);
   const release = releaseOf(f.kubernetesVersion, '--kubernetes-version');
   const kwokNodes = kwokNodeCount(f);
-  checkPluginFlags(f);
+  checkPluginFlags(f, kwokNodes > 0 || integrations.includes('karpenter'));
   return {
     dir: f.dir,
     nodeName: checkNodeName(f.nodeName, '--node-name'),
@@ -326,10 +326,9 @@ function kwokControllerCount(f: UpFlags, kwokNodes: number, integrations: Integr
  * The node plugin's settings need the plugin, and the health service needs the gate whose events it
  * serves.
  */
-function checkPluginFlags(f: UpFlags): void {
+function checkPluginFlags(f: UpFlags, fleetNodes: boolean): void {
   // The fleet renders MIG partitions too: for KWOK nodes (and Karpenter's) a plugin is not needed.
-  const fleet = Number(f.kwokNodes) > 0 || f.kwokPools !== undefined || (f.with ?? '').includes('karpenter');
-  if (f.dynamicMig && f.profile === undefined && !fleet) {
+  if (f.dynamicMig && f.profile === undefined && !fleetNodes) {
     throw new FakegpuError(
       '--dynamic-mig',
       'needs --profile or KWOK nodes (--kwok-nodes, --kwok-pools, --with karpenter): it is a setting of the node plugin and the fleet',

@@ -117,7 +117,7 @@ export async function startKarpenter(
  * The templates as this cluster's fleet will publish: its release, dynamic MIG, NICs, and the gates and
  * consumable shares its command line gets (`fleetArgs`).
  */
-export function templateOptions(s: State): TemplateOptions {
+function templateOptions(s: State): TemplateOptions {
   const gates = resolveGates(s.pluginGates ?? '', DEFAULT_RELEASE, s.dynamicMig, '--feature-gates');
   return {
     kubernetesVersion: parseKubernetesVersion(releaseOfState(s).version, 'kubernetes'),

@@ -391,6 +391,16 @@ describe('bad input on the command line', () => {
       /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,
     ],
     [
+      'export karpenter consumable shares without the gate',
+      ['export', 'karpenter', '--consumable-shares', 'memory'],
+      /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,
+    ],
+    [
+      'export karpenter gates NVIDIA forbids together',
+      ['export', 'karpenter', '--feature-gates', 'NVMLDeviceHealthCheck=true,DynamicMIG=true'],
+      /^fakegpu: --feature-gates: feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck\n$/,
+    ],
+    [
       'cluster consumable shares without the gate',
       ['cluster', 'up', '-p', 'dgx-h100', '--consumable-shares', 'memory'],
       /^fakegpu: --consumable-shares: --consumable-shares requires feature gate ConsumableShares to be enabled\n$/,

@@ -8,7 +8,7 @@ import { INSTANCE_TYPE_LABEL } from '../../src/model/preset/index.js';
 import { DRIVER_NAME } from '../../src/model/slice/build.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, claimTemplate, deviceRequest } from '../support/e2e.js';
-import { integrationsCluster } from '../support/integrations.js';
+import { integrationsCluster, queuedJob } from '../support/integrations.js';
 import { karpenterTemplates, templatesOf } from '../../src/tools/karpenter/templates.js';
 import { DEFAULT_RELEASE } from '../../src/model/device/release.js';
 import { DRANET } from '../../src/model/nic/attributes.js';
@@ -283,11 +283,7 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
 
   /** The node the one pod of this case runs on, once it runs, and that node's instance type. */
   async function placed(e: Exports, what: string): Promise<{ node: string; type: string }> {
-    const node = await eventually(
-      what,
-      () => pods(e).find((p) => p.status?.phase === 'Running')?.spec?.nodeName,
-      240_000,
-    );
+    const [node = ''] = await runningOn(e, 1, what);
     const n = karpenterNodes(e).find((x) => x.metadata.name === node);
     assert.ok(n, `${node} is a node of NodePool ${POOL}`);
     return { node, type: n.metadata.labels?.[INSTANCE_TYPE_LABEL] ?? '' };
@@ -428,39 +424,16 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
       },
       // Kueue 0.17 counts a template only when its requests are a class and a count: no selector.
       claimTemplate('e2e-queued-gpus', [deviceRequest('gpu', DRIVER_NAME, 8)]),
-      ...[0, 1, 2].map((i) => ({
-        apiVersion: 'batch/v1',
-        kind: 'Job',
-        metadata: {
+      // KWOK completes a Job's pod at once unless told to wait: these run on until deleted.
+      ...[0, 1, 2].map((i) =>
+        queuedJob({
           name: `queued-${i}`,
-          namespace: 'default',
-          labels: { 'kueue.x-k8s.io/queue-name': queue },
-        },
-        spec: {
-          parallelism: 1,
-          completions: 1,
-          backoffLimit: 0,
-          template: {
-            // KWOK completes a Job's pod at once unless told to wait: these run on until deleted.
-            metadata: {
-              labels: { app: 'karpenter-e2e' },
-              annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': '24h' },
-            },
-            spec: {
-              restartPolicy: 'Never',
-              terminationGracePeriodSeconds: 0,
-              resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: 'e2e-queued-gpus' }],
-              containers: [
-                {
-                  name: 'train',
-                  image: 'registry.invalid/train:1',
-                  resources: { claims: [{ name: 'gpus' }] },
-                },
-              ],
-            },
-          },
-        },
-      })),
+          queue,
+          template: 'e2e-queued-gpus',
+          runFor: '24h',
+          pod: { labels: { app: 'karpenter-e2e' }, spec: { terminationGracePeriodSeconds: 0 } },
+        }),
+      ),
     );
     try {
       const nodes = await runningOn(

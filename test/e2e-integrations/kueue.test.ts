@@ -5,7 +5,7 @@ import { KUEUE_GPU_RESOURCE } from '../../src/local-cluster/kueue-process.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, claimTemplate, deviceRequest } from '../support/e2e.js';
-import { integrationsCluster } from '../support/integrations.js';
+import { integrationsCluster, queuedJob } from '../support/integrations.js';
 
 /**
  * Kueue, built from its module, holds GPU quota in DRA devices: a ClusterQueue of 64 `gpu.nvidia.com`
@@ -31,30 +31,18 @@ interface Workload {
 }
 
 function job(i: number): unknown {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: { name: `train-${i}`, namespace: 'default', labels: { 'kueue.x-k8s.io/queue-name': QUEUE } },
-    spec: {
-      parallelism: 1,
-      completions: 1,
-      backoffLimit: 0,
-      template: {
-        metadata: {
-          annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': i === 0 ? FIRST_RUNS_FOR : '24h' },
-        },
-        spec: {
-          restartPolicy: 'Never',
-          nodeSelector: { type: 'kwok' },
-          tolerations: [{ key: KWOK_ANNOTATION, operator: 'Exists', effect: 'NoSchedule' }],
-          resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: 'eight-h100' }],
-          containers: [
-            { name: 'train', image: 'registry.invalid/train:1', resources: { claims: [{ name: 'gpus' }] } },
-          ],
-        },
+  return queuedJob({
+    name: `train-${i}`,
+    queue: QUEUE,
+    template: 'eight-h100',
+    runFor: i === 0 ? FIRST_RUNS_FOR : '24h',
+    pod: {
+      spec: {
+        nodeSelector: { type: 'kwok' },
+        tolerations: [{ key: KWOK_ANNOTATION, operator: 'Exists', effect: 'NoSchedule' }],
       },
     },
-  };
+  });
 }
 
 const jobs = (e: Exports): Job[] =>

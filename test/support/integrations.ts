@@ -25,3 +25,40 @@ export function integrationsCluster(): Promise<Exports> {
     with: ['karpenter', 'kueue'],
   });
 }
+
+/**
+ * A one-pod Job in Kueue's LocalQueue `queue`, its GPUs a claim from `template`: KWOK completes the pod
+ * after `runFor` (at once without it). `pod` adds to the pod: labels, and spec fields such as where it may run.
+ */
+export function queuedJob(o: {
+  name: string;
+  queue: string;
+  template: string;
+  runFor: string;
+  pod?: { labels?: Record<string, string>; spec?: Record<string, unknown> };
+}): unknown {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: o.name, namespace: 'default', labels: { 'kueue.x-k8s.io/queue-name': o.queue } },
+    spec: {
+      parallelism: 1,
+      completions: 1,
+      backoffLimit: 0,
+      template: {
+        metadata: {
+          ...(o.pod?.labels ? { labels: o.pod.labels } : {}),
+          annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': o.runFor },
+        },
+        spec: {
+          restartPolicy: 'Never',
+          ...o.pod?.spec,
+          resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: o.template }],
+          containers: [
+            { name: 'train', image: 'registry.invalid/train:1', resources: { claims: [{ name: 'gpus' }] } },
+          ],
+        },
+      },
+    },
+  };
+}
