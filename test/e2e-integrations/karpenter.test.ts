@@ -180,18 +180,29 @@ describe("Karpenter's DRA allocator launches GPU nodes from fakegpu's templates"
       release: DEFAULT_RELEASE,
     }).find((t) => t.instanceType === 'p5.48xlarge');
     assert.ok(told);
-    // The pool as Karpenter counts it: each driver's slices of its highest generation (a rewritten
-    // pool's older slices are deleted after the new ones are in).
-    const all = list(
-      e,
-      'resourceslices',
-      '--field-selector',
-      `spec.nodeName=${nodes[0] ?? ''}`,
-    ) as unknown as ResourceSlice[];
-    const newest = new Map<string, number>();
-    for (const x of all)
-      newest.set(x.spec.driver, Math.max(newest.get(x.spec.driver) ?? 0, x.spec.pool.generation));
-    const published = all.filter((x) => x.spec.pool.generation === newest.get(x.spec.driver));
+    // The pool as Karpenter counts it: each driver's slices of its highest generation, once that
+    // generation is complete (resourceSliceCount of them); a pool being rewritten is read when done.
+    const published = await eventually(
+      `${nodes[0] ?? ''}'s pools complete at their newest generation`,
+      () => {
+        const all = list(
+          e,
+          'resourceslices',
+          '--field-selector',
+          `spec.nodeName=${nodes[0] ?? ''}`,
+        ) as unknown as ResourceSlice[];
+        const newest = new Map<string, number>();
+        for (const x of all)
+          newest.set(x.spec.driver, Math.max(newest.get(x.spec.driver) ?? 0, x.spec.pool.generation));
+        const pool = all.filter((x) => x.spec.pool.generation === newest.get(x.spec.driver));
+        const complete = [...newest.keys()].every((d) => {
+          const mine = pool.filter((x) => x.spec.driver === d);
+          return mine.length === mine[0]?.spec.pool.resourceSliceCount;
+        });
+        return complete ? pool : undefined;
+      },
+      60_000,
+    );
     const byDriver = (xs: { driver: string }[], d: string): unknown[] => xs.filter((x) => x.driver === d);
     for (const driver of [DRIVER_NAME, DRANET])
       assert.deepEqual(
