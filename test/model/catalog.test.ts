@@ -98,11 +98,44 @@ describe('GPU catalog', () => {
       'H200',
       'GH200',
       'B200',
+      'B300',
       'GB200',
       'GB300',
       'RTX-PRO-6000-BSE',
     ]) {
       findModel(k, 'k');
     }
+  });
+
+  it('has every NVIDIA GPU instance type of the four clouds that issue 36 lists, at its sizes', () => {
+    const types = new Set(PRESETS.map((p) => p.instanceType));
+    const missing = [
+      ...[
+        'g4dn.xlarge',
+        'g4dn.metal',
+        'g5.xlarge',
+        'g6.xlarge',
+        'g6.48xlarge',
+        'gr6.4xlarge',
+        'g6e.48xlarge',
+      ],
+      ...['p5.4xlarge', 'p5en.48xlarge', 'p6-b200.48xlarge', 'p6-b300.48xlarge', 'p6e-gb200.36xlarge'],
+      ...['a2-highgpu-1g', 'a2-megagpu-16g', 'a2-ultragpu-8g', 'g2-standard-4', 'g2-standard-96'],
+      ...['a3-highgpu-1g', 'a3-edgegpu-8g', 'a3-megagpu-8g', 'a4-highgpu-8g', 'a4x-maxgpu-4g-metal'],
+      ...['Standard_ND96asr_v4', 'Standard_ND96amsr_A100_v4', 'Standard_NC24ads_A100_v4'],
+      ...['Standard_NC40ads_H100_v5', 'Standard_NC64as_T4_v3', 'Standard_ND128isr_GB300_v6'],
+      ...[
+        'BM.GPU.L40S.4',
+        'BM.GPU.A100-v2.8',
+        'BM.GPU4.8',
+        'VM.GPU.A10.1',
+        'BM.GPU.B300.8',
+        'BM.GPU.GB300.4',
+      ],
+    ].filter((t) => !types.has(t));
+    assert.deepEqual(missing, []);
+    // One preset per instance type: a node's label must name exactly one machine.
+    const typed = PRESETS.filter((p) => p.instanceType !== undefined);
+    assert.equal(new Set(typed.map((p) => p.instanceType)).size, typed.length);
   });
 });

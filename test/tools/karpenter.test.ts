@@ -91,7 +91,9 @@ describe("Karpenter's ResourceSliceTemplates and the fleet agree", () => {
         'azure-nd-gb200-v6',
         'azure-nd-gb300-v6',
         'gcp-a4x-highgpu-4g',
+        'gcp-a4x-maxgpu-4g-metal',
         'oci-bm.gpu.gb200.4',
+        'oci-bm.gpu.gb300.4',
       ]);
     });
   }

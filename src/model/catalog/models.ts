@@ -250,6 +250,23 @@ const gb300 = eightSliceTable(
   gb300Guess,
 );
 
+const b300Guess = inferred(
+  'B300MIG, FAKEGPU',
+  'names and counts from mig-parted; ids as every Blackwell lgip; memory scaled from GB300 by total memory (the names match), engines as GB300',
+);
+const b300 = eightSliceTable(
+  {
+    one: ['1g.34gb', 32768, [18, 1, 0, 2, 1, 0]],
+    oneMe: ['1g.34gb+me', 32768, [18, 1, 0, 2, 1, 1]],
+    oneRev2: ['1g.67gb', 67584, [32, 1, 0, 2, 1, 0]],
+    two: ['2g.67gb', 67584, [38, 2, 0, 4, 2, 0]],
+    three: ['3g.135gb', 136448, [56, 3, 0, 6, 3, 0]],
+    four: ['4g.135gb', 136448, [76, 4, 0, 8, 4, 0]],
+    seven: ['7g.269gb', 273664, [148, 7, 0, 16, 7, 1]],
+  },
+  b300Guess,
+);
+
 const a30: MigCapability = {
   memorySlices: 4,
   profiles: [
@@ -508,6 +525,20 @@ export const GPU_MODELS: readonly GpuModel[] = [
     powerLimitW: 1000,
     mig: b200,
     provenance: facts(seen('S1, S36, S37, S72')),
+  },
+  {
+    key: 'B300',
+    name: 'NVIDIA B300 SXM6 AC',
+    brand: 'Nvidia',
+    architecture: 'Blackwell',
+    computeCapability: [10, 3],
+    memoryMiB: 275040,
+    pciDeviceId: 0x3182,
+    pciSubsystemId: 0x20e6,
+    multiprocessors: 148,
+    powerLimitW: 1100,
+    mig: b300,
+    provenance: facts(seen('S1, B300')),
   },
   {
     key: 'GB200',

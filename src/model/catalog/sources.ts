@@ -56,6 +56,9 @@ export const SOURCES: Record<string, string> = {
   S81: '4x L4 VM nvidia-smi: BDFs 00:03.0-00:06.0, 580.159.04',
   GB300:
     'GB300 nvidia-smi, lspci and numactl outputs in public repositories (580.82.07 ... 580.167.08); NVIDIA DGX Station MIG profile list',
+  B300: 'B300 nvidia-smi outputs in public posts (275040 MiB, 1100 W; drivers 580.95.05, 580.105.08), a cudaGetDeviceProperties dump (148 SMs), kokkos PR 8791 (CC 10.3), vllm issue 30441 (NVIDIA B300 SXM6 AC)',
+  B300MIG:
+    'NVIDIA/mig-parted commit 47c56d9 "add support for the B300 GPU node": config-default.yaml profiles and counts for 0x318210DE; aws/sagemaker-hyperpod-cli PR 403 (the same six for ml.p6-b300.48xlarge)',
   DRANET: 'kubernetes-sigs/dranet examples: ResourceSlices captured from AWS p4d, Azure GB300 and OCI GB200',
   DRIVER:
     'NVIDIA DRA driver source (kubernetes-sigs/dra-driver-nvidia-gpu): deviceinfo.go, mig.go, partitions.go',
@@ -64,6 +67,10 @@ export const SOURCES: Record<string, string> = {
   T2: 'secondary sources (vendor pages, benchmark write-ups) for max clocks of A30, H200, B200, GB200, B300; no nvidia-smi output seen',
   SMIX: 'nvidia-smi -q -x of real machines in NVIDIA/k8s-test-infra (tests/e2e/go/assertions/nvidiasmi/testdata/hardware: qx-h100, qx-gb200 AWS p6e, qx-gb300, qx-a100, qx-l40s AWS g6e.2xlarge, qx-t4 AWS g4dn.xlarge) and influxdata/telegraf (A100-SXM4-80GB with MIG); copies in test/fixtures/nvidia-smi',
   EC2: 'aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md (generated from EC2 DescribeInstanceTypes: vCPUs, memory in MiB, architecture, pods) and aws/amazon-vpc-cni-k8s misc/eni-max-pods.txt',
+  EC2PREVIEW:
+    'aws/karpenter-provider-aws website/content/en/preview/reference/instance-types.md (commit 1d92708, generated July 2026): vCPUs, MiB, GPUs, EFA count, network bandwidth and pods of each GPU type',
+  EC2PRICE26:
+    'aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go (commit 1d92708): on-demand prices in us-east-1, generated 2026-07-20',
   EC2PRICE:
     'aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go: on-demand prices in us-east-1, generated 2026-01-19',
   GCEA3:
@@ -83,6 +90,14 @@ export const SOURCES: Record<string, string> = {
     'Amazon EKS user guide "Use P6e-GB200 UltraServers with Amazon EKS": 4 GPUs an instance, EFA per GPU, sold in UltraServer capacity blocks',
   SKYGCP:
     'skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv (commit 006059e): vCPUs and memory of a3-megagpu-8g, a3-ultragpu-8g, a4-highgpu-8g',
+  SKYGCP7:
+    'skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv (commit 017e250): vCPUs and MemoryGiB of the A2, A3 and G2 sizes',
+  GCEPRICE:
+    'kubernetes/autoscaler cluster-autoscaler/cloudprovider/gce/gce_price_info.go (commit 5a172bc): on-demand prices of the A2 types, GPUs included',
+  GCPGPUS:
+    'Google Cloud "GPU machine types" (docs.cloud.google.com/compute/docs/gpus): a4x-maxgpu-4g-metal has 144 vCPUs, 960 GB, 6 NICs (3,600 Gbps) and 4 GB300',
+  OCIB300:
+    "oracle-quickstart/oci-hpc-oke (commit 61d210a): BM.GPU.B300.8 with 16 RDMA ports and BM.GPU.GB300.4 with 8; a third party's reading of Oracle's price API: B300 $15, GB300 $18 a GPU-hour",
   GCPARM: 'Google Cloud "Arm VMs on Compute": a4x-highgpu-4g has 140 vCPUs, 884 GB and 4 GB200',
   GCPNET:
     'Google Cloud "Networking and GPU machines": A3 Mega 1,800 Gbps GPUDirect-TCPXO; A3 Ultra and A4 eight CX-7 aligned one per GPU (3,200 Gbps); A4X four CX-7 (1,600 Gbps)',
@@ -94,12 +109,18 @@ export const SOURCES: Record<string, string> = {
     'kubernetes-sigs/dranet "GKE and GPUDirect RDMA with DRA": an a4-highgpu-8g NCCL log with its eight B200 BDFs',
   AZDOCS:
     'MicrosoftDocs/azure-compute-docs size pages of ND H100 v5, ND H200 v5 and ND GB200 v6: vCPUs, memory, GPUs, InfiniBand',
+  AZDOCS2:
+    'MicrosoftDocs/azure-compute-docs size pages of ND A100 v4, NDm A100 v4, NC A100 v4, NC H100 v5 and NCas T4 v3: vCPUs, memory, GPUs and their memory, InfiniBand',
+  AZPRICE2:
+    "public tables quoting Azure's retail prices (eastus, Linux pay-as-you-go) of the ND A100 v4, NC A100 v4, NC H100 v5 and NCas T4 v3 sizes; no first-party table read",
   AZNDV5TOPO:
     'Azure/azhpc-images topology/ndv5-topo.xml: ND H100 v5 GPU and InfiniBand VF domains, their pairing and NUMA nodes',
   AZPRICE:
     'Azure Retail Prices API values quoted in public code: ND H100 v5 $98.32 (eastus), ND H200 v5 $84.80 (eastus2)',
   OCISHAPES:
     'ai2-compute-gpu/oci-dr-hpc-v2 internal/shapes/shapes.json (commit bd73590): GPU and RDMA NIC BDFs, mlx5 names and GPU-NIC pairs of BM.GPU.H100.8, H200.8, B200.8',
+  OCISHAPES2:
+    "a markdown copy of OCI's compute shapes page (docs.oracle.com/iaas/Content/Compute/References/computeshapes.htm) in a public code index: OCPUs, GPUs, CPU memory and RDMA of BM.GPU.L40S.4, A100-v2.8, GPU4.8, A10.4 and VM.GPU.A10.1/2",
   OCIHC: 'oracle-quickstart/oci-hpc health checks: the RDMA mlx5 devices per shape',
   SKYOCI:
     'skypilot-org/skypilot-catalog catalogs/v8/oci/vms.csv (commit 0588751): vCPUs, GiB and list price per shape',

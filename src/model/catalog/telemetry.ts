@@ -61,6 +61,7 @@ const TABLE: Readonly<Record<string, Row>> = {
   GH200: [345, 1980, 2619, 'HBM', HBM_RESERVE, inferred('clocks of the H100 SXM')],
   B200: [345, 1965, 3996, 'HBM', HBM_RESERVE, secondary('max clocks')],
   GB200: [345, 2062, 3996, 'HBM', HBM_RESERVE, secondary('max clocks')],
+  B300: [345, 2032, 3996, 'HBM', HBM_RESERVE, secondary('max clocks')],
   GB300: [345, 2032, 3996, 'HBM', HBM_RESERVE, secondary('max clocks of the B300')],
   'RTX-PRO-6000-BSE': [
     180,

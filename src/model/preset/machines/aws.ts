@@ -1,6 +1,8 @@
 import type { NicEntry } from '../machine-spec.js';
 import type { Preset } from '../types.js';
-import { ec2, gpus, inferred, nic, noNics, seen, slot } from './parts.js';
+import type { Source } from '../../catalog/types.js';
+import type { InstanceSize, PresetAspect } from '../types.js';
+import { ec2, family, gpus, inferred, nic, noNics, seen, slot, type FamilySize, type Slot } from './parts.js';
 
 const P4D_SLOTS = [
   slot('0000:10:1c.0', 'pci0000:10', 0),
@@ -69,11 +71,15 @@ const P6_B200: readonly [string, string, number][] = [
   ['87', '79', 1],
 ];
 
+// p6-b300: the bus numbers of an 8x B300 node in public nvidia-smi output, a root each (guessed).
+const B300_BUSES = ['1a', '3c', '62', '73', '9a', 'bc', 'df', 'f0'];
+const B300_SLOTS = B300_BUSES.map((b, i) => slot(`0000:${b}:00.0`, `pci0000:${b}`, i < 4 ? 0 : 1));
+
 // p6e-gb200: four GB200 of one compute tray (nvidia-smi of a p6e in NVIDIA's tests); roots guessed.
 const P6E_BUSES = ['29', '3f', '9c', 'b2'];
 const p6eSlots = P6E_BUSES.map((b, i) => slot(`0000:${b}:00.0`, `pci0000:${b}`, i < 2 ? 0 : 1));
 
-export const AWS: readonly Preset[] = [
+const AWS_8GPU: readonly Preset[] = [
   {
     name: 'aws-p4d.24xlarge',
     instanceType: 'p4d.24xlarge',
@@ -124,8 +130,8 @@ export const AWS: readonly Preset[] = [
     name: 'aws-p5en.48xlarge',
     instanceType: 'p5en.48xlarge',
     instance: {
-      ...ec2(192, 2097152, 100, 63.296),
-      source: inferred('ROSA', '192 vCPUs and 2,048 GiB; pods assumed equal to p5.48xlarge'),
+      ...ec2(192, 2097152, 198, 63.296),
+      source: seen('EC2PREVIEW'),
     },
     description: 'AWS p5en.48xlarge (8x H200, 16x EFA 200G)',
     spec: { driver: { version: '580.126.20' }, gpus: gpus('H200', P5_SLOTS), nics: p5Efa('EFA v3', 2, 200) },
@@ -202,90 +208,232 @@ export const AWS: readonly Preset[] = [
     },
   },
   {
-    name: 'aws-g4dn.xlarge',
-    instanceType: 'g4dn.xlarge',
-    instance: ec2(4, 16384, 29, 0.526),
-    description: 'AWS g4dn.xlarge (1x Tesla T4)',
+    name: 'aws-p5.4xlarge',
+    instanceType: 'p5.4xlarge',
+    instance: { ...ec2(16, 262144, 118, 6.88), source: seen('EC2PREVIEW'), priceSource: seen('EC2PRICE26') },
+    description: 'AWS p5.4xlarge (1x H100 80GB HBM3, 1x EFA 100G)',
     spec: {
       driver: { version: '580.126.20' },
-      gpus: gpus('T4', [slot('0000:00:1e.0', 'pci0000:00', -1)]),
-      nics: [],
+      gpus: gpus('H100-SXM5-80GB', [slot('0000:53:00.0', 'pci0000:44', -1)]),
+      nics: [nic(undefined, '0000:53:01.0', 'pci0000:44', -1, 'EFA v2', { speedGbps: 100 })],
     },
     provenance: {
-      gpus: seen('S24'),
-      busIds: seen('SMIX', 'qx-t4: 00000000:00:1E.0'),
-      pcieRoots: inferred('FAKEGPU', 'one root bus on a small VM'),
-      numa: inferred('FAKEGPU', 'single NUMA node: sysfs numa_node -1, so the attribute is omitted'),
-      nics: noNics,
-      driver: inferred('FAKEGPU', 'a current R580 driver'),
-    },
-  },
-  {
-    name: 'aws-g4dn.12xlarge',
-    instanceType: 'g4dn.12xlarge',
-    instance: ec2(48, 196608, 234, 3.912),
-    description: 'AWS g4dn.12xlarge (4x Tesla T4)',
-    spec: {
-      driver: { version: '580.126.20' },
-      gpus: gpus(
-        'T4',
-        ['1b', '1c', '1d', '1e'].map((d) => slot(`0000:00:${d}.0`, 'pci0000:00', -1)),
-      ),
-      nics: [],
-    },
-    provenance: {
-      gpus: seen('S24'),
-      busIds: seen('S24'),
-      pcieRoots: inferred('FAKEGPU', 'all GPUs on root bus 00, as their BDFs show'),
+      gpus: seen('EC2PREVIEW'),
+      busIds: inferred('S75', "the first GPU of a p5.48xlarge's host"),
+      pcieRoots: karpdraRoots,
       numa: inferred('FAKEGPU', 'single NUMA node: attribute omitted'),
-      nics: noNics,
+      nics: inferred('EC2PREVIEW', 'one EFA, 100 Gbps; its BDF invented beside the GPU'),
       driver: inferred('FAKEGPU', 'a current R580 driver'),
     },
   },
   {
-    name: 'aws-g5.48xlarge',
-    instanceType: 'g5.48xlarge',
-    instance: ec2(192, 786432, 345, 16.288),
-    description: 'AWS g5.48xlarge (8x A10G)',
+    name: 'aws-p6-b300.48xlarge',
+    instanceType: 'p6-b300.48xlarge',
+    instance: {
+      ...ec2(192, 4194304, 198, 142.416),
+      source: seen('EC2PREVIEW'),
+      priceSource: seen('EC2PRICE26'),
+    },
+    description: 'AWS p6-b300.48xlarge (8x B300, 16x EFA 400G)',
     spec: {
       driver: { version: '580.126.20' },
-      gpus: gpus(
-        'A10G',
-        ['16', '17', '18', '19', '1a', '1b', '1c', '1d'].map((d, i) =>
-          slot(`0000:00:${d}.0`, 'pci0000:00', i < 4 ? 0 : 1),
+      gpus: gpus('B300', B300_SLOTS),
+      nics: B300_SLOTS.flatMap((s, i) =>
+        [1, 2].map((f) =>
+          nic(undefined, `0000:${B300_BUSES[i] ?? ''}:0${f}.0`, s.root, s.numa, 'EFA v3', { speedGbps: 400 }),
         ),
       ),
-      nics: [],
     },
     provenance: {
-      gpus: seen('S22'),
-      busIds: inferred('S22', 'g5.12xlarge uses 00:1b-1e; the 8-GPU layout is extrapolated'),
-      pcieRoots: inferred('FAKEGPU', 'root bus 00 as the BDFs imply'),
-      numa: inferred('FAKEGPU', 'two sockets, four GPUs each assumed'),
-      nics: noNics,
-      driver: inferred('FAKEGPU', 'a current R580 driver'),
-    },
-  },
-  {
-    name: 'aws-g6e.2xlarge',
-    instanceType: 'g6e.2xlarge',
-    instance: ec2(8, 65536, 58, 2.24208),
-    description: 'AWS g6e.2xlarge (1x L40S)',
-    spec: {
-      driver: { version: '580.126.20' },
-      gpus: gpus('L40S', [slot('0000:30:00.0', 'pci0000:30', -1)]),
-      nics: [],
-    },
-    provenance: {
-      gpus: seen('S26'),
-      busIds: seen('SMIX', 'qx-l40s: 00000000:30:00.0'),
-      pcieRoots: inferred(
-        'FAKEGPU',
-        'the GPU on a root of its own bus, as on other Nitro hosts; no sysfs seen',
+      gpus: seen('EC2PREVIEW, B300'),
+      busIds: inferred(
+        'B300',
+        'the bus numbers of an 8x B300 node seen in public nvidia-smi output; not an AWS one',
       ),
-      numa: inferred('FAKEGPU', 'single NUMA node: attribute omitted'),
-      nics: noNics,
+      pcieRoots: inferred('FAKEGPU', 'one root per GPU assumed, as on p5'),
+      numa: inferred('FAKEGPU', 'GPUs 0-3 on NUMA 0, 4-7 on NUMA 1 assumed'),
+      nics: inferred(
+        'EC2PREVIEW',
+        '16 EFA and 6,400 Gbps (400G each); EFA v3 assumed (sources differ between v3 and v4); BDFs invented, two beside each GPU',
+      ),
       driver: inferred('FAKEGPU', 'a current R580 driver'),
     },
   },
 ];
+
+/**
+ * A size from Karpenter-AWS's generated table of July 2026 (vCPUs, MiB, pods) at that month's us-east-1
+ * price; rows are `[type, vCPUs, MiB, GPUs, pods, price]`.
+ */
+type Row = readonly [string, number, number, number, number, number];
+const sizes = (rows: readonly Row[], architecture: InstanceSize['architecture'] = 'amd64'): FamilySize[] =>
+  rows.map(([type, vcpus, memoryMiB, gpuCount, maxPods, price]) => ({
+    type,
+    gpus: gpuCount,
+    instance: {
+      vcpus,
+      memoryMiB,
+      maxPods,
+      architecture,
+      pricePerHour: price,
+      source: seen('EC2PREVIEW'),
+      priceSource: seen('EC2PRICE26'),
+    },
+  }));
+
+/** g4dn and g5 (Intel Nitro hosts): GPUs on root bus 00 from device 1e down; 8 GPUs over two sockets. */
+function nitroIntelSlots(n: number): Slot[] {
+  const devs =
+    n === 8 ? ['16', '17', '18', '19', '1a', '1b', '1c', '1d'] : ['1b', '1c', '1d', '1e'].slice(4 - n);
+  return devs.map((d, i) => slot(`0000:00:${d}.0`, 'pci0000:00', n === 8 ? (i < 4 ? 0 : 1) : -1));
+}
+/** g6, g6e and gr6 (AMD Nitro hosts): each GPU on a root of its own from bus 30, as g6e.2xlarge's. */
+function nitroAmdSlots(n: number): Slot[] {
+  return Array.from({ length: n }, (_, i) => {
+    const bus = (0x30 + i).toString(16);
+    return slot(`0000:${bus}:00.0`, `pci0000:${bus}`, n === 8 ? (i < 4 ? 0 : 1) : -1);
+  });
+}
+const numaOf = (n: number): Source =>
+  n === 8
+    ? inferred('FAKEGPU', 'two sockets, four GPUs each assumed')
+    : inferred('FAKEGPU', 'single NUMA node: attribute omitted');
+const r580 = inferred('FAKEGPU', 'a current R580 driver');
+const smallProv = (
+  gpuSource: Source,
+  busIds: (n: number) => Source,
+  pcieRoots: Source,
+): ((n: number) => Record<PresetAspect, Source>) => {
+  return (n) => ({
+    gpus: gpuSource,
+    busIds: busIds(n),
+    pcieRoots,
+    numa: numaOf(n),
+    nics: noNics,
+    driver: r580,
+  });
+};
+
+const G4DN = family({
+  prefix: 'aws',
+  vendor: 'AWS',
+  model: 'T4',
+  label: 'Tesla T4',
+  driver: '580.126.20',
+  sizes: sizes([
+    ['g4dn.xlarge', 4, 16384, 1, 29, 0.526],
+    ['g4dn.2xlarge', 8, 32768, 1, 29, 0.752],
+    ['g4dn.4xlarge', 16, 65536, 1, 29, 1.204],
+    ['g4dn.8xlarge', 32, 131072, 1, 58, 2.176],
+    ['g4dn.12xlarge', 48, 196608, 4, 234, 3.912],
+    ['g4dn.16xlarge', 64, 262144, 1, 58, 4.352],
+    ['g4dn.metal', 96, 393216, 8, 737, 7.824],
+  ]),
+  slots: nitroIntelSlots,
+  provenance: smallProv(
+    seen('S24, EC2PREVIEW'),
+    (n) =>
+      n === 1
+        ? seen('SMIX', 'qx-t4: 00000000:00:1E.0')
+        : n === 4
+          ? seen('S24')
+          : inferred('S24', 'the 4-GPU layout extended to eight'),
+    inferred('FAKEGPU', 'all GPUs on root bus 00, as their BDFs show'),
+  ),
+});
+
+const G5 = family({
+  prefix: 'aws',
+  vendor: 'AWS',
+  model: 'A10G',
+  label: 'A10G',
+  driver: '580.126.20',
+  sizes: sizes([
+    ['g5.xlarge', 4, 16384, 1, 58, 1.006],
+    ['g5.2xlarge', 8, 32768, 1, 58, 1.212],
+    ['g5.4xlarge', 16, 65536, 1, 234, 1.624],
+    ['g5.8xlarge', 32, 131072, 1, 234, 2.448],
+    ['g5.12xlarge', 48, 196608, 4, 737, 5.672],
+    ['g5.16xlarge', 64, 262144, 1, 234, 4.096],
+    ['g5.24xlarge', 96, 393216, 4, 737, 8.144],
+    ['g5.48xlarge', 192, 786432, 8, 345, 16.288],
+  ]),
+  slots: nitroIntelSlots,
+  provenance: smallProv(
+    seen('S22, EC2PREVIEW'),
+    (n) => (n === 4 ? seen('S22') : inferred('S22', 'g5.12xlarge uses 00:1b-1e; other counts extrapolated')),
+    inferred('FAKEGPU', 'root bus 00 as the BDFs imply'),
+  ),
+});
+
+const amdRoots = inferred(
+  'FAKEGPU',
+  'each GPU on a root of its own bus, as on other Nitro hosts; no sysfs seen',
+);
+const amdBus = (n: number): Source =>
+  n === 1
+    ? inferred('SMIX', 'as qx-l40s (g6e.2xlarge): 00000000:30:00.0')
+    : inferred('SMIX', "from qx-l40s's 30:00.0 upwards, one bus a GPU");
+
+const G6 = family({
+  prefix: 'aws',
+  vendor: 'AWS',
+  model: 'L4',
+  label: 'L4',
+  driver: '580.126.20',
+  sizes: sizes([
+    ['g6.xlarge', 4, 16384, 1, 58, 0.8048],
+    ['g6.2xlarge', 8, 32768, 1, 58, 0.9776],
+    ['g6.4xlarge', 16, 65536, 1, 234, 1.3232],
+    ['g6.8xlarge', 32, 131072, 1, 234, 2.0144],
+    ['g6.12xlarge', 48, 196608, 4, 234, 4.6016],
+    ['g6.16xlarge', 64, 262144, 1, 737, 3.3968],
+    ['g6.24xlarge', 96, 393216, 4, 737, 6.6752],
+    ['g6.48xlarge', 192, 786432, 8, 737, 13.3504],
+  ]),
+  slots: nitroAmdSlots,
+  provenance: smallProv(seen('S25, EC2PREVIEW'), amdBus, amdRoots),
+});
+
+const GR6 = family({
+  prefix: 'aws',
+  vendor: 'AWS',
+  model: 'L4',
+  label: 'L4',
+  driver: '580.126.20',
+  sizes: sizes(
+    [
+      ['gr6.4xlarge', 16, 131072, 1, 234, 1.5392],
+      ['gr6.8xlarge', 32, 262144, 1, 234, 2.4464],
+    ],
+    'arm64',
+  ),
+  slots: nitroAmdSlots,
+  provenance: smallProv(seen('S25, EC2PREVIEW'), amdBus, amdRoots),
+});
+
+const G6E = family({
+  prefix: 'aws',
+  vendor: 'AWS',
+  model: 'L40S',
+  label: 'L40S',
+  driver: '580.126.20',
+  sizes: sizes([
+    ['g6e.xlarge', 4, 32768, 1, 58, 1.861],
+    ['g6e.2xlarge', 8, 65536, 1, 58, 2.24208],
+    ['g6e.4xlarge', 16, 131072, 1, 234, 3.00424],
+    ['g6e.8xlarge', 32, 262144, 1, 234, 4.52856],
+    ['g6e.12xlarge', 48, 393216, 4, 292, 10.49264],
+    ['g6e.16xlarge', 64, 524288, 1, 737, 7.57719],
+    ['g6e.24xlarge', 96, 786432, 4, 492, 15.06559],
+    ['g6e.48xlarge', 192, 1572864, 8, 492, 30.13118],
+  ]),
+  slots: nitroAmdSlots,
+  provenance: smallProv(
+    seen('S26, EC2PREVIEW'),
+    (n) => (n === 1 ? seen('SMIX', 'qx-l40s: 00000000:30:00.0') : amdBus(n)),
+    amdRoots,
+  ),
+});
+
+export const AWS: readonly Preset[] = [...AWS_8GPU, ...G4DN, ...G5, ...G6, ...GR6, ...G6E];

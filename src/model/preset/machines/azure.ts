@@ -1,7 +1,20 @@
 import type { NicEntry } from '../machine-spec.js';
 import type { Source } from '../../catalog/types.js';
-import type { InstanceSize, Preset } from '../types.js';
-import { DEFAULT_MAX_PODS, GB_TRAY_SLOTS, gpus, inferred, nic, seen, sized, slot } from './parts.js';
+import type { InstanceSize, Preset, PresetAspect } from '../types.js';
+import {
+  DEFAULT_MAX_PODS,
+  family,
+  GB_TRAY_SLOTS,
+  gpus,
+  inferred,
+  nic,
+  noNics,
+  seen,
+  sized,
+  slot,
+  type FamilySize,
+  type Slot,
+} from './parts.js';
 
 /** An Azure size: Azure's MemoryGB taken as GiB (as the GB300 v6 preset); pods: Kubernetes' default. */
 const azure = (
@@ -41,7 +54,7 @@ const ndv5Prov = {
 // ND GB200 v6: laid out as ND GB300 v6 (a captured slice), with 400G ConnectX-7 VFs.
 const gbTraySlots = GB_TRAY_SLOTS;
 
-export const AZURE: readonly Preset[] = [
+const AZURE_ND: readonly Preset[] = [
   {
     name: 'azure-nd-h100-v5',
     instanceType: 'Standard_ND96isr_H100_v5',
@@ -144,4 +157,143 @@ export const AZURE: readonly Preset[] = [
       driver: seen('DRANET', '580.105.08'),
     },
   },
+];
+
+/** An Azure size, `[type, vCPUs, GB, GPUs, price]`; prices from secondary tables of Azure's retail API. */
+type Row = readonly [string, number, number, number, number];
+const azureSizes = (rows: readonly Row[], priceNote: string): FamilySize[] =>
+  rows.map(([type, vcpus, gib, n, usd]) => ({
+    type,
+    gpus: n,
+    instance: azure(vcpus, gib, 'amd64', usd, inferred('AZPRICE2', priceNote)),
+  }));
+
+/** GPUs of Azure's smaller VMs on Hyper-V virtual PCI domains of their own (0001, 0002, ...): no root. */
+const vpciSlots = (n: number): Slot[] =>
+  Array.from({ length: n }, (_, i) =>
+    slot(`000${(i + 1).toString(16)}:00:00.0`, null, n === 8 ? (i < 4 ? 0 : 1) : -1),
+  );
+const vmProv =
+  (gpuSource: string) =>
+  (n: number): Record<PresetAspect, Source> => ({
+    gpus: seen(gpuSource),
+    busIds: inferred('AZNDV5TOPO', 'virtual PCI domains from 0001 up, one a GPU, as Azure places its GPUs'),
+    pcieRoots: inferred('AZNDV5TOPO', 'virtual PCI: no root, the attribute is omitted'),
+    numa:
+      n === 8
+        ? inferred('AZNDV5TOPO', 'four GPUs a NUMA node, as ND H100 v5')
+        : inferred('FAKEGPU', 'single NUMA node: attribute omitted'),
+    nics: noNics,
+    driver: inferred('FAKEGPU', 'a current R580 driver'),
+  });
+
+/** ND A100 v4 and NDm A100 v4: eight GPUs, each with its own 200G HDR InfiniBand VF, as ND H100 v5. */
+const ndv4Nics = (n: number): { entries: NicEntry[]; label: string } => ({
+  entries: NDV5_GPU_DOMAINS.slice(0, n).map((_, i) =>
+    nic(undefined, `010${i + 1}:00:00.0`, null, i < 4 ? 0 : 1, 'ConnectX VF', {
+      rdmaDevice: `mlx5_${i}`,
+      speedGbps: 200,
+    }),
+  ),
+  label: `${n}x ConnectX-6 InfiniBand VF 200G`,
+});
+const ndv4Prov = (): Record<PresetAspect, Source> => ({
+  gpus: seen('AZDOCS2'),
+  busIds: inferred('AZNDV5TOPO', 'laid out as ND H100 v5'),
+  pcieRoots: inferred('AZNDV5TOPO', 'virtual PCI: no root, the attribute is omitted'),
+  numa: inferred('AZNDV5TOPO', 'laid out as ND H100 v5'),
+  nics: inferred('AZDOCS2', 'one 200G HDR InfiniBand link a GPU; laid out as ND H100 v5'),
+  driver: inferred('FAKEGPU', 'a current R580 driver'),
+});
+const ND_A100_V4 = [
+  ...family({
+    prefix: 'azure',
+    vendor: 'Microsoft Azure',
+    model: 'A100-SXM4-40GB',
+    label: 'A100-SXM4-40GB',
+    driver: '580.126.20',
+    sizes: azureSizes([['Standard_ND96asr_v4', 96, 900, 8, 27.197]], 'eastus, as a public table quotes it'),
+    slots: (n) => ndv5Slots.slice(0, n),
+    nics: ndv4Nics,
+    provenance: ndv4Prov,
+  }),
+  ...family({
+    prefix: 'azure',
+    vendor: 'Microsoft Azure',
+    model: 'A100-SXM4-80GB',
+    label: 'A100-SXM4-80GB',
+    driver: '580.126.20',
+    sizes: azureSizes(
+      [['Standard_ND96amsr_A100_v4', 96, 1900, 8, 32.768]],
+      'eastus, as a public table quotes it',
+    ),
+    slots: (n) => ndv5Slots.slice(0, n),
+    nics: ndv4Nics,
+    provenance: ndv4Prov,
+  }),
+];
+
+const NC_A100_V4 = family({
+  prefix: 'azure',
+  vendor: 'Microsoft Azure',
+  model: 'A100-PCIE-80GB',
+  label: 'A100 80GB PCIe',
+  driver: '580.126.20',
+  sizes: azureSizes(
+    [
+      ['Standard_NC24ads_A100_v4', 24, 220, 1, 3.673],
+      ['Standard_NC48ads_A100_v4', 48, 440, 2, 7.346],
+      ['Standard_NC96ads_A100_v4', 96, 880, 4, 14.692],
+    ],
+    'eastus, as a public table quotes it',
+  ),
+  slots: vpciSlots,
+  provenance: vmProv('AZDOCS2'),
+});
+
+const NC_H100_V5 = family({
+  prefix: 'azure',
+  vendor: 'Microsoft Azure',
+  model: 'H100-NVL',
+  label: 'H100 NVL',
+  driver: '580.126.20',
+  sizes: azureSizes(
+    [
+      ['Standard_NC40ads_H100_v5', 40, 320, 1, 7.35],
+      ['Standard_NC80adis_H100_v5', 80, 640, 2, 14.7],
+    ],
+    'one third-party table gives $7.35 for one H100 NVL; the 2-GPU size twice that',
+  ),
+  slots: vpciSlots,
+  provenance: (n) => ({
+    ...vmProv('AZDOCS2')(n),
+    gpus: inferred('AZDOCS2', '94 GB a GPU, the H100 NVL'),
+  }),
+});
+
+const NC_T4_V3 = family({
+  prefix: 'azure',
+  vendor: 'Microsoft Azure',
+  model: 'T4',
+  label: 'Tesla T4',
+  driver: '580.126.20',
+  sizes: azureSizes(
+    [
+      ['Standard_NC4as_T4_v3', 4, 28, 1, 0.526],
+      ['Standard_NC8as_T4_v3', 8, 56, 1, 0.752],
+      ['Standard_NC16as_T4_v3', 16, 110, 1, 1.204],
+      ['Standard_NC64as_T4_v3', 64, 440, 4, 4.352],
+    ],
+    'eastus, as a public table quotes it',
+  ),
+  slots: vpciSlots,
+  provenance: vmProv('AZDOCS2'),
+});
+
+export const AZURE: readonly Preset[] = [
+  ...AZURE_ND,
+  ...ND_A100_V4,
+  ...NC_A100_V4,
+  ...NC_H100_V5,
+  ...NC_T4_V3,
 ];

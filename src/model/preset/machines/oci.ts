@@ -1,6 +1,20 @@
 import type { NicEntry } from '../machine-spec.js';
-import type { InstanceSize, Preset } from '../types.js';
-import { DEFAULT_MAX_PODS, GB_TRAY_SLOTS, gpus, hex, inferred, nic, seen, sized, slot } from './parts.js';
+import type { Source } from '../../catalog/types.js';
+import type { InstanceSize, Preset, PresetAspect } from '../types.js';
+import {
+  DEFAULT_MAX_PODS,
+  family,
+  GB_TRAY_SLOTS,
+  gpus,
+  hex,
+  inferred,
+  nic,
+  noNics,
+  seen,
+  sized,
+  slot,
+  type Slot,
+} from './parts.js';
 
 /** An OCI bare-metal shape: 2 vCPUs an OCPU on x86; OCI's list price, the same in every region. */
 const oke = (vcpus: number, memoryGiB: number, pricePerHour: number): InstanceSize =>
@@ -56,7 +70,7 @@ const oci400Prov = inferred(
   'eight cards, rdma0-rdma7 and their mlx5 names seen; 400G each inferred',
 );
 
-export const OCI: readonly Preset[] = [
+const OCI_BIG: readonly Preset[] = [
   {
     name: 'oci-bm.gpu.h100.8',
     instanceType: 'BM.GPU.H100.8',
@@ -134,3 +148,168 @@ export const OCI: readonly Preset[] = [
     },
   },
 ];
+
+/** Two ports of `cards` RDMA cards at `speedGbps`, or one port of each (`ports: 1`), laid out as H100.8's. */
+function ociRdma(
+  cards: readonly number[],
+  ports: 1 | 2,
+  model: string,
+  speedGbps: number,
+): { entries: NicEntry[]; label: string } {
+  const entries = cards.flatMap((c, k) => {
+    const [, card] = OCI_GPUS[c] ?? ['', ''];
+    return Array.from({ length: ports }, (_, fn) =>
+      nic(`rdma${k * ports + fn}`, `0000:${card}:00.${fn}`, ociRoot(card), c < 4 ? 0 : 1, model, {
+        rdmaDevice: `mlx5_${k * ports + fn}`,
+        speedGbps,
+      }),
+    );
+  });
+  return { entries, label: `${entries.length}x ${model} ${speedGbps}G` };
+}
+/** GPUs `which` of the H100.8 layout (OCI's other shapes assumed to follow it). */
+const ociAt = (which: readonly number[]): Slot[] =>
+  which.map((i) => ociSlots[i] ?? slot('0000:00:00.0', null, -1));
+const FOUR = [0, 1, 4, 5];
+const EIGHT = [0, 1, 2, 3, 4, 5, 6, 7];
+const shapes = (o: { type: string; vcpus: number; gib: number; gpus: number; usd: number }[]) =>
+  o.map(({ type, vcpus, gib, gpus: n, usd }) => ({
+    type,
+    gpus: n,
+    instance: sized(
+      vcpus,
+      gib,
+      'amd64',
+      usd,
+      seen('OCISHAPES2', "OCPUs (2 vCPUs each) and GB, taken as GiB; pods: Kubernetes' default"),
+      seen('SKYOCI'),
+    ),
+  }));
+const layoutProv = (nics: Source): Record<PresetAspect, Source> => ({
+  gpus: seen('OCISHAPES2'),
+  busIds: inferred('OCISHAPES', "laid out as BM.GPU.H100.8's (another server; its own not found)"),
+  pcieRoots: ociProv.pcieRoots,
+  numa: ociProv.numa,
+  nics,
+  driver: ociProv.driver,
+});
+
+const OCI_SHAPES: Preset[] = [
+  ...family({
+    prefix: 'oci',
+    vendor: 'Oracle Cloud',
+    model: 'L40S',
+    label: 'L40S',
+    driver: '580.126.20',
+    sizes: shapes([{ type: 'BM.GPU.L40S.4', vcpus: 224, gib: 1024, gpus: 4, usd: 14 }]),
+    slots: () => ociAt(FOUR),
+    nics: () => ociRdma(FOUR, 1, 'ConnectX-7', 200),
+    provenance: () =>
+      layoutProv(
+        inferred('OCISHAPES2', '800 Gbps of RDMA, how many cards not said: one 200G card a GPU assumed'),
+      ),
+  }),
+  ...family({
+    prefix: 'oci',
+    vendor: 'Oracle Cloud',
+    model: 'A100-SXM4-80GB',
+    label: 'A100-SXM4-80GB',
+    driver: '580.126.20',
+    sizes: shapes([{ type: 'BM.GPU.A100-v2.8', vcpus: 256, gib: 2048, gpus: 8, usd: 32 }]),
+    slots: () => ociAt(EIGHT),
+    nics: () => ociRdma(EIGHT, 2, 'ConnectX-6', 100),
+    provenance: () =>
+      layoutProv(inferred('OCISHAPES2, OCIHC', '16x 100G RDMA; two ports beside each GPU assumed')),
+  }),
+  ...family({
+    prefix: 'oci',
+    vendor: 'Oracle Cloud',
+    model: 'A100-SXM4-40GB',
+    label: 'A100-SXM4-40GB',
+    driver: '580.126.20',
+    sizes: shapes([{ type: 'BM.GPU4.8', vcpus: 128, gib: 2048, gpus: 8, usd: 24.4 }]),
+    slots: () => ociAt(EIGHT),
+    nics: () => ociRdma(EIGHT, 1, 'ConnectX-6', 200),
+    provenance: () => layoutProv(inferred('OCISHAPES2', '8x 200G RDMA; one card beside each GPU assumed')),
+  }),
+  ...family({
+    prefix: 'oci',
+    vendor: 'Oracle Cloud',
+    model: 'A10',
+    label: 'A10',
+    driver: '580.126.20',
+    sizes: shapes([{ type: 'BM.GPU.A10.4', vcpus: 128, gib: 1024, gpus: 4, usd: 8 }]),
+    slots: () => ociAt(FOUR),
+    provenance: () => layoutProv(noNics),
+  }),
+  ...family({
+    prefix: 'oci',
+    vendor: 'Oracle Cloud',
+    model: 'A10',
+    label: 'A10',
+    driver: '580.126.20',
+    sizes: shapes([
+      { type: 'VM.GPU.A10.1', vcpus: 30, gib: 240, gpus: 1, usd: 2 },
+      { type: 'VM.GPU.A10.2', vcpus: 60, gib: 480, gpus: 2, usd: 4 },
+    ]),
+    slots: (n) => Array.from({ length: n }, (_, i) => slot(`0000:00:${hex(4 + i)}.0`, 'pci0000:00', -1)),
+    provenance: () => ({
+      ...layoutProv(noNics),
+      busIds: inferred('FAKEGPU', 'a VM: GPUs on root bus 00 from device 04 up'),
+      pcieRoots: inferred('FAKEGPU', 'root bus 00 as the BDFs imply'),
+      numa: inferred('FAKEGPU', 'single NUMA node: attribute omitted'),
+    }),
+  }),
+  {
+    name: 'oci-bm.gpu.b300.8',
+    instanceType: 'BM.GPU.B300.8',
+    instance: sized(
+      256,
+      4096,
+      'amd64',
+      120,
+      inferred('CLOUD2', "256 vCPUs and 4,096 GB in a third-party table; pods: Kubernetes' default"),
+      inferred('OCIB300', '$15 a GPU-hour, as a third party read it from OCI'),
+    ),
+    description: 'Oracle Cloud BM.GPU.B300.8 (8x B300, 16x ConnectX-8 400G)',
+    spec: {
+      driver: { version: '580.126.20' },
+      gpus: gpus('B300', ociAt(EIGHT)),
+      nics: ociRdma(EIGHT, 2, 'ConnectX-8', 400).entries,
+    },
+    provenance: {
+      ...layoutProv(inferred('OCIB300', '16 RDMA ports (6,400 Gbps); two beside each GPU assumed')),
+      gpus: seen('OCIB300'),
+    },
+  },
+  {
+    name: 'oci-bm.gpu.gb300.4',
+    instanceType: 'BM.GPU.GB300.4',
+    instance: {
+      ...sized(
+        144,
+        960,
+        'arm64',
+        72,
+        inferred('OCIB300', "as BM.GPU.GB200.4 (a tray of two Grace CPUs); pods: Kubernetes' default"),
+        inferred('OCIB300', '$18 a GPU-hour, as a third party read it from OCI'),
+      ),
+    },
+    description: 'Oracle Cloud BM.GPU.GB300.4 (4x GB300, 8x ConnectX-8 400G)',
+    spec: { ...gb2004().spec, gpus: gpus('GB300', GB_TRAY_SLOTS) },
+    provenance: {
+      ...gb2004().provenance,
+      gpus: seen('OCIB300, DRANET', 'the shape in OCI tooling; a GB300 slice captured on OCI'),
+      nics: inferred('OCIB300', "8 RDMA HCAs, laid out as BM.GPU.GB200.4's captured slice"),
+      driver: inferred('DRANET', 'assumed equal to BM.GPU.GB200.4'),
+    },
+  },
+];
+
+function gb2004(): Preset {
+  const p = OCI_BIG.find((x) => x.name === 'oci-bm.gpu.gb200.4');
+  if (!p) throw new Error('oci-bm.gpu.gb200.4 is missing');
+  return p;
+}
+
+export const OCI: readonly Preset[] = [...OCI_BIG, ...OCI_SHAPES];

@@ -1,6 +1,6 @@
 import type { Source } from '../../catalog/types.js';
 import type { GpuEntry, NicEntry } from '../machine-spec.js';
-import type { InstanceSize } from '../types.js';
+import type { InstanceSize, Preset, PresetAspect } from '../types.js';
 
 /** The pieces every vendor's presets are written with. */
 
@@ -74,6 +74,41 @@ export function nic(
 }
 
 export const noNics = inferred('FAKEGPU', 'only the primary ENA/gVNIC, not modelled');
+
+/** One size of a GPU instance family: its cloud's name, GPUs, and what the cloud sells it as. */
+export interface FamilySize {
+  type: string;
+  gpus: number;
+  instance: InstanceSize;
+}
+
+/**
+ * One preset per size of an instance family whose sizes differ only in how many GPUs (and NICs) they
+ * have: where `n` GPUs sit, and the facts that rest on, are the family's; size and price each row's.
+ */
+export function family(o: {
+  prefix: string;
+  vendor: string;
+  model: string;
+  label: string;
+  driver: string;
+  sizes: readonly FamilySize[];
+  slots: (n: number) => readonly Slot[];
+  nics?: (n: number) => { entries: NicEntry[]; label: string };
+  provenance: (n: number) => Record<PresetAspect, Source>;
+}): Preset[] {
+  return o.sizes.map(({ type, gpus: n, instance }) => {
+    const nics = o.nics?.(n) ?? { entries: [], label: '' };
+    return {
+      name: `${o.prefix}-${type.toLowerCase()}`,
+      instanceType: type,
+      instance,
+      description: `${o.vendor} ${type} (${n}x ${o.label}${nics.label ? `, ${nics.label}` : ''})`,
+      spec: { driver: { version: o.driver }, gpus: gpus(o.model, o.slots(n)), nics: nics.entries },
+      provenance: o.provenance(n),
+    };
+  });
+}
 
 /** A two-digit hex PCI bus number. */
 export const hex = (n: number): string => n.toString(16).padStart(2, '0');
