@@ -205,7 +205,7 @@ describe('bad input on the command line', () => {
     [
       'unknown preset',
       ['render', '-p', 'nope', '-n', 'n1'],
-      /^fakegpu: --profile: unknown preset "nope"; known presets: dgx-a100, .*azure-nd-gb300-v6\n$/,
+      /^fakegpu: --profile: unknown preset "nope"; known presets: dgx-a100, .*azure-nc64as-t4-v3\n$/,
     ],
     [
       'unknown model',

@@ -159,6 +159,13 @@ const AZURE_ND: readonly Preset[] = [
   },
 ];
 
+/** Standard_NC24ads_A100_v4 → nc24ads-a100-v4, as the ND v5 presets are named. */
+const azureName = (type: string): string =>
+  type
+    .replace(/^Standard_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
+
 /** An Azure size, `[type, vCPUs, GB, GPUs, price]`; prices from secondary tables of Azure's retail API. */
 type Row = readonly [string, number, number, number, number];
 const azureSizes = (rows: readonly Row[], priceNote: string): FamilySize[] =>
@@ -208,6 +215,7 @@ const ndv4Prov = (): Record<PresetAspect, Source> => ({
 const ND_A100_V4 = [
   ...family({
     prefix: 'azure',
+    nameOf: azureName,
     vendor: 'Microsoft Azure',
     model: 'A100-SXM4-40GB',
     label: 'A100-SXM4-40GB',
@@ -219,6 +227,7 @@ const ND_A100_V4 = [
   }),
   ...family({
     prefix: 'azure',
+    nameOf: azureName,
     vendor: 'Microsoft Azure',
     model: 'A100-SXM4-80GB',
     label: 'A100-SXM4-80GB',
@@ -235,6 +244,7 @@ const ND_A100_V4 = [
 
 const NC_A100_V4 = family({
   prefix: 'azure',
+  nameOf: azureName,
   vendor: 'Microsoft Azure',
   model: 'A100-PCIE-80GB',
   label: 'A100 80GB PCIe',
@@ -253,6 +263,7 @@ const NC_A100_V4 = family({
 
 const NC_H100_V5 = family({
   prefix: 'azure',
+  nameOf: azureName,
   vendor: 'Microsoft Azure',
   model: 'H100-NVL',
   label: 'H100 NVL',
@@ -273,6 +284,7 @@ const NC_H100_V5 = family({
 
 const NC_T4_V3 = family({
   prefix: 'azure',
+  nameOf: azureName,
   vendor: 'Microsoft Azure',
   model: 'T4',
   label: 'Tesla T4',

@@ -96,11 +96,13 @@ export function family(o: {
   slots: (n: number) => readonly Slot[];
   nics?: (n: number) => { entries: NicEntry[]; label: string };
   provenance: (n: number) => Record<PresetAspect, Source>;
+  /** The preset's name after the prefix; default: the type in lower case. */
+  nameOf?: (type: string) => string;
 }): Preset[] {
   return o.sizes.map(({ type, gpus: n, instance }) => {
     const nics = o.nics?.(n) ?? { entries: [], label: '' };
     return {
-      name: `${o.prefix}-${type.toLowerCase()}`,
+      name: `${o.prefix}-${o.nameOf?.(type) ?? type.toLowerCase()}`,
       instanceType: type,
       instance,
       description: `${o.vendor} ${type} (${n}x ${o.label}${nics.label ? `, ${nics.label}` : ''})`,
