@@ -4,6 +4,8 @@
  * Fairness rejections and waits, and the Go runtime (CPU, GC, heap against GOMEMLIMIT, RSS). A bench's
  * client-side seconds cannot tell a slow server from a busy client or a third writer; these can.
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { FakegpuError } from '../src/errors.js';
 import { cpuBetween, sampleCpu, type CpuSample } from './machine-cpu.js';
 import type { Raw } from './support.js';
@@ -242,17 +244,41 @@ export async function scrapeApiserver(raw: Raw): Promise<Exposition> {
  * A phase measured from the API server's side: `start` before it, `end` after it, which logs the
  * summary and returns it for the JSON result.
  */
+/**
+ * Where the API server's own profiles of each phase go: its allocations since start, read at the phase's
+ * start and end (their difference is what the phase allocated, by call site), and a CPU profile of
+ * `cpuS` seconds taken `cpuAfterS` into the phase, where both the ceiling and the fleet write steadily.
+ */
+export interface ProfileOptions {
+  dir: string;
+  cpuAfterS: number;
+  cpuS: number;
+}
+
 export class ApiserverPhases {
   private before: Exposition = new Map();
   private t0 = 0;
   private cpu0: CpuSample = sampleCpu();
+  private tag = '';
+  private cpuTimer: NodeJS.Timeout | undefined;
+  private cpuProfile: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly raw: Raw,
     private readonly log: (line: string) => void,
+    private readonly profiles?: ProfileOptions,
   ) {}
 
-  async start(): Promise<void> {
+  /** `tag` names the phase's profile files (letters, digits and dashes). */
+  async start(tag: string): Promise<void> {
+    this.tag = tag;
+    if (this.profiles) {
+      const p = this.profiles;
+      await this.saveProfile('/debug/pprof/allocs', `${tag}-allocs-start.pb.gz`);
+      this.cpuTimer = setTimeout(() => {
+        this.cpuProfile = this.saveProfile(`/debug/pprof/profile?seconds=${p.cpuS}`, `${tag}-cpu.pb.gz`);
+      }, p.cpuAfterS * 1000);
+    }
     this.before = await scrapeApiserver(this.raw);
     this.cpu0 = sampleCpu();
     this.t0 = performance.now();
@@ -267,6 +293,26 @@ export class ApiserverPhases {
     this.log(
       `${what}, machine: ${f(cpu.machineBusyCores)} of ${cpu.machineCores} cores busy; by process ${by.join(', ')}`,
     );
+    if (this.profiles) {
+      clearTimeout(this.cpuTimer);
+      await this.saveProfile('/debug/pprof/allocs', `${this.tag}-allocs-end.pb.gz`);
+      await this.cpuProfile;
+      this.log(
+        `${what}, API server profiles in ${this.profiles.dir}: go tool pprof -sample_index=alloc_space -top -diff_base ${this.tag}-allocs-start.pb.gz ${this.tag}-allocs-end.pb.gz`,
+      );
+    }
     return p;
+  }
+
+  /** A profile that cannot be had is logged, not fatal: it explains a run, it does not make one. */
+  private async saveProfile(path: string, file: string): Promise<void> {
+    const dir = this.profiles?.dir ?? '';
+    try {
+      const r = await this.raw.send('GET', path, undefined, '*/*');
+      if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${r.text.slice(0, 200)}`);
+      await writeFile(join(dir, file), r.bytes);
+    } catch (e) {
+      this.log(`API server profile ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 }

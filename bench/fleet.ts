@@ -15,8 +15,11 @@
  *
  * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9] [--rounds 3]
  *        [--json <file>]: a JSON result goes there (default: <cache>/bench-results/fleet-<time>.json).
+ *        [--apiserver-profiles]: the API server's allocations and a CPU profile of each phase are kept
+ *        beside the result (`<result>-profiles/`), and each round's fleet log in the cluster's logs.
  */
 import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -87,6 +90,10 @@ const opts = new Command('bench:fleet')
     "with --replicas: an existing cluster's KWOK nodes instead of the bench's own cluster (no fleet may serve them)",
   )
   .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/fleet-<time>.json)')
+  .option(
+    '--apiserver-profiles',
+    "keep the API server's allocation and CPU profiles of every phase beside the result, and each fleet's log",
+  )
   // process.argv: node, scripts/bench.mjs, the benchmark's name, then its flags.
   .parse(process.argv.slice(3), { from: 'user' })
   .opts<{
@@ -102,6 +109,7 @@ const opts = new Command('bench:fleet')
     json?: string;
     replicas?: string;
     kubeconfig?: string;
+    apiserverProfiles?: boolean;
   }>();
 
 const checked = <T>(parse: () => T): T => checkedFlag('bench/fleet', parse);
@@ -354,7 +362,13 @@ async function run(kubeconfig: string): Promise<Results> {
   const fleets: Results['fleets'] = [];
   const idleKiB: number[] = [];
   const servingKiB: number[] = [];
-  const phases = new ApiserverPhases(raw, log);
+  const profileDir = opts.apiserverProfiles ? `${jsonPath.replace(/\.json$/, '')}-profiles` : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const phases = new ApiserverPhases(
+    raw,
+    log,
+    profileDir === null ? undefined : { dir: profileDir, cpuAfterS: 60, cpuS: 30 },
+  );
   const apiserver: Results['apiserver'] = { ceiling: [], fleet: [] };
   for (let round = 1; ; round++) {
     // Before the idle fleet, not after it: an idle fleet still lists and indexes every slice of its
@@ -373,7 +387,7 @@ async function run(kubeconfig: string): Promise<Results> {
     await stopFleet(idle);
 
     log(`round ${round}/${ROUNDS}, ceiling: posting ${slices} slices, ${IN_FLIGHT} in flight`);
-    await phases.start();
+    await phases.start(`r${round}-ceiling`);
     const t0 = performance.now();
     await postCeiling(raw, nodes, nodeBodies, {
       inFlight: IN_FLIGHT,
@@ -388,12 +402,13 @@ async function run(kubeconfig: string): Promise<Results> {
     await deleteAllSlices(raw, IN_FLIGHT, log);
 
     log(`round ${round}/${ROUNDS}, fleet: publishing ${N} nodes`);
-    await phases.start();
+    await phases.start(`r${round}-fleet`);
     const t1 = performance.now();
     const concurrency = concurrencyOf(round);
     const fleet = startFleet(kubeconfig, concurrency === null ? [] : [`--concurrency=${concurrency}`], {
       dynamicMig,
       log,
+      ...(profileDir === null ? {} : { logFile: join(profileDir, `r${round}-fleet.log`) }),
     });
     // Nodes published: served and not pending, by the fleet's own gauges.
     const publishProgress = progress(

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -69,7 +69,7 @@ export class Raw {
     body?: string,
     accept = 'application/json',
     contentType = 'application/json',
-  ): Promise<{ status: number; text: string }> {
+  ): Promise<{ status: number; text: string; bytes: Buffer }> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.sendOnce(method, path, body, accept, contentType);
@@ -85,7 +85,7 @@ export class Raw {
     body: string | undefined,
     accept: string,
     contentType: string,
-  ): Promise<{ status: number; text: string }> {
+  ): Promise<{ status: number; text: string; bytes: Buffer }> {
     return new Promise((resolve, reject) => {
       const req = request(
         {
@@ -106,7 +106,8 @@ export class Raw {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+            const bytes = Buffer.concat(chunks);
+            resolve({ status: res.statusCode ?? 0, text: bytes.toString('utf8'), bytes });
           });
         },
       );
@@ -244,8 +245,10 @@ export function metric(text: string, name: string): number {
 export function startFleet(
   kubeconfig: string,
   extra: string[],
-  o: { dynamicMig: boolean; log: (l: string) => void },
+  o: { dynamicMig: boolean; log: (l: string) => void; logFile?: string },
 ): ChildProcess {
+  // The fleet's own log (stderr) explains a slow round: when it was listing, writing, retrying.
+  const out = o.logFile === undefined ? 'pipe' : openSync(o.logFile, 'w');
   const p = spawn(
     process.execPath,
     [
@@ -259,14 +262,16 @@ export function startFleet(
       ...(o.dynamicMig ? ['--dynamic-mig'] : []),
       ...extra,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...FLEET_MALLOC_ENV } },
+    { stdio: ['ignore', 'ignore', out], env: { ...process.env, ...FLEET_MALLOC_ENV } },
   );
+  if (typeof out === 'number') closeSync(out);
   let tail = '';
-  p.stderr.on('data', (c: Buffer) => {
+  p.stderr?.on('data', (c: Buffer) => {
     tail = (tail + c.toString('utf8')).slice(-4000);
   });
   p.on('exit', (code) => {
-    if (code !== 0 && code !== null) o.log(`fleet exited ${code}:\n${tail}`);
+    if (code !== 0 && code !== null)
+      o.log(`fleet exited ${code}:\n${o.logFile ? `its log: ${o.logFile}` : tail}`);
   });
   return p;
 }
