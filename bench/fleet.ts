@@ -16,7 +16,7 @@
  * Usage: npm run bench:fleet -- --nodes 1000 [--dynamic-mig] [--profile dgx-h100] [--fill 0.9] [--rounds 3]
  *        [--json <file>]: a JSON result goes there (default: <cache>/bench-results/fleet-<time>.json).
  *        [--apiserver-profiles]: the API server's allocations and a CPU profile of each phase are kept
- *        beside the result (`<result>-profiles/`), and each round's fleet log in the cluster's logs.
+ *        beside the result (`<result>-profiles/`), with each round's fleet log.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';

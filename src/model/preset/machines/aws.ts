@@ -1,8 +1,20 @@
 import type { NicEntry } from '../machine-spec.js';
-import type { Preset } from '../types.js';
 import type { Source } from '../../catalog/types.js';
-import type { InstanceSize, PresetAspect } from '../types.js';
-import { ec2, family, gpus, inferred, nic, noNics, seen, slot, type FamilySize, type Slot } from './parts.js';
+import type { InstanceSize, Preset, PresetAspect } from '../types.js';
+import {
+  ec2,
+  family,
+  gpus,
+  inferred,
+  nic,
+  noNics,
+  r580,
+  seen,
+  slot,
+  vmNuma,
+  type FamilySize,
+  type Slot,
+} from './parts.js';
 
 const P4D_SLOTS = [
   slot('0000:10:1c.0', 'pci0000:10', 0),
@@ -294,11 +306,6 @@ function nitroAmdSlots(n: number): Slot[] {
     return slot(`0000:${bus}:00.0`, `pci0000:${bus}`, n === 8 ? (i < 4 ? 0 : 1) : -1);
   });
 }
-const numaOf = (n: number): Source =>
-  n === 8
-    ? inferred('FAKEGPU', 'two sockets, four GPUs each assumed')
-    : inferred('FAKEGPU', 'single NUMA node: attribute omitted');
-const r580 = inferred('FAKEGPU', 'a current R580 driver');
 const smallProv = (
   gpuSource: Source,
   busIds: (n: number) => Source,
@@ -308,7 +315,7 @@ const smallProv = (
     gpus: gpuSource,
     busIds: busIds(n),
     pcieRoots,
-    numa: numaOf(n),
+    numa: vmNuma(n),
     nics: noNics,
     driver: r580,
   });

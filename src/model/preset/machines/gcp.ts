@@ -10,9 +10,11 @@ import {
   inferred,
   nic,
   noNics,
+  r580,
   seen,
   sized,
   slot,
+  vmNuma,
   type FamilySize,
   type Slot,
 } from './parts.js';
@@ -271,11 +273,6 @@ const vmSlots =
     Array.from({ length: n }, (_, i) =>
       slot(`0000:00:${hex(first + i)}.0`, 'pci0000:00', n >= 8 ? (i < n / 2 ? 0 : 1) : -1),
     );
-const vmNuma = (n: number): Source =>
-  n >= 8
-    ? inferred('FAKEGPU', 'two sockets, half the GPUs each assumed')
-    : inferred('FAKEGPU', 'single NUMA node: attribute omitted');
-const r580 = inferred('FAKEGPU', 'a current R580 driver');
 
 const a2Prov = (n: number): Record<PresetAspect, Source> => ({
   gpus: inferred('SKYGCP7', 'A100s as the machine family says, as many as its -<n>g suffix'),

@@ -75,6 +75,15 @@ export function nic(
 
 export const noNics = inferred('FAKEGPU', 'only the primary ENA/gVNIC, not modelled');
 
+/** The driver of presets whose cloud shows none. */
+export const r580 = inferred('FAKEGPU', 'a current R580 driver');
+
+/** A VM's NUMA: eight GPUs or more over two sockets, fewer on one (the attribute then omitted). */
+export const vmNuma = (n: number): Source =>
+  n >= 8
+    ? inferred('FAKEGPU', 'two sockets, half the GPUs each assumed')
+    : inferred('FAKEGPU', 'single NUMA node: attribute omitted');
+
 /** One size of a GPU instance family: its cloud's name, GPUs, and what the cloud sells it as. */
 export interface FamilySize {
   type: string;
