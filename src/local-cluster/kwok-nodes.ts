@@ -54,12 +54,8 @@ export async function createKwokNodes(
   }
   // Each node's KWOK controller, by creation order, the pools' nodes as much as --kwok-nodes'.
   nodes = partitioned(nodes, kwokControllersOf(s));
-  // A cluster directory keeps its etcd across down and up: nodes of an earlier run are ours to reset
-  // (--force-conflicts takes back labels changed since) or, when this run does not have them, to remove.
-  const keep = new Set(nodes.map((x) => `node/${x.name}`));
-  const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
-  const extra = old.filter((x) => x.startsWith('node/') && !keep.has(x));
-  if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
+  // Nodes of an earlier run that this one has are reset (--force-conflicts takes back labels changed since).
+  removeKwokNodesBut(l, t, new Set(nodes.map((x) => x.name)));
   const t0 = performance.now();
   await applyNodes(l, t, nodes);
   const s0 = (performance.now() - t0) / 1000;
@@ -77,6 +73,16 @@ export async function createKwokNodes(
     Math.max(120_000, n * 200),
   );
   if (n > 0) await waitUntilSchedulable(l, n, log);
+}
+
+/**
+ * A cluster directory keeps its etcd across down and up, so KWOK nodes an earlier run made outlive it:
+ * those this run does not have are removed, also when it has none (left, their slices would draw pods).
+ */
+export function removeKwokNodesBut(l: Layout, t: Toolchain, keep: ReadonlySet<string>): void {
+  const old = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '-o', 'name']).out.split('\n');
+  const extra = old.filter((x) => x.startsWith('node/') && !keep.has(x.slice('node/'.length)));
+  if (extra.length > 0) kubectl(l, t.bin, ['delete', '--wait=false', ...extra]);
 }
 
 /** The taint the API server puts on every new node, until the node lifecycle controller sees it Ready. */

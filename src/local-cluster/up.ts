@@ -23,7 +23,7 @@ import {
   refuseForHelm,
 } from './helm-chart.js';
 import { kubectl } from './kubectl.js';
-import { createKwokNodes } from './kwok-nodes.js';
+import { createKwokNodes, removeKwokNodesBut } from './kwok-nodes.js';
 import { extraKwokPidNames, extraKwokStatus, startExtraKwokControllers } from './kwok-controllers.js';
 import { kwokControllersOf } from './kwok-partition.js';
 import { loadPools } from '../fleet/pools.js';
@@ -424,6 +424,7 @@ async function startHostProcesses({ l, t, s, start, log }: Starting): Promise<vo
     else installDeviceClasses(l, t);
     if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, log, kwok);
   }
+  if ((s.kwokNodes ?? 0) === 0) removeKwokNodesBut(l, t, new Set());
 }
 
 /**
@@ -454,4 +455,5 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
     await createKwokNodes(l, t, s, log, kwok, () =>
       Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
     );
+  if ((s.kwokNodes ?? 0) === 0) removeKwokNodesBut(l, t, new Set());
 }

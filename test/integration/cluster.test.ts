@@ -9,6 +9,7 @@ import { clusterDown, clusterStatus, clusterUp } from '../../src/local-cluster/c
 import { releaseOf } from '../../src/local-cluster/releases.js';
 import { layout, PORTS } from '../../src/local-cluster/config.js';
 import { isAlive } from '../../src/local-cluster/process.js';
+import { KWOK_NODE_PREFIX, kwokNode } from '../../src/local-cluster/kwok-nodes.js';
 import {
   eventually,
   kubectl,
@@ -216,8 +217,12 @@ function refuses(port: number): Promise<boolean> {
 // Stops the shared cluster and starts it again, so it can run anywhere in the suite: last in this file,
 // as the tests above expect the processes they started with.
 describe('cluster down', () => {
-  it('returns once every process has exited and its ports are closed, so up can follow at once', async () => {
+  it('returns once every process has exited and its ports are closed, so up can follow at once, and that up removes KWOK nodes an earlier run left', async () => {
     const e = await testCluster();
+    // A node a `--kwok-nodes` run left in the etcd data the directory keeps: the next up removes it
+    // (one drew a GPU pod away from the test node in CI).
+    const stale = `${KWOK_NODE_PREFIX}3`;
+    mustKubectl(e, ['apply', '-f', '-'], JSON.stringify(kwokNode({ name: stale, labels: {}, taints: [] })));
     const pids = clusterPids(TEST_CLUSTER_DIR);
     assert.ok(pids.filter(runs).length >= 6, `the cluster's processes: ${pids.join(', ')}`);
 
@@ -230,5 +235,8 @@ describe('cluster down', () => {
     await clusterUp({ dir: TEST_CLUSTER_DIR, nodeName: TEST_NODE, log: () => undefined });
     for (const c of clusterStatus(TEST_CLUSTER_DIR)) assert.ok(c.running, `${c.name} runs again`);
     assert.ok(nodeReady(e, TEST_NODE));
+    await eventually(`${stale} removed`, () =>
+      kubectl(e, ['get', 'node', stale]).err.includes('NotFound') ? true : undefined,
+    );
   });
 });
