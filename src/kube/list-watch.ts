@@ -18,6 +18,8 @@ export interface Collection {
   page(items: unknown[]): void;
   /** ADDED, MODIFIED and DELETED events after the list. */
   event(type: string, obj: unknown): void;
+  /** This collection's list is whole, before the others' may be (their `listed()` comes after all). */
+  listed?(): void;
 }
 
 export interface ListWatchOptions {
@@ -154,6 +156,7 @@ export class ListWatch {
       rv = page.resourceVersion;
       cont = page.continue;
     } while (cont !== undefined);
+    c.listed?.();
     return rv;
   }
 

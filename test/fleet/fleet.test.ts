@@ -216,3 +216,24 @@ describe('the fleet against an API server that fails', () => {
     assert.equal(collected, 1, 'once per burst');
   });
 });
+
+describe('the fleet on its first list', () => {
+  it('publishes the nodes of each page as it comes once the slices are in, and each node once', async () => {
+    const api = withNodes(600);
+    let release: () => void = () => undefined;
+    api.before('listNodes', () => undefined);
+    // The second page of nodes (the list's pages are 500) waits until the test lets it go.
+    api.before('listNodes', () => new Promise<void>((r) => (release = r)));
+    const f = fleetOn(api);
+    const started = f.start();
+    await until('the first page published', () => api.slices.size === 500);
+    assert.equal(f.converged(), false, 'not converged while nodes are still to be listed');
+    assert.equal(api.count('listNodes'), 2);
+    release();
+    await started;
+    await until('converged', () => f.converged() && api.slices.size === 600);
+    await sleep(50);
+    assert.equal(api.count('createSlice'), 600);
+    assert.equal(api.count('replaceSlice'), 0);
+  });
+});
