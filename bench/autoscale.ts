@@ -8,14 +8,15 @@
  *
  *   1. The cluster with Karpenter and the fleet, and a NodePool of one instance type (consolidation
  *      held off for the run).
- *   2. `--pods` pods asking for every GPU of the type, created at once (32 in flight).
+ *   2. `--pods` pods asking for every GPU of the type and three quarters of its CPUs (`--pod-cpu`), created
+ *      at once (32 in flight).
  *   3. Until every pod is Running (pods polled every 250 ms): when each Karpenter node and its GPU slice
  *      first arrive on watches of nodes and slices, when each pod runs. `running` is from the first create to the last pod Running;
  *      `publish_share` is the pods' summed time between their node appearing and its slice appearing
  *      (what the fleet adds) over their summed time from the first create to Running; `sim` is the time
  *      Karpenter's own metrics say its scheduling simulations took (karpenter_scheduler_scheduling_duration_seconds).
  *
- * Usage: npm run bench:autoscale -- --pods 200 [--claims] [--instance-type p5.48xlarge] [--keep] [--json file]
+ * Usage: npm run bench:autoscale -- --pods 200 [--claims] [--instance-type p5.48xlarge] [--pod-cpu n] [--keep] [--json file]
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,16 +50,37 @@ const opts = new Command('bench:autoscale')
   .option('--pods <n>', 'pending pods, each asking for every GPU of one node', '200')
   .option('--instance-type <type>', 'the NodePool’s only instance type (one with a preset)', 'p5.48xlarge')
   .option('--claims', "each pod's GPUs as a ResourceClaim, placed by Karpenter's DRA allocator")
+  .option(
+    '--pod-cpu <n>',
+    "CPUs each pod requests (default: three quarters of the type's vCPUs, as a pod of all its GPUs would; 0: none)",
+  )
   .option('--keep', 'leave the cluster running afterwards')
   .option('--json <file>', 'where the JSON result goes (default: the cache’s bench-results/)')
   .parse(process.argv.slice(3), { from: 'user' })
-  .opts<{ pods: string; instanceType: string; claims?: boolean; keep?: boolean; json?: string }>();
+  .opts<{
+    pods: string;
+    instanceType: string;
+    claims?: boolean;
+    podCpu?: string;
+    keep?: boolean;
+    json?: string;
+  }>();
 
 const log = logger('bench/autoscale');
 const checked = <T>(parse: () => T): T => checkedFlag('bench/autoscale', parse);
 const PODS = checked(() => intFlag(opts.pods, '--pods', 1, 5000));
 const PRESET = checked(() => presetForInstanceType(opts.instanceType, '--instance-type'));
 const GPUS = gpuCount(PRESET.spec.gpus);
+const VCPUS = PRESET.instance?.vcpus ?? 1;
+/**
+ * A pod of every GPU asks for most of the node's CPUs too. Without, Karpenter's DRA allocator has no
+ * cheap check that turns a full node away and simulates each pending pod on every node: at 1,000 pods it
+ * stalled (bench/README.md); pods asking `nvidia.com/gpu` are turned away by their resources.
+ */
+const POD_CPU =
+  opts.podCpu === undefined
+    ? Math.floor((VCPUS * 3) / 4)
+    : checked(() => intFlag(opts.podCpu ?? '', '--pod-cpu', 0, VCPUS));
 const DIR = join(cacheRoot(), 'bench-autoscale-cluster');
 const POOL = 'bench-autoscale';
 const LABEL = 'fakegpu.dev/bench=autoscale';
@@ -100,7 +122,7 @@ try {
         POOL,
         [opts.instanceType],
         { consolidationPolicy: 'WhenEmpty', consolidateAfter: '1h' },
-        PODS * (PRESET.instance?.vcpus ?? 1),
+        PODS * VCPUS,
       ),
     ),
   );
@@ -119,7 +141,9 @@ try {
         },
       }),
     );
-  log(`${PODS} pods of ${GPUS} GPUs on ${opts.instanceType} (${PRESET.name}); ${hardware()}`);
+  log(
+    `${PODS} pods of ${GPUS} GPUs and ${POD_CPU} CPUs on ${opts.instanceType} (${PRESET.name}); ${hardware()}`,
+  );
   const nodeSeen = new Map<string, number>();
   const sliceSeen = new Map<string, number>();
   const runningAt = new Map<string, number>();
@@ -167,7 +191,10 @@ try {
               {
                 name: 'train',
                 image: 'registry.invalid/train:1',
-                resources: MODE === 'claims' ? {} : { limits: { 'nvidia.com/gpu': String(GPUS) } },
+                resources: {
+                  ...(POD_CPU > 0 ? { requests: { cpu: String(POD_CPU) } } : {}),
+                  ...(MODE === 'claims' ? {} : { limits: { 'nvidia.com/gpu': String(GPUS) } }),
+                },
               },
             ],
           },
@@ -232,6 +259,7 @@ try {
     hardware: hardware(),
     instanceType: opts.instanceType,
     pods: PODS,
+    podCpu: POD_CPU,
     nodes,
     mode: MODE,
     runningSeconds: running,

@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { kwokInstanceTypes } from '../tools/karpenter/instance-types.js';
 import { INSTANCE_TYPE_LABEL } from '../model/preset/index.js';
 import { ensureComponent, moduleDir, type Toolchain } from './build.js';
 import type { Layout } from './config.js';
-import { env } from './components.js';
+import { env, goMemoryLimit } from './components.js';
 import { installUpstreamCrds } from './crds.js';
 import { applyObjects } from './kubectl.js';
 import { httpOk, waitFor } from './probe.js';
@@ -100,6 +101,7 @@ export async function startKarpenter(
     [`--metrics-port=${KARPENTER_METRICS}`, `--health-probe-port=${KARPENTER_HEALTH}`],
     {
       ...env(t),
+      ...goMemoryLimit('karpenter', true, totalmem()),
       // Karpenter reads its kubeconfig from the environment only (its flag set has no --kubeconfig).
       KUBECONFIG: l.adminKubeconfig,
       // One replica outside the cluster: nothing to elect, and no namespace to hold the lease.

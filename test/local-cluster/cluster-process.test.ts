@@ -224,11 +224,12 @@ describe('spacing the looks at tainted KWOK nodes by the rate they are untainted
 });
 
 describe("the control plane's memory limits with KWOK nodes", () => {
-  it('gives the API server, scheduler and controller manager a share of the machine, and nothing without KWOK', () => {
+  it('gives the API server, scheduler, controller manager and Karpenter a share of the machine, and nothing without KWOK', () => {
     const gib24 = 24 * 2 ** 30;
     assert.deepEqual(goMemoryLimit('kube-apiserver', true, gib24), { GOMEMLIMIT: '12288MiB' });
     assert.deepEqual(goMemoryLimit('kube-scheduler', true, gib24), { GOMEMLIMIT: '3686MiB' });
     assert.deepEqual(goMemoryLimit('kube-controller-manager', true, gib24), { GOMEMLIMIT: '3686MiB' });
+    assert.deepEqual(goMemoryLimit('karpenter', true, gib24), { GOMEMLIMIT: '3686MiB' });
     assert.deepEqual(goMemoryLimit('etcd', true, gib24), {}, 'etcd has its own quota');
     assert.deepEqual(goMemoryLimit('kube-apiserver', false, gib24), {});
   });
