@@ -28,6 +28,7 @@ import { clusterDown, clusterUp } from '../src/local-cluster/cluster.js';
 import { KARPENTER_METRICS, kwokNodePool } from '../src/local-cluster/karpenter-process.js';
 import { judgeNominations, type KarpenterEvent, type Nominations } from './nominations.js';
 import { parseExposition, sumBy } from './apiserver-metrics.js';
+import { scorecardLine, scorecardOf } from './scorecard.js';
 import { FakegpuError } from '../src/errors.js';
 import { presetForInstanceType } from '../src/model/preset/index.js';
 import { gpuCount } from '../src/model/preset/machine-spec.js';
@@ -253,6 +254,8 @@ try {
     )
   ).length;
   if (nodes !== nodeSeen.size) log(`the node watch saw ${nodeSeen.size} of the ${nodes} nodes launched`);
+  // NVIDIA's GPUs only: in the extended-resource mode Karpenter's nodes publish none.
+  const card = await scorecardOf(kc);
   const result = {
     bench: 'autoscale',
     started: started.toISOString(),
@@ -270,12 +273,14 @@ try {
     nominatedElsewhere: judged.elsewhere,
     publishShare: share,
     pollMs: POLL_MS,
+    scorecard: card,
   };
   writeResult(resultPath('autoscale', started, opts.json), result);
   log(`the fleet's share of the pods' wait (node seen to its GPU slice seen): ${share.toFixed(3)}`);
   log(
     `Karpenter nominated ${judged.nominated} of ${PODS} pods, ${judged.elsewhere} of them run on another node that fit as well; where it and the scheduler disagreed: ${judged.examples.join('; ') || 'nowhere'}`,
   );
+  log(scorecardLine(MODE, card));
   process.stdout.write(
     `autoscale: mode=${MODE} pods=${PODS} nodes=${nodes} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length}\n`,
   );

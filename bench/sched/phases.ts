@@ -26,6 +26,8 @@ import { GENERIC_CLAIM, GENERIC_CLASS, GENERIC_DRIVER, genericSlice } from './ge
 import { CLASSES_PATH, cleanupNamespace, createTemplate, deleteSlices } from './objects.js';
 import { f } from './report.js';
 import { workload, type Workload } from './workload.js';
+import { scorecardLine, scorecardOf } from '../scorecard.js';
+import type { Scorecard } from '../../src/model/scorecard/score.js';
 
 export interface Phase {
   driver: string;
@@ -37,6 +39,8 @@ export interface Phase {
   /** Seconds from the fleet's start (or the first generic POST) to every node published. */
   publishS: number;
   work: Workload;
+  /** `fakegpu report`'s figures once the workload is done, before its pods go; it counts NVIDIA's GPUs only. */
+  scorecard: Scorecard | null;
 }
 
 export interface Results {
@@ -106,6 +110,8 @@ export async function faithfulPhase(t: Target, made: Made): Promise<Phase> {
   await createTemplate(raw, 'sched-faithful', claim);
   const capacity = N * cfg.shape.perNode;
   const work = await workload(cfg, t.kc, raw, 'faithful', 'sched-faithful', capacity, alive);
+  const scorecard = await scorecardOf(t.kc);
+  log(scorecardLine('faithful', scorecard));
   await cleanupNamespace(raw, cfg.inFlight);
   await stopFleet(f0);
   made.fleet = null;
@@ -121,6 +127,7 @@ export async function faithfulPhase(t: Target, made: Made): Promise<Phase> {
     slices,
     publishS,
     work,
+    scorecard,
   };
 }
 
@@ -151,5 +158,6 @@ export async function genericPhase(t: Target, made: Made): Promise<Phase> {
     slices: N,
     publishS,
     work,
+    scorecard: null,
   };
 }

@@ -1,4 +1,5 @@
 /** The run's result: the JSON document, the markdown table and the last line, which scripts read. */
+import { scorecardLine } from '../scorecard.js';
 import { describeClaim } from './claims.js';
 import type { Config } from './config.js';
 import { GENERIC_DRIVER } from './generic.js';
@@ -78,6 +79,7 @@ export function report(run: Run): string[] {
   const late = fa.fill.late + (fa.churn?.late ?? 0) + ge.fill.late + (ge.churn?.late ?? 0);
   if (late > 0)
     out.push(`\n(${late} pods were seen Running only by a relist; their startup times are late.)`);
+  if (r.faithful.scorecard) out.push(`\n${scorecardLine('faithful', r.faithful.scorecard)}`);
   out.push(`\n${lastLine(r)}`);
   return out;
 }

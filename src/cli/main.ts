@@ -49,6 +49,7 @@ export const COMMANDS: readonly (readonly [string, (write: Write) => Promise<Com
   ],
   ['demo', async (w) => (await import('./demo.js')).demoCommand(w)],
   ['fault', async (w) => (await import('./fault.js')).faultCommand(w)],
+  ['report', async (w) => (await import('./report.js')).reportCommand(w)],
   ['uninstall-check', async (w) => (await import('./uninstall-check.js')).uninstallCheckCommand(w)],
 ];
 

@@ -334,6 +334,7 @@ describe('bare commands, help and unknown flags', () => {
     'capture node',
     'capture cluster',
     'fault list',
+    'report',
     'cluster up',
     'demo',
     'fleet',
@@ -386,6 +387,7 @@ describe('every help ends with examples, and the offline ones run', () => {
     'fault inject',
     'fault clear',
     'fault list',
+    'report',
     'uninstall-check',
   ];
   // Quick enough to run each of their examples here.

@@ -98,6 +98,7 @@ const NEEDS_CLUSTER = new Set([
   'plugin',
   'fleet',
   'fault',
+  'report',
   'image',
   'compute-domain-controller',
   'uninstall-check',

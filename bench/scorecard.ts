@@ -1,0 +1,28 @@
+/**
+ * The scheduler scorecard (`fakegpu report`, docs/scorecard.md) at the end of a bench's phase: one
+ * line, so that two schedulers, or two settings, compare by one command.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { clientOf } from '../src/kube/client.js';
+import { score, type Scorecard } from '../src/model/scorecard/score.js';
+import { listClusterView } from '../src/tools/report/cluster-view.js';
+
+export async function scorecardOf(kc: KubeConfig): Promise<Scorecard> {
+  return score(await listClusterView(clientOf(kc)));
+}
+
+export function scorecardLine(phase: string, s: Scorecard): string {
+  const c = s.cluster;
+  const part = (n: number, of: number): string => `${n}/${of}`;
+  return [
+    `scorecard ${phase}:`,
+    `nodes=${c.nodes} gpus=${c.gpus} allocated=${c.allocated} free=${c.free} tainted=${c.tainted}`,
+    `full=${c.nodesFull} partial=${c.nodesPartial} empty=${c.nodesEmpty}`,
+    `stranded=${c.strandedGpus} fragmentation=${c.fragmentation.toFixed(3)}`,
+    `mig_stranded=${part(c.migStrandedSlices, c.migFreeSlices)}`,
+    `gpu_nic_aligned=${part(c.gpuNicAligned, c.gpuNicClaims)}`,
+    `cross_numa=${part(c.multiGpuCrossNuma, c.multiGpuClaims)}`,
+    `cd_split=${part(c.computeDomainsSplit, c.computeDomains)}`,
+    `on_tainted=${c.claimsOnTainted} evicted=${c.podsEvicted}`,
+  ].join(' ');
+}

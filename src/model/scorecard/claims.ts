@@ -1,0 +1,55 @@
+import type { ResourceClaim } from '../../kube/types/claim.js';
+import {
+  COMPUTE_DOMAIN_DRIVER,
+  type DeviceEntry,
+  GPU_DRIVER,
+  intAttr,
+  NIC_DRIVER,
+  NUMA_NODE,
+  PCIE_ROOT,
+  stringAttr,
+} from './inventory.js';
+
+/** What one allocated claim says about placement quality; each figure counts claims. */
+export interface ClaimQuality {
+  /** The node its first device is on: where the claim is counted per pool and rack. */
+  node: string;
+  gpuNic: boolean;
+  /** Its GPUs and NICs all under one PCIe root. */
+  gpuNicAligned: boolean;
+  /** Devices on two or more physical GPUs. */
+  multiGpu: boolean;
+  /** Those GPUs on more than one NUMA node (or one of them without a NUMA node to tell). */
+  crossNuma: boolean;
+  onTainted: boolean;
+  /** The ComputeDomain a channel claim joins its pods to, from its opaque config. */
+  domain: string | null;
+}
+
+export function claimQuality(claim: ResourceClaim, held: readonly DeviceEntry[]): ClaimQuality {
+  const gpus = held.filter((e) => e.driver === GPU_DRIVER);
+  const nics = held.filter((e) => e.driver === NIC_DRIVER);
+  const gpuNic = gpus.length > 0 && nics.length > 0;
+  const roots = new Set([...gpus, ...nics].map((e) => stringAttr(e.device, PCIE_ROOT) ?? ''));
+  const physical = new Set(gpus.map((e) => e.gpu));
+  const numa = new Set(gpus.map((e) => intAttr(e.device, NUMA_NODE) ?? -1));
+  return {
+    node: held[0]?.node ?? '',
+    gpuNic,
+    gpuNicAligned: gpuNic && roots.size === 1 && !roots.has(''),
+    multiGpu: physical.size > 1,
+    crossNuma: physical.size > 1 && (numa.size > 1 || numa.has(-1)),
+    onTainted: held.some((e) => e.tainted),
+    domain: held.some((e) => e.driver === COMPUTE_DOMAIN_DRIVER) ? domainOf(claim) : null,
+  };
+}
+
+/** NVIDIA's ComputeDomainChannelConfig (resource.nvidia.com/v1beta1) names the domain by its UID. */
+function domainOf(claim: ResourceClaim): string | null {
+  for (const c of claim.status?.allocation?.devices?.config ?? []) {
+    const p = c.opaque?.parameters;
+    if (p !== null && typeof p === 'object' && 'domainID' in p && typeof p.domainID === 'string')
+      return p.domainID;
+  }
+  return null;
+}

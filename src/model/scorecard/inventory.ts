@@ -1,0 +1,123 @@
+import type { AllocationResult, ResourceClaim } from '../../kube/types/claim.js';
+import type { Device, DeviceAttribute, DeviceTaint, ResourceSlice } from '../../kube/types/resource.js';
+
+/**
+ * What a scorecard reads of the cluster: plain API objects as listed (`fakegpu report`) or as a fleet's
+ * caches hold them. Only the fields named here are read; anything else may be there.
+ */
+export interface ClusterView {
+  nodes: readonly NodeView[];
+  slices: readonly ResourceSlice[];
+  claims: readonly ResourceClaim[];
+  pods: readonly PodView[];
+  /** `resource.k8s.io` DeviceTaintRules: taints given to devices from outside their slices. */
+  taintRules?: readonly DeviceTaintRuleView[];
+}
+
+export interface NodeView {
+  metadata: { name: string; labels?: Record<string, string> };
+}
+
+export interface PodView {
+  metadata: { name: string; namespace: string; uid: string };
+  spec?: { nodeName?: string };
+  status?: { reason?: string; conditions?: { type: string; status: string; reason?: string }[] };
+}
+
+export interface DeviceTaintRuleView {
+  spec: {
+    deviceSelector?: { driver?: string; pool?: string; device?: string };
+    taint: DeviceTaint;
+  };
+}
+
+/** One device of a slice, where it is and what taints it. */
+export interface DeviceEntry {
+  driver: string;
+  pool: string;
+  node: string;
+  device: Device;
+  /** The physical GPU it is on (GPU, MIG and VFIO devices), null for any other device (a NIC). */
+  gpu: string | null;
+  tainted: boolean;
+}
+
+export const GPU_DRIVER = 'gpu.nvidia.com';
+export const NIC_DRIVER = 'dra.net';
+export const COMPUTE_DOMAIN_DRIVER = 'compute-domain.nvidia.com';
+export const PCIE_ROOT = 'resource.kubernetes.io/pcieRoot';
+export const NUMA_NODE = 'resource.kubernetes.io/numaNode';
+
+export const deviceKey = (driver: string, pool: string, device: string): string =>
+  `${driver}/${pool}/${device}`;
+
+export const resultKey = (r: AllocationResult): string => deviceKey(r.driver, r.pool, r.device);
+
+export function stringAttr(d: Device, name: string): string | undefined {
+  const a: DeviceAttribute | undefined = d.attributes?.[name];
+  return a && 'string' in a ? a.string : undefined;
+}
+
+export function intAttr(d: Device, name: string): number | undefined {
+  const a: DeviceAttribute | undefined = d.attributes?.[name];
+  return a && 'int' in a ? a.int : undefined;
+}
+
+/** Taints that keep claims off (NoSchedule) or evict them (NoExecute); `None` only informs. */
+const binding = (t: DeviceTaint): boolean => t.effect === 'NoSchedule' || t.effect === 'NoExecute';
+
+function ruleHits(r: DeviceTaintRuleView, driver: string, pool: string, device: string): boolean {
+  const s = r.spec.deviceSelector ?? {};
+  return (
+    (s.driver === undefined || s.driver === driver) &&
+    (s.pool === undefined || s.pool === pool) &&
+    (s.device === undefined || s.device === device)
+  );
+}
+
+/**
+ * Every published device by `driver/pool/device`. A GPU driver's device belongs to the physical GPU
+ * its `uuid` (a GPU, a VFIO device, a static MIG device's own) or `parentUUID` (a MIG device) names.
+ */
+export function inventory(v: ClusterView): Map<string, DeviceEntry> {
+  const rules = (v.taintRules ?? []).filter((r) => binding(r.spec.taint));
+  const out = new Map<string, DeviceEntry>();
+  for (const s of v.slices) {
+    const { driver, nodeName: node } = s.spec;
+    const pool = s.spec.pool.name;
+    for (const d of s.spec.devices ?? []) {
+      const gpu =
+        driver === GPU_DRIVER
+          ? (stringAttr(d, 'parentUUID') ??
+            stringAttr(d, 'uuid') ??
+            stringAttr(d, 'resource.kubernetes.io/pciBusID'))
+          : undefined;
+      out.set(deviceKey(driver, pool, d.name), {
+        driver,
+        pool,
+        node,
+        device: d,
+        gpu: gpu === undefined ? null : `${node}/${gpu}`,
+        tainted: (d.taints ?? []).some(binding) || rules.some((r) => ruleHits(r, driver, pool, d.name)),
+      });
+    }
+  }
+  return out;
+}
+
+/** The devices each allocated claim holds, in the order of its results; claims with none are left out. */
+export function allocatedClaims(
+  v: ClusterView,
+  devices: ReadonlyMap<string, DeviceEntry>,
+): { claim: ResourceClaim; held: DeviceEntry[] }[] {
+  const out: { claim: ResourceClaim; held: DeviceEntry[] }[] = [];
+  for (const claim of v.claims) {
+    const results = claim.status?.allocation?.devices?.results ?? [];
+    const held = results.flatMap((r) => {
+      const e = devices.get(resultKey(r));
+      return e ? [e] : [];
+    });
+    if (held.length > 0) out.push({ claim, held });
+  }
+  return out;
+}
