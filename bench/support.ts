@@ -3,6 +3,7 @@
  * request, the ceilings' client), bounded parallelism, the KWOK nodes, and a `fakegpu fleet` process
  * started as users start it.
  */
+import { type Log, Progress, streamLog } from '../src/process/progress.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,11 +27,8 @@ import { fullJitter, LIST_BACKOFF, PUBLISH_BACKOFF } from '../src/kube/backoff.j
 import { transientListError } from '../src/kube/client.js';
 import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
 
-export const logger =
-  (name: string) =>
-  (l: string): void => {
-    process.stderr.write(`${name}: ${l}\n`);
-  };
+/** Lines on stderr after `name: `; on a terminal, a phase's progress redraws one line there. */
+export const logger = (name: string): Log => streamLog(`${name}: `, process.stderr);
 export const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
@@ -372,25 +370,27 @@ export function writeResult(path: string, result: unknown): void {
 }
 
 /**
- * Progress of a long phase on stderr every `everyMs`: done of total, elapsed and a linear ETA. Returns
- * the stop; `done` may read a remote counter (a fleet's metrics), whose failure skips one line.
+ * Progress of a long phase (`src/process/progress.ts`): done of total, rate, elapsed and a linear ETA,
+ * `done` asked every `everyMs`. Returns the stop; `done` may read a remote counter (a fleet's metrics),
+ * whose failure skips one look.
  */
 export function progress(
   what: string,
   total: number,
   done: () => number | Promise<number>,
-  log: (line: string) => void,
+  log: Log,
   everyMs = 15_000,
 ): () => void {
-  const t0 = Date.now();
-  const timer = setInterval(() => {
-    void (async () => {
-      const n = await done();
-      const s = (Date.now() - t0) / 1000;
-      const eta = n > 0 && n < total ? ` ETA ${((s * (total - n)) / n).toFixed(0)} s` : '';
-      log(`${what}: ${n}/${total}, ${s.toFixed(0)} s${eta}`);
-    })().catch(() => undefined);
-  }, everyMs);
+  // On a terminal a live line, asked for each second; in a log a line per tenth of the way.
+  const p = new Progress({ what, total, log });
+  const timer = setInterval(
+    () => {
+      void (async () => {
+        p.update(await done());
+      })().catch(() => undefined);
+    },
+    log.tty ? 1000 : everyMs,
+  );
   timer.unref();
   return () => {
     clearInterval(timer);

@@ -1,3 +1,4 @@
+import { streamLog } from '../process/progress.js';
 import { resolve as resolvePath } from 'node:path';
 import { Argument, Command, Option } from 'commander';
 import type { ClusterOptions, ComponentStatus } from '../local-cluster/cluster.js';
@@ -55,9 +56,8 @@ function poolNodeCount(pools: Pools, field: string): number {
   return n;
 }
 
-const progress = (line: string): void => {
-  process.stderr.write(`fakegpu: ${line}\n`);
-};
+// Lines on stderr; on a terminal, long work (KWOK nodes, taints) redraws one live line there.
+const progress = streamLog('fakegpu: ', process.stderr);
 
 export function clusterCommand(write: (s: string) => void): Command {
   const cluster = new Command('cluster').description(

@@ -1,3 +1,4 @@
+import { duration } from '../process/progress.js';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -355,8 +356,11 @@ function build(
   mkdirSync(out, { recursive: true });
   if (c.needs) ensureDebianFile(c.needs, log);
   const started = Date.now();
+  // How long the last build of it took here: a version bump rebuilds it about as long.
+  const took = join(out, `.${c.stamp ?? c.module}.took`);
+  const last = existsSync(took) ? Number(readFileSync(took, 'utf8').trim()) : NaN;
   log(
-    `building ${c.stamp ?? c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; a first build takes minutes`,
+    `building ${c.stamp ?? c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
   for (const [pkg, name] of Object.entries(c.binaries)) {
     const tmp = join(out, `.${name}.tmp`);
@@ -385,5 +389,7 @@ function build(
     renameSync(tmp, join(out, name));
   }
   writeFileSync(stamp, `${want}\n`);
-  log(`built ${c.stamp ?? c.module} in ${Math.round((Date.now() - started) / 1000)}s`);
+  const seconds = Math.round((Date.now() - started) / 1000);
+  writeFileSync(took, `${seconds}\n`);
+  log(`built ${c.stamp ?? c.module} in ${duration(seconds)}`);
 }

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KWOK_DEFAULT_PROFILE, type State } from './state.js';
 import { kwokControllersOf, partitioned } from './kwok-partition.js';
+import { Progress } from '../process/progress.js';
 
 /** The names `cluster up --kwok-nodes` gives its nodes: `kwok-gpu-<i>`. */
 export const KWOK_NODE_PREFIX = 'kwok-gpu-';
@@ -57,21 +58,27 @@ export async function createKwokNodes(
   // Nodes of an earlier run that this one has are reset (--force-conflicts takes back labels changed since).
   removeKwokNodesBut(l, t, new Set(nodes.map((x) => x.name)));
   const t0 = performance.now();
-  await applyNodes(l, t, nodes);
+  const applied = new Progress({ what: 'KWOK nodes applied', total: nodes.length, log });
+  await applyNodes(l, t, nodes, (k) => {
+    applied.update(k);
+  });
   const s0 = (performance.now() - t0) / 1000;
   if (n > 0) log(`applied ${n} KWOK node(s) in ${s0.toFixed(1)} s (${(n / s0).toFixed(0)}/s)`);
+  const ready = new Progress({ what: 'KWOK nodes Ready', total: n, log });
   await waitFor(
     fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
     kwok,
     async () => {
       // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
       // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
-      const ready = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
-      const count = readyRows(ready.out);
+      const out = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
+      const count = readyRows(out.out);
+      ready.update(count);
       return count === n && (!fleet || (await fleetReady()));
     },
     Math.max(120_000, n * 200),
   );
+  ready.finish();
   if (n > 0) await waitUntilSchedulable(l, n, log);
 }
 
@@ -110,13 +117,15 @@ async function waitUntilSchedulable(l: Layout, n: number, log: (line: string) =>
   const look = (): Promise<number> => countTainted(api, http, NOT_READY_TAINT);
   const t0 = performance.now();
   let last: Look | undefined;
+  log(`waiting for the controller manager to lift ${NOT_READY_TAINT} from ${n} KWOK node(s)`);
+  const lifted = new Progress({ what: `${NOT_READY_TAINT} lifted`, total: n, log });
   await waitFor(
     `${NOT_READY_TAINT} lifted from ${n} KWOK node(s)`,
     manager,
     async () => {
       const now = { at: performance.now(), tainted: await look() };
+      lifted.update(n - now.tainted);
       if (now.tainted === 0) return true;
-      log(`${now.tainted} of ${n} KWOK node(s) still ${NOT_READY_TAINT}: the controller manager lifts it`);
       await sleep(nextLookMs(last, now));
       last = now;
       return false;
@@ -169,8 +178,14 @@ const BATCH = 250;
 const APPLIERS = 8;
 
 /** Applies the nodes in batches, `APPLIERS` kubectls at once: 50,000 nodes one batch at a time took most of an hour. */
-async function applyNodes(l: Layout, t: Toolchain, nodes: readonly KwokNodeSpec[]): Promise<void> {
+async function applyNodes(
+  l: Layout,
+  t: Toolchain,
+  nodes: readonly KwokNodeSpec[],
+  progress: (applied: number) => void,
+): Promise<void> {
   let next = 0;
+  let applied = 0;
   const failed: string[] = [];
   const worker = async (): Promise<void> => {
     while (failed.length === 0 && next < nodes.length) {
@@ -183,6 +198,7 @@ async function applyNodes(l: Layout, t: Toolchain, nodes: readonly KwokNodeSpec[
         JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
       );
       if (r.code !== 0) failed.push(r.err.trim());
+      else progress((applied += items.length));
     }
   };
   await Promise.all(Array.from({ length: APPLIERS }, worker));
