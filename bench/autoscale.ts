@@ -102,6 +102,8 @@ interface Slice extends Meta {
 
 const started = new Date();
 const MODE = opts.claims === true ? 'claims' : 'extended-resource';
+// A run stopped half-way leaves its NodePool, pods and nodes in the directory's etcd: start from none.
+await clusterDown({ dir: DIR, purge: true, log });
 const e = await clusterUp({
   dir: DIR,
   nodeName: 'fakegpu-bench-host',

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,43 +8,12 @@ import { GPUFAULTS_PATH, type NewGpuFault } from '../../src/model/fault/resource
 import { ApiError } from '../../src/kube/client.js';
 import { FakeFaultApi } from '../support/fake-faults.js';
 import { loopback } from '../support/http.js';
-import { REPO_ROOT } from '../../src/process/repo.js';
+import { fakegpuAsync, kubeconfigFor as kubeconfigAt } from '../support/cli-run.js';
 
-const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
 const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-fault-'));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The binary, run without blocking this process: the fake API server below answers it. */
-function fakegpu(...args: string[]): Promise<Run> {
-  const env = { ...process.env };
-  delete env['KUBECONFIG'];
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** A kubeconfig for a plain-HTTP server, as checkKubeconfig accepts one. */
-function kubeconfigFor(server: string, file: string): string {
-  const path = join(dir, file);
-  writeFileSync(
-    path,
-    `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`,
-  );
-  return path;
-}
+const fakegpu = fakegpuAsync;
+const kubeconfigFor = (server: string, file: string): string => kubeconfigAt(dir, server, file);
 
 /** The fake API of GpuFaults over HTTP, with nodes, for the binary. */
 function serve(api: FakeFaultApi, nodes: string[]): (req: IncomingMessage, res: ServerResponse) => void {

@@ -1,49 +1,19 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
 import type { ClusterView } from '../../src/model/scorecard/inventory.js';
 import { score } from '../../src/model/scorecard/score.js';
-import { REPO_ROOT } from '../../src/process/repo.js';
 import { loopback } from '../support/http.js';
+import { fakegpuAsync, kubeconfigFor as kubeconfigAt } from '../support/cli-run.js';
 import { render } from '../support/render.js';
 
-const bin = join(REPO_ROOT, 'bin', 'fakegpu.js');
 const dir = mkdtempSync(join(tmpdir(), 'fakegpu-cli-report-'));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function fakegpu(...args: string[]): Promise<Run> {
-  const env = { ...process.env };
-  delete env['KUBECONFIG'];
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
-    });
-  });
-}
-
-function kubeconfigFor(server: string, file: string): string {
-  const path = join(dir, file);
-  writeFileSync(
-    path,
-    `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`,
-  );
-  return path;
-}
+const fakegpu = fakegpuAsync;
+const kubeconfigFor = (server: string, file: string): string => kubeconfigAt(dir, server, file);
 
 const allocated = (name: string, pool: string, devices: string[]): ResourceClaim => ({
   metadata: { name, namespace: 'default', uid: name },
