@@ -18,7 +18,8 @@
  *
  * Usage: npm run bench:autoscale -- --pods 200 [--claims] [--instance-type p5.48xlarge] [--pod-cpu n] [--keep] [--json file]
  */
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { Command } from 'commander';
@@ -55,6 +56,10 @@ const opts = new Command('bench:autoscale')
     '--pod-cpu <n>',
     "CPUs each pod requests (default: three quarters of the type's vCPUs, as a pod of all its GPUs would; 0: none)",
   )
+  .option(
+    '--no-nics',
+    "leave the type's NICs out of its slices and Karpenter's templates (the pods claim GPUs only)",
+  )
   .option('--keep', 'leave the cluster running afterwards')
   .option('--json <file>', 'where the JSON result goes (default: the cache’s bench-results/)')
   .parse(process.argv.slice(3), { from: 'user' })
@@ -63,6 +68,7 @@ const opts = new Command('bench:autoscale')
     instanceType: string;
     claims?: boolean;
     podCpu?: string;
+    nics: boolean;
     keep?: boolean;
     json?: string;
   }>();
@@ -109,6 +115,7 @@ const e = await clusterUp({
   nodeName: 'fakegpu-bench-host',
   with: ['karpenter'],
   karpenterGpus: MODE === 'claims' ? 'dra' : 'extended-resource',
+  ...(opts.nics ? {} : { nics: false }),
   log,
 });
 try {
@@ -287,6 +294,15 @@ try {
     `autoscale: mode=${MODE} pods=${PODS} nodes=${nodes} running=${running.toFixed(2)}s sim=${sim.toFixed(2)}s mismatches=${judged.mismatches.length}\n`,
   );
 } finally {
+  // Karpenter's log goes with the result, stalled or not: the purge below takes the cluster's logs.
+  const kept = `${resultPath('autoscale', started, opts.json)}.karpenter.log`;
+  try {
+    mkdirSync(dirname(kept), { recursive: true });
+    copyFileSync(join(DIR, 'logs', 'karpenter.log'), kept);
+    log(`Karpenter's log: ${kept}`);
+  } catch (err) {
+    log(`Karpenter's log not kept: ${err instanceof Error ? err.message : String(err)}`);
+  }
   if (!opts.keep) await clusterDown({ dir: DIR, purge: true, log });
 }
 
