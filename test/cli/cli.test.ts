@@ -784,7 +784,7 @@ describe('usage errors exit 2, bad input exits 1, each in one line', () => {
     [
       'help for an unknown command',
       ['help', 'nope'],
-      'fakegpu: help: unknown command "nope"; commands: profiles, render, export, validate, topo, diff, capture, fleet, cluster, image, plugin, compute-domain-controller, demo, fault, uninstall-check (see \'fakegpu --help\')\n',
+      'fakegpu: help: unknown command "nope"; commands: profiles, render, export, validate, topo, diff, capture, fleet, cluster, image, plugin, compute-domain-controller, demo, fault, report, uninstall-check (see \'fakegpu --help\')\n',
     ],
     [
       'help for an unknown subcommand',

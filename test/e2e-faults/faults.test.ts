@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -546,6 +546,19 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
       return r[0]?.value[1];
     });
     assert.equal(fleetGpus, String(FAULTS_KWOK_NODES * 8));
+    // The chart's Grafana dashboard: every panel's query returns series here (all nodes selected), but
+    // MIG instances', which needs a GPU in MIG mode and this cluster has none.
+    const dashboard = JSON.parse(
+      readFileSync(join(REPO_ROOT, 'deploy', 'helm', 'fakegpu', 'dashboards', 'fakegpu-gpus.json'), 'utf8'),
+    ) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const panels = dashboard.panels.filter((p) => !p.targets.some((t) => t.expr.includes('GPU_I_PROFILE')));
+    assert.equal(panels.length, dashboard.panels.length - 1);
+    for (const p of panels)
+      for (const t of p.targets)
+        await until(`series for the dashboard's panel "${p.title}"`, async () => {
+          const r = await query(t.expr.replaceAll('$hostname', '.*'));
+          return r.length > 0 ? r : undefined;
+        });
     // Both targets scraped without an error: Prometheus's own parser accepted every line.
     const targets = (await (await fetch(`http://${web}/api/v1/targets`)).json()) as {
       data: { activeTargets: { labels: { job: string }; health: string; lastError: string }[] };

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -206,6 +206,36 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       env.filter((v) => v.name === 'FAKEGPU_RESET_CHECKPOINT'),
       [{ name: 'FAKEGPU_RESET_CHECKPOINT', value: 'true' }],
     );
+  });
+
+  it('renders the Grafana dashboard ConfigMap only when asked, labelled for the sidecar, the API server accepting it', () => {
+    const off = template(e);
+    assert.equal(off.code, 0, off.err);
+    assert.equal(
+      objects(off.out).filter((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-grafana-dashboard'))
+        .length,
+      0,
+    );
+    const r = template(e, ['--set', 'dcgm.grafanaDashboard.enabled=true']);
+    assert.equal(r.code, 0, r.err);
+    type ConfigMap = Doc & { metadata: { labels?: Record<string, string> }; data?: Record<string, string> };
+    const cm = (objects(r.out) as ConfigMap[]).find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-grafana-dashboard'),
+    );
+    assert.ok(cm);
+    assert.equal(cm.metadata.labels?.['grafana_dashboard'], '1');
+    const dashboard = JSON.parse(cm.data?.['fakegpu-gpus.json'] ?? '') as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    assert.deepEqual(
+      JSON.parse(readFileSync(join(chart, 'dashboards', 'fakegpu-gpus.json'), 'utf8')),
+      dashboard,
+      'the file, whole',
+    );
+    assert.ok(dashboard.panels.length >= 10);
+    for (const p of dashboard.panels) assert.match(p.targets[0]?.expr ?? '', /DCGM_FI_/, p.title);
+    const applied = kubectl(e, ['apply', '--dry-run=server', '-n', 'default', '-f', '-'], JSON.stringify(cm));
+    assert.equal(applied.code, 0, applied.err);
   });
 
   it('renders the health values as the plugin reads them: gates, extra ignored XIDs, the health service', () => {

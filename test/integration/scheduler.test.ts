@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Exports } from '../../src/local-cluster/cluster.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
 import { eventually, kubectl, mustKubectl, TEST_NODE, testCluster } from '../support/cluster.js';
 import { render } from '../support/render.js';
 
@@ -169,4 +172,55 @@ describe('the real scheduler allocates from rendered slices', () => {
       );
     });
   }
+
+  it('fakegpu report counts what the API objects say: GPUs, allocated, stranded, NUMA', () => {
+    // Computed here the plain way, from the lists, against the scorecard's one function in the CLI.
+    interface Dev {
+      name: string;
+      attributes?: Record<string, { string?: string; int?: number }>;
+    }
+    const slices = JSON.parse(mustKubectl(e, ['get', 'resourceslices', '-o', 'json'])) as {
+      items: { spec: { driver: string; pool: { name: string }; devices?: Dev[] } }[];
+    };
+    const gpusOf = new Map<string, Dev[]>();
+    for (const sl of slices.items)
+      if (sl.spec.driver === 'gpu.nvidia.com')
+        gpusOf.set(sl.spec.pool.name, [
+          ...(gpusOf.get(sl.spec.pool.name) ?? []),
+          ...(sl.spec.devices ?? []).filter((d) => d.attributes?.['type']?.string === 'gpu'),
+        ]);
+    const claims = JSON.parse(mustKubectl(e, ['get', 'resourceclaims', '-A', '-o', 'json'])) as {
+      items: Claim[];
+    };
+    const held = claims.items.map((c) =>
+      (c.status?.allocation?.devices.results ?? []).filter((r) => r.driver === 'gpu.nvidia.com'),
+    );
+    const heldOn = (pool: string): Set<string> =>
+      new Set(
+        held
+          .flat()
+          .filter((r) => r.pool === pool)
+          .map((r) => r.device),
+      );
+    const pools = [...gpusOf.keys()];
+    const gpus = pools.reduce((n, p) => n + (gpusOf.get(p)?.length ?? 0), 0);
+    const allocated = pools.reduce((n, p) => n + heldOn(p).size, 0);
+    const partial = pools.filter((p) => heldOn(p).size > 0 && heldOn(p).size < (gpusOf.get(p)?.length ?? 0));
+    const numa = (pool: string, device: string): number | undefined =>
+      gpusOf.get(pool)?.find((d) => d.name === device)?.attributes?.['resource.kubernetes.io/numaNode']?.int;
+    const multi = held.filter((h) => h.length > 1);
+    const cross = multi.filter((h) => new Set(h.map((r) => numa(r.pool, r.device) ?? -1)).size > 1);
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'fakegpu.js'), 'report', '-o', 'json'], {
+      env: { ...process.env, KUBECONFIG: e.KUBECONFIG },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const c = (JSON.parse(r.stdout) as { cluster: Record<string, number> }).cluster;
+    assert.ok(allocated >= 4, `the two claims above hold four GPUs (${allocated})`);
+    assert.deepEqual(
+      [c['nodes'], c['gpus'], c['allocated'], c['free'], c['nodesPartial'], c['strandedGpus']],
+      [pools.length, gpus, allocated, gpus - allocated, partial.length, gpus - allocated],
+    );
+    assert.deepEqual([c['multiGpuClaims'], c['multiGpuCrossNuma']], [multi.length, cross.length]);
+  });
 });

@@ -108,6 +108,15 @@ describe('the scheduler scorecard', () => {
     assert.deepEqual([c.multiGpuClaims, c.multiGpuCrossNuma], [3, 0]);
     const cross = score({ ...v, claims: [claim(gpus('a', 'gpu-3', 'gpu-4'))] }).cluster;
     assert.deepEqual([cross.multiGpuClaims, cross.multiGpuCrossNuma], [1, 1]);
+    // A VM's GPUs that say no NUMA node are on none that differ (a G2's L4s, as the scheduler test met).
+    const vm = score(
+      view({
+        nodes: [node('g')],
+        slices: render('gcp-g2-standard-48', { node: 'g' }).items,
+        claims: [claim(gpus('g', 'gpu-0', 'gpu-1'))],
+      }),
+    ).cluster;
+    assert.deepEqual([vm.multiGpuClaims, vm.multiGpuCrossNuma], [1, 0]);
   });
 
   it('counts tainted GPUs (from slices and DeviceTaintRules), claims on them, and evicted pods', () => {

@@ -19,7 +19,7 @@ export interface ClaimQuality {
   gpuNicAligned: boolean;
   /** Devices on two or more physical GPUs. */
   multiGpu: boolean;
-  /** Those GPUs on more than one NUMA node (or one of them without a NUMA node to tell). */
+  /** Those GPUs on more than one NUMA node, of those that say theirs (a VM's GPUs often say none). */
   crossNuma: boolean;
   onTainted: boolean;
   /** The ComputeDomain a channel claim joins its pods to, from its opaque config. */
@@ -32,13 +32,13 @@ export function claimQuality(claim: ResourceClaim, held: readonly DeviceEntry[])
   const gpuNic = gpus.length > 0 && nics.length > 0;
   const roots = new Set([...gpus, ...nics].map((e) => stringAttr(e.device, PCIE_ROOT) ?? ''));
   const physical = new Set(gpus.map((e) => e.gpu));
-  const numa = new Set(gpus.map((e) => intAttr(e.device, NUMA_NODE) ?? -1));
+  const numa = new Set(gpus.flatMap((e) => intAttr(e.device, NUMA_NODE) ?? []));
   return {
     node: held[0]?.node ?? '',
     gpuNic,
     gpuNicAligned: gpuNic && roots.size === 1 && !roots.has(''),
     multiGpu: physical.size > 1,
-    crossNuma: physical.size > 1 && (numa.size > 1 || numa.has(-1)),
+    crossNuma: physical.size > 1 && numa.size > 1,
     onTainted: held.some((e) => e.tainted),
     domain: held.some((e) => e.driver === COMPUTE_DOMAIN_DRIVER) ? domainOf(claim) : null,
   };

@@ -49,6 +49,13 @@ const Dcgm = z.strictObject({
       relabelings: z.array(AnyObject).optional(),
     })
     .optional(),
+  grafanaDashboard: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      labels: StringMap.optional(),
+      annotations: StringMap.optional(),
+    })
+    .optional(),
 });
 
 const Plugin = z.strictObject({
