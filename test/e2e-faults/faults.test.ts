@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { ensureComponent } from '../../src/local-cluster/build.js';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { hitsOn, nvmlFaultList } from '../../src/model/fault/apply.js';
@@ -16,6 +12,7 @@ import { ignoredXids } from '../../src/model/health/taints.js';
 import { resolveProfile } from '../../src/process/profile-file.js';
 import { modelNode } from '../../src/model/render.js';
 import { eventually, kubectl, kwokNodeNames, mustKubectl, nodeReady } from '../support/cluster.js';
+import { dashboardPanels, forAllNodes, TestPrometheus } from '../support/prometheus.js';
 import {
   apply,
   claimTemplate,
@@ -420,21 +417,19 @@ describe('GPU failures as NVIDIA reports them', () => {
  */
 describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () => {
   let e: Exports;
-  let prometheus: ChildProcess | null = null;
-  const dataDir = mkdtempSync(join(tmpdir(), 'fakegpu-prometheus-'));
+  let prometheus: TestPrometheus | null = null;
   before(async () => {
     e = await faultsCluster();
     mustFakegpu(e, 'fault', 'clear', '--all');
   });
   after(() => {
-    prometheus?.kill('SIGTERM');
+    prometheus?.stop();
     mustFakegpu(e, 'fault', 'clear', '--all');
     cleanup(e);
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("a pod's annotated utilisation, injected XIDs and the fleet's 8,000 GPUs, queried from Prometheus", async () => {
-    const bin = ensureComponent(REPO_ROOT, 'prometheus', log).bin;
+    const p8s = (prometheus = new TestPrometheus(log));
     const plugin = new URL(e.FAKEGPU_DCGM_URL ?? '');
     const fleet = new URL(e.FAKEGPU_FLEET_DCGM_URL ?? '');
     const p = pod(e, 'dcgm-pod', 'one') as { metadata: Record<string, unknown> };
@@ -472,7 +467,7 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
     // names are not snake_case and its counters lack _total, which the lint would report of it too).
     for (const url of [plugin, fleet]) {
       const body = await (await fetch(url)).text();
-      const r = spawnSync(join(bin, 'promtool'), ['check', 'metrics', '--lint=none', '--extended'], {
+      const r = spawnSync(join(p8s.bin, 'promtool'), ['check', 'metrics', '--lint=none', '--extended'], {
         input: body,
         encoding: 'utf8',
       });
@@ -480,47 +475,9 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
       assert.equal(r.stderr, '');
     }
 
-    const config = join(dataDir, 'prometheus.yml');
-    writeFileSync(
-      config,
-      [
-        'global: { scrape_interval: 2s, scrape_timeout: 2s }',
-        'scrape_configs:',
-        `  - { job_name: plugin, static_configs: [{ targets: ['${plugin.host}'] }] }`,
-        `  - { job_name: fleet, static_configs: [{ targets: ['${fleet.host}'] }] }`,
-        '',
-      ].join('\n'),
-    );
-    const web = '127.0.0.1:19090';
-    prometheus = spawn(
-      join(bin, 'prometheus'),
-      [
-        `--config.file=${config}`,
-        `--storage.tsdb.path=${join(dataDir, 'data')}`,
-        `--web.listen-address=${web}`,
-      ],
-      { stdio: 'ignore' },
-    );
-    const query = async (
-      q: string,
-    ): Promise<{ metric: Record<string, string>; value: [number, string] }[]> => {
-      const r = await fetch(`http://${web}/api/v1/query?query=${encodeURIComponent(q)}`).catch(() => null);
-      if (!r?.ok) return [];
-      return (
-        (await r.json()) as {
-          data: { result: { metric: Record<string, string>; value: [number, string] }[] };
-        }
-      ).data.result;
-    };
-    const until = async <T>(what: string, f: () => Promise<T | undefined>): Promise<T> => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const v = await f();
-        if (v !== undefined) return v;
-        assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-        await sleep(1000);
-      }
-    };
+    p8s.start({ plugin: plugin.host, fleet: fleet.host });
+    const query = (q: string): ReturnType<TestPrometheus['query']> => p8s.query(q);
+    const until = <T>(what: string, f: () => Promise<T | undefined>): Promise<T> => p8s.until(what, f);
     const util = await until('the pod’s GPU in Prometheus', async () => {
       const r = await query('DCGM_FI_DEV_GPU_UTIL{pod="dcgm-pod"}');
       return r.length === 1 ? r[0] : undefined;
@@ -547,23 +504,18 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
     });
     assert.equal(fleetGpus, String(FAULTS_KWOK_NODES * 8));
     // The chart's Grafana dashboard: every panel's query returns series here (all nodes selected), but
-    // MIG instances', which needs a GPU in MIG mode and this cluster has none.
-    const dashboard = JSON.parse(
-      readFileSync(join(REPO_ROOT, 'deploy', 'helm', 'fakegpu', 'dashboards', 'fakegpu-gpus.json'), 'utf8'),
-    ) as { panels: { title: string; targets: { expr: string }[] }[] };
-    const panels = dashboard.panels.filter((p) => !p.targets.some((t) => t.expr.includes('GPU_I_PROFILE')));
-    assert.equal(panels.length, dashboard.panels.length - 1);
-    for (const p of panels)
-      for (const t of p.targets)
-        await until(`series for the dashboard's panel "${p.title}"`, async () => {
-          const r = await query(t.expr.replaceAll('$hostname', '.*'));
+    // MIG instances', which needs a GPU in MIG mode and this cluster has none (the dynamic MIG e2e's).
+    const panels = dashboardPanels().filter((x) => !x.targets.some((t) => t.expr.includes('GPU_I_PROFILE')));
+    assert.equal(panels.length, dashboardPanels().length - 1);
+    for (const x of panels)
+      for (const t of x.targets)
+        await until(`series for the dashboard's panel "${x.title}"`, async () => {
+          const r = await query(forAllNodes(t.expr));
           return r.length > 0 ? r : undefined;
         });
     // Both targets scraped without an error: Prometheus's own parser accepted every line.
-    const targets = (await (await fetch(`http://${web}/api/v1/targets`)).json()) as {
-      data: { activeTargets: { labels: { job: string }; health: string; lastError: string }[] };
-    };
-    assert.deepEqual(targets.data.activeTargets.map((t) => [t.labels.job, t.health, t.lastError]).sort(), [
+    const targets = await p8s.targets();
+    assert.deepEqual(targets.map((t) => [t.labels.job, t.health, t.lastError]).sort(), [
       ['fleet', 'up', ''],
       ['plugin', 'up', ''],
     ]);

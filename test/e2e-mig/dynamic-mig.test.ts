@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Exports } from '../../src/local-cluster/cluster.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
+import { dashboardPanels, forAllNodes, TestPrometheus } from '../support/prometheus.js';
 import {
   allocatedUuids,
   apply,
@@ -28,10 +29,12 @@ const migRequest = (name: string, profile: string, count: number): unknown => ({
 
 describe('dynamic MIG on a fake DGX H100 node', () => {
   let e: Exports;
+  let prometheus: TestPrometheus | null = null;
   before(async () => {
     e = await migCluster();
   });
   after(() => {
+    prometheus?.stop();
     cleanup(e);
   });
 
@@ -65,6 +68,19 @@ describe('dynamic MIG on a fake DGX H100 node', () => {
     const smi = mustKubectl(e, ['exec', 'mig-pod', '--', 'nvidia-smi', '-L']);
     assert.equal(smi.match(/MIG 1g\.10gb/g)?.length, 3, smi);
     assert.equal(smi.match(/MIG 3g\.40gb/g)?.length, 1, smi);
+    // The chart's dashboard's MIG panel, from a real Prometheus scraping the plugin: the pod's instances.
+    const p8s = (prometheus = new TestPrometheus(() => undefined));
+    p8s.start({ plugin: new URL(e.FAKEGPU_DCGM_URL ?? '').host });
+    const mig = dashboardPanels().find((x) => x.targets.some((t) => t.expr.includes('GPU_I_PROFILE')));
+    assert.ok(mig);
+    const rows = await p8s.until(`series for the dashboard's panel "${mig.title}"`, async () => {
+      const r = await p8s.query(forAllNodes(mig.targets[0]?.expr ?? ''));
+      return r.length === 2 ? r : undefined;
+    });
+    assert.deepEqual(rows.map((r) => [r.metric['GPU_I_PROFILE'], r.value[1]]).sort(), [
+      ['1g.10gb', '3'],
+      ['3g.40gb', '1'],
+    ]);
 
     // Eight whole-GPU partitions cannot fit while the first pod holds slices of one GPU.
     apply(e, {
