@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { clip, FakegpuError, show } from '../errors.js';
-import { isLabelKey } from '../model/fault/selector.js';
+import { isLabelKey, LABEL_KEY_FORM } from '../model/fault/selector.js';
 import { examples, outputOption } from './flags.js';
 import { kubeconfigOption, loadKubeconfig, sourceOf } from './options.js';
 import { serialize, table } from './output.js';
@@ -37,10 +37,7 @@ export function reportCommand(write: (s: string) => void): Command {
 
 async function reportAction(f: ReportFlags, c: Command, write: (s: string) => void): Promise<void> {
   if (f.poolLabel !== undefined && !isLabelKey(f.poolLabel))
-    throw new FakegpuError(
-      '--pool-label',
-      `${show(f.poolLabel)} is not a label key: [prefix/]name, the name at most 63 letters, digits, "-", "_", "."`,
-    );
+    throw new FakegpuError('--pool-label', `${show(f.poolLabel)} is not a label key: ${LABEL_KEY_FORM}`);
   const kc = await loadKubeconfig(f.kubeconfig, c);
   const [{ clientOf }, { listClusterView }, { score }, { REPORT_HEADER, reportRows }] = await Promise.all([
     import('../kube/client.js'),

@@ -348,7 +348,8 @@ function build(
   log: (line: string) => void,
 ): void {
   const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
-  const stamp = join(out, `.${c.stamp ?? c.module}.stamp`);
+  const id = c.stamp ?? c.module;
+  const stamp = join(out, `.${id}.stamp`);
   const want = recipe(repoRoot, c);
   const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
   const names = Object.values(c.binaries);
@@ -357,10 +358,10 @@ function build(
   if (c.needs) ensureDebianFile(c.needs, log);
   const started = Date.now();
   // How long the last build of it took here: a version bump rebuilds it about as long.
-  const took = join(out, `.${c.stamp ?? c.module}.took`);
+  const took = join(out, `.${id}.took`);
   const last = existsSync(took) ? Number(readFileSync(took, 'utf8').trim()) : NaN;
   log(
-    `building ${c.stamp ?? c.module} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
+    `building ${id} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
   for (const [pkg, name] of Object.entries(c.binaries)) {
     const tmp = join(out, `.${name}.tmp`);
@@ -391,5 +392,5 @@ function build(
   writeFileSync(stamp, `${want}\n`);
   const seconds = Math.round((Date.now() - started) / 1000);
   writeFileSync(took, `${seconds}\n`);
-  log(`built ${c.stamp ?? c.module} in ${duration(seconds)}`);
+  log(`built ${id} in ${duration(seconds)}`);
 }

@@ -71,8 +71,8 @@ export async function createKwokNodes(
     async () => {
       // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
       // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
-      const out = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']);
-      const count = readyRows(out.out);
+      const table = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']).out;
+      const count = readyRows(table);
       ready.update(count);
       return count === n && (!fleet || (await fleetReady()));
     },

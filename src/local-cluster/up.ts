@@ -346,6 +346,8 @@ async function startComponents(
   await startNode(c, images);
   if (s.helm) await startChart(c);
   else await startHostProcesses(c);
+  // Without KWOK nodes of its own, this run still removes those an earlier one left (createKwokNodes does with).
+  if ((s.kwokNodes ?? 0) === 0) removeKwokNodesBut(l, t, new Set());
   if (s.with?.includes('karpenter')) await startKarpenter(l, t, s, log);
   if (s.with?.includes('kueue')) await startKueue(l, t, log);
 }
@@ -424,7 +426,6 @@ async function startHostProcesses({ l, t, s, start, log }: Starting): Promise<vo
     else installDeviceClasses(l, t);
     if ((s.kwokNodes ?? 0) > 0) await createKwokNodes(l, t, s, log, kwok);
   }
-  if ((s.kwokNodes ?? 0) === 0) removeKwokNodesBut(l, t, new Set());
 }
 
 /**
@@ -455,5 +456,4 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
     await createKwokNodes(l, t, s, log, kwok, () =>
       Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
     );
-  if ((s.kwokNodes ?? 0) === 0) removeKwokNodesBut(l, t, new Set());
 }

@@ -57,6 +57,14 @@ export interface Device {
   allowMultipleAllocations?: boolean;
 }
 
+/** An attribute's value of one type, or undefined when it is absent or of another type. */
+export const stringOf = (a: DeviceAttribute | undefined): string | undefined =>
+  a && 'string' in a ? a.string : undefined;
+export const intOf = (a: DeviceAttribute | undefined): number | undefined =>
+  a && 'int' in a ? a.int : undefined;
+export const versionOf = (a: DeviceAttribute | undefined): string | undefined =>
+  a && 'version' in a ? a.version : undefined;
+
 export interface ResourcePool {
   name: string;
   generation: number;

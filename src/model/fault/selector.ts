@@ -21,7 +21,9 @@ export function isLabelKey(key: string): boolean {
   return LABEL_KEY.test(key) && prefix.length <= 253 && name.length <= 63;
 }
 
-const KEY_RULE = 'must be a label key: [prefix/]name, the name at most 63 letters, digits, "-", "_", "."';
+/** What a label key is, for messages. */
+export const LABEL_KEY_FORM = '[prefix/]name, the name at most 63 letters, digits, "-", "_", "."';
+const KEY_RULE = `must be a label key: ${LABEL_KEY_FORM}`;
 const VALUE_RULE =
   'must be a label value: at most 63 letters, digits, "-", "_", ".", starting and ending alphanumeric';
 

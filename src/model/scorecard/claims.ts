@@ -1,14 +1,9 @@
 import type { ResourceClaim } from '../../kube/types/claim.js';
-import {
-  COMPUTE_DOMAIN_DRIVER,
-  type DeviceEntry,
-  GPU_DRIVER,
-  intAttr,
-  NIC_DRIVER,
-  NUMA_NODE,
-  PCIE_ROOT,
-  stringAttr,
-} from './inventory.js';
+import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
+import { STD } from '../device/attributes.js';
+import { DRANET } from '../nic/attributes.js';
+import { DRIVER_NAME } from '../slice/build.js';
+import { type DeviceEntry, intAttr, stringAttr } from './inventory.js';
 
 /** What one allocated claim says about placement quality; each figure counts claims. */
 export interface ClaimQuality {
@@ -27,12 +22,12 @@ export interface ClaimQuality {
 }
 
 export function claimQuality(claim: ResourceClaim, held: readonly DeviceEntry[]): ClaimQuality {
-  const gpus = held.filter((e) => e.driver === GPU_DRIVER);
-  const nics = held.filter((e) => e.driver === NIC_DRIVER);
+  const gpus = held.filter((e) => e.driver === DRIVER_NAME);
+  const nics = held.filter((e) => e.driver === DRANET);
   const gpuNic = gpus.length > 0 && nics.length > 0;
-  const roots = new Set([...gpus, ...nics].map((e) => stringAttr(e.device, PCIE_ROOT) ?? ''));
+  const roots = new Set([...gpus, ...nics].map((e) => stringAttr(e.device, STD.pcieRoot) ?? ''));
   const physical = new Set(gpus.map((e) => e.gpu));
-  const numa = new Set(gpus.flatMap((e) => intAttr(e.device, NUMA_NODE) ?? []));
+  const numa = new Set(gpus.flatMap((e) => intAttr(e.device, STD.numaNode) ?? []));
   return {
     node: held[0]?.node ?? '',
     gpuNic,

@@ -1,5 +1,13 @@
 import type { AllocationResult, ResourceClaim } from '../../kube/types/claim.js';
-import type { Device, DeviceAttribute, DeviceTaint, ResourceSlice } from '../../kube/types/resource.js';
+import {
+  intOf,
+  stringOf,
+  type Device,
+  type DeviceTaint,
+  type ResourceSlice,
+} from '../../kube/types/resource.js';
+import { STD } from '../device/attributes.js';
+import { DRIVER_NAME } from '../slice/build.js';
 
 /**
  * What a scorecard reads of the cluster: plain API objects as listed (`fakegpu report`) or as a fleet's
@@ -42,26 +50,13 @@ export interface DeviceEntry {
   tainted: boolean;
 }
 
-export const GPU_DRIVER = 'gpu.nvidia.com';
-export const NIC_DRIVER = 'dra.net';
-export const COMPUTE_DOMAIN_DRIVER = 'compute-domain.nvidia.com';
-export const PCIE_ROOT = 'resource.kubernetes.io/pcieRoot';
-export const NUMA_NODE = 'resource.kubernetes.io/numaNode';
-
 export const deviceKey = (driver: string, pool: string, device: string): string =>
   `${driver}/${pool}/${device}`;
 
 export const resultKey = (r: AllocationResult): string => deviceKey(r.driver, r.pool, r.device);
 
-export function stringAttr(d: Device, name: string): string | undefined {
-  const a: DeviceAttribute | undefined = d.attributes?.[name];
-  return a && 'string' in a ? a.string : undefined;
-}
-
-export function intAttr(d: Device, name: string): number | undefined {
-  const a: DeviceAttribute | undefined = d.attributes?.[name];
-  return a && 'int' in a ? a.int : undefined;
-}
+export const stringAttr = (d: Device, name: string): string | undefined => stringOf(d.attributes?.[name]);
+export const intAttr = (d: Device, name: string): number | undefined => intOf(d.attributes?.[name]);
 
 /** Taints that keep claims off (NoSchedule) or evict them (NoExecute); `None` only informs. */
 const binding = (t: DeviceTaint): boolean => t.effect === 'NoSchedule' || t.effect === 'NoExecute';
@@ -87,10 +82,8 @@ export function inventory(v: ClusterView): Map<string, DeviceEntry> {
     const pool = s.spec.pool.name;
     for (const d of s.spec.devices ?? []) {
       const gpu =
-        driver === GPU_DRIVER
-          ? (stringAttr(d, 'parentUUID') ??
-            stringAttr(d, 'uuid') ??
-            stringAttr(d, 'resource.kubernetes.io/pciBusID'))
+        driver === DRIVER_NAME
+          ? (stringAttr(d, 'parentUUID') ?? stringAttr(d, 'uuid') ?? stringAttr(d, STD.pciBusID))
           : undefined;
       out.set(deviceKey(driver, pool, d.name), {
         driver,

@@ -2,7 +2,8 @@ import { findModel } from '../../model/catalog/index.js';
 import { NIC_MODELS } from '../../model/catalog/nics.js';
 import { parseMigDeviceName } from '../../model/device/names.js';
 import { FakegpuError, show } from '../../errors.js';
-import type { Device, DeviceAttribute, ResourceSlice } from '../../kube/types/resource.js';
+import { intOf, stringOf, versionOf, type Device, type ResourceSlice } from '../../kube/types/resource.js';
+import { STD } from '../../model/device/attributes.js';
 import { DRANET } from '../../model/nic/attributes.js';
 import type { GpuEntry, NicEntry, ProfileSpec } from '../../model/preset/machine-spec.js';
 import { DRIVER_NAME } from '../../model/slice/build.js';
@@ -20,15 +21,6 @@ export interface SliceMachine {
   dynamicMig: boolean;
 }
 
-const STD_BUS = 'resource.kubernetes.io/pciBusID';
-const STD_ROOT = 'resource.kubernetes.io/pcieRoot';
-const STD_NUMA = 'resource.kubernetes.io/numaNode';
-
-const s = (a: DeviceAttribute | undefined): string | undefined => (a && 'string' in a ? a.string : undefined);
-const n = (a: DeviceAttribute | undefined): number | undefined => (a && 'int' in a ? a.int : undefined);
-const v = (a: DeviceAttribute | undefined): string | undefined =>
-  a && 'version' in a ? a.version : undefined;
-
 interface Board {
   entry: GpuEntry;
   layout: string[];
@@ -36,8 +28,8 @@ interface Board {
 
 function boardOf(d: Device, where: string): { minor: number; entry: GpuEntry } {
   const a = d.attributes ?? {};
-  const product = s(a.productName);
-  const bus = s(a[STD_BUS]);
+  const product = stringOf(a.productName);
+  const bus = stringOf(a[STD.pciBusID]);
   if (product === undefined || bus === undefined)
     throw new FakegpuError(
       where,
@@ -47,10 +39,10 @@ function boardOf(d: Device, where: string): { minor: number; entry: GpuEntry } {
   if (!Number.isInteger(minor))
     throw new FakegpuError(where, `device name ${show(d.name)} is not gpu-<minor>…`);
   const entry: GpuEntry = { model: findModel(product, `${where} productName`).key, busId: bus, minor };
-  const root = s(a[STD_ROOT]);
+  const root = stringOf(a[STD.pcieRoot]);
   entry.pcieRoot = root ?? null;
   // Absent: a driver before 0.5, or sysfs' -1; either way the slices do not know one.
-  entry.numaNode = n(a[STD_NUMA]) ?? -1;
+  entry.numaNode = intOf(a[STD.numaNode]) ?? -1;
   return { minor, entry };
 }
 
@@ -68,22 +60,22 @@ function gpusOf(
       const { minor, entry } = boardOf(d, where);
       const board = boards.get(minor) ?? { entry, layout: [] };
       boards.set(minor, board);
-      const dv = v(a.driverVersion);
-      const cuda = v(a.cudaDriverVersion);
+      const dv = versionOf(a.driverVersion);
+      const cuda = versionOf(a.cudaDriverVersion);
       if (dv !== undefined)
         driver = { version: dv, ...(cuda ? { cudaVersion: cuda.replace(/\.0$/, '') } : {}) };
-      mode = s(a.addressingMode) ?? mode;
-      const type = s(a.type);
+      mode = stringOf(a.addressingMode) ?? mode;
+      const type = stringOf(a.type);
       if (type === 'gpu') {
-        const uuid = s(a.uuid);
+        const uuid = stringOf(a.uuid);
         if (uuid !== undefined) board.entry.uuid = uuid;
       } else if (type === 'mig') {
-        const parent = s(a.parentUUID);
+        const parent = stringOf(a.parentUUID);
         if (parent !== undefined) board.entry.uuid = parent;
         // Static MIG: a device with its own UUID is an instance that exists; dynamic partitions have none.
         const placed = parseMigDeviceName(d.name);
-        if (s(a.uuid) !== undefined && placed !== null && s(a.profile) !== undefined)
-          board.layout.push(`${s(a.profile) ?? ''}@${placed.start}`);
+        if (stringOf(a.uuid) !== undefined && placed !== null && stringOf(a.profile) !== undefined)
+          board.layout.push(`${stringOf(a.profile) ?? ''}@${placed.start}`);
       }
     }
   }
@@ -96,10 +88,10 @@ function gpusOf(
 
 function nicOf(d: Device, where: string): NicEntry {
   const a = d.attributes ?? {};
-  const bus = s(a[`${DRANET}/pciAddress`]);
-  const vendor = s(a[`${DRANET}/pciVendor`]);
-  const device = s(a[`${DRANET}/pciDevice`]);
-  const sub = s(a[`${DRANET}/pciSubsystem`]);
+  const bus = stringOf(a[`${DRANET}/pciAddress`]);
+  const vendor = stringOf(a[`${DRANET}/pciVendor`]);
+  const device = stringOf(a[`${DRANET}/pciDevice`]);
+  const sub = stringOf(a[`${DRANET}/pciSubsystem`]);
   if (bus === undefined) throw new FakegpuError(where, 'has no dra.net/pciAddress');
   const model =
     NIC_MODELS.find((m) => m.vendorName === vendor && m.deviceName === device && m.subsystem === sub) ??
@@ -110,17 +102,17 @@ function nicOf(d: Device, where: string): NicEntry {
       `${show(`${vendor ?? '?'} ${device ?? '?'}`)} is not in fakegpu's NIC catalog (${NIC_MODELS.map((m) => m.key).join(', ')})`,
     );
   const e: NicEntry = { busId: bus, model: model.key };
-  const ifName = s(a[`${DRANET}/ifName`]);
+  const ifName = stringOf(a[`${DRANET}/ifName`]);
   if (ifName !== undefined) e.ifName = ifName;
-  const rdma = s(a[`${DRANET}/rdmaDevice`]);
+  const rdma = stringOf(a[`${DRANET}/rdmaDevice`]);
   if (rdma !== undefined) e.rdmaDevice = rdma;
-  e.pcieRoot = s(a[STD_ROOT]) ?? null;
-  e.numaNode = n(a[`${DRANET}/numaNode`]) ?? -1;
-  const mac = s(a[`${DRANET}/mac`]);
+  e.pcieRoot = stringOf(a[STD.pcieRoot]) ?? null;
+  e.numaNode = intOf(a[`${DRANET}/numaNode`]) ?? -1;
+  const mac = stringOf(a[`${DRANET}/mac`]);
   if (mac !== undefined) e.mac = mac;
-  const mtu = n(a[`${DRANET}/mtu`]);
+  const mtu = intOf(a[`${DRANET}/mtu`]);
   if (mtu !== undefined) e.mtu = mtu;
-  const ipv4 = s(a[`${DRANET}/ipv4`]);
+  const ipv4 = stringOf(a[`${DRANET}/ipv4`]);
   if (ipv4 !== undefined) e.ipv4 = ipv4;
   return e;
 }

@@ -1,10 +1,10 @@
 import { ApiError, type ApiClient } from '../../kube/client.js';
 import { listEvery, listPage, METADATA_LIST, NODES_PATH, SLICES_PATH } from '../../kube/api.js';
 import { CLAIMS_PATH, type ResourceClaim } from '../../kube/types/claim.js';
+import { PODS_PATH } from '../../kube/dcgm-sources.js';
 import type { ResourceSlice } from '../../kube/types/resource.js';
 import type { ClusterView, DeviceTaintRuleView, NodeView, PodView } from '../../model/scorecard/inventory.js';
 
-const PODS_PATH = '/api/v1/pods';
 const TAINT_RULES_PATH = '/apis/resource.k8s.io/v1/devicetaintrules';
 const JSON_TYPE = 'application/json';
 
