@@ -10,7 +10,7 @@
  * Both are timed by the same watch of the slices and alternate for `--rounds` rounds (3); medians are
  * compared. Between rounds the fault is removed and the fleet brings every slice back untainted.
  *
- * Usage: npm run bench:faults -- --nodes 1000 [--fraction 0.01] [--seed 1] [--rounds 3] [--keep]
+ * Usage: npm run bench:faults -- --nodes 1000 [--fraction 0.01] [--seed 1] [--rounds 3] [--keep] [--json <file>]
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command } from 'commander';
@@ -43,8 +43,11 @@ import {
   stopFleet,
   until,
   checked as checkedFlag,
+  hardware,
   median,
   onKwokCluster,
+  resultPath,
+  writeResult,
 } from './support.js';
 
 const opts = new Command('bench:faults')
@@ -54,6 +57,7 @@ const opts = new Command('bench:faults')
   .option('--ceiling-in-flight <n>', 'requests in flight of the ceiling client', '64')
   .option('--rounds <n>', 'ceiling and fleet runs, alternating; medians are compared', '3')
   .option('--keep', 'leave the cluster running afterwards')
+  .option('--json <file>', 'where the JSON result goes (default: <cache>/bench-results/faults-<time>.json)')
   .parse(process.argv.slice(3), { from: 'user' })
   .opts<{
     nodes: string;
@@ -62,6 +66,7 @@ const opts = new Command('bench:faults')
     ceilingInFlight: string;
     rounds: string;
     keep?: boolean;
+    json?: string;
   }>();
 
 const log = logger('bench/faults');
@@ -300,6 +305,7 @@ async function run(
   return { gpus: N * 8, hits: wantKeys.size, nodesHit: want.size, rounds };
 }
 
+const started = new Date();
 log(`starting the cluster with ${N} KWOK nodes of ${PROFILE}`);
 await clusterDown({ dir: DIR, purge: true, log });
 const r = await onKwokCluster(
@@ -308,6 +314,28 @@ const r = await onKwokCluster(
 );
 const ceilingS = median(r.rounds.map((x) => x.ceilingS));
 const fleetS = median(r.rounds.map((x) => x.fleetS));
+const jsonPath = resultPath('faults', started, opts.json);
+writeResult(jsonPath, {
+  bench: 'faults',
+  started: started.toISOString(),
+  hardware: hardware(),
+  config: {
+    nodes: N,
+    profile: PROFILE,
+    fraction: Number(FRACTION),
+    seed: SEED,
+    rounds: ROUNDS,
+    ceilingInFlight: IN_FLIGHT,
+  },
+  gpus: r.gpus,
+  hits: r.hits,
+  nodesHit: r.nodesHit,
+  rounds: r.rounds,
+  ceilingS,
+  fleetS,
+  ratio: ceilingS / fleetS,
+});
+log(`JSON result: ${jsonPath}`);
 console.log(
   `bench/faults: ${N} KWOK nodes of ${PROFILE}, ${r.gpus} GPUs; XID 79 on ${r.hits} of them (fraction ${FRACTION}, seed ${SEED}) on ${r.nodesHit} nodes; median of ${ROUNDS} round(s)\n`,
 );

@@ -116,4 +116,11 @@ export const SCENARIOS = [
     },
     tests: ['e2e-capture'],
   },
+  {
+    // The demo on an empty cache, its binaries fetched from a release mirror served on loopback.
+    name: 'releases',
+    what: 'end-to-end tests, the demo from a release mirror',
+    ownClusters: { FAKEGPU_E2E_RELEASES_CLUSTER_DIR: 'e2e-releases-cluster' },
+    tests: ['e2e-releases'],
+  },
 ];

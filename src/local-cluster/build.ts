@@ -35,7 +35,7 @@ export const VERSIONS = {
   kueue: '0.17.0',
 } as const;
 
-interface Component {
+export interface Component {
   /** Folder under upstream/ holding its go.mod, unless `folder` says otherwise. */
   module: keyof typeof VERSIONS;
   folder?: string;
@@ -129,12 +129,6 @@ export function kubeProxyComponent(): Component {
     stamp: 'kube-proxy',
     onDemand: true,
   };
-}
-
-export function ensureKubeProxy(repoRoot: string, log: (line: string) => void): Toolchain {
-  const paths = toolchainPaths();
-  build(repoRoot, kubeProxyComponent(), paths, '', log);
-  return paths;
 }
 
 export const COMPONENTS: readonly Component[] = [
@@ -280,16 +274,77 @@ export function ensureBinaries(
   repoRoot: string,
   log: (line: string) => void,
   release: KubernetesRelease = defaultRelease(),
+  needs: ClusterNeeds = {},
 ): Toolchain {
   const shared = toolchainPaths();
   const own = toolchainPaths(release);
-  const others = COMPONENTS.filter((c) => c.onDemand !== true && c.module !== 'kubernetes');
-  const all = [kubernetesComponent(release), ...others];
-  all.forEach((c, i) => {
-    build(repoRoot, c, c.module === 'kubernetes' ? own : shared, `[${i + 1}/${all.length}]`, log);
+  const all = clusterComponents(release, needs);
+  all.forEach(({ c, paths }, i) => {
+    build(repoRoot, c, paths, `[${i + 1}/${all.length}]`, log);
   });
-  if (own.bin !== shared.bin) linkShared(others, shared, own);
+  if (own.bin !== shared.bin)
+    linkShared(
+      all.filter(({ c }) => c.module !== 'kubernetes').map(({ c }) => c),
+      shared,
+      own,
+    );
   return own;
+}
+
+/** What a cluster runs beyond its core: kube-proxy for the chart, KWOK for simulated nodes (default on). */
+export interface ClusterNeeds {
+  helm?: boolean;
+  kwok?: boolean;
+}
+
+/** Each component a cluster of `release` runs, with the folders it goes to. */
+export function clusterComponents(
+  release: KubernetesRelease = defaultRelease(),
+  needs: ClusterNeeds = {},
+): { c: Component; paths: Toolchain }[] {
+  const shared = toolchainPaths();
+  const core = COMPONENTS.filter(
+    (c) => c.onDemand !== true && c.module !== 'kubernetes' && (c.module !== 'kwok' || needs.kwok !== false),
+  );
+  return [
+    { c: kubernetesComponent(release), paths: toolchainPaths(release) },
+    ...core.map((c) => ({ c, paths: shared })),
+    ...(needs.helm === true ? [{ c: kubeProxyComponent(), paths: shared }] : []),
+  ];
+}
+
+/** The version a component is built at. */
+export const versionOf = (c: Component): string => c.version ?? VERSIONS[c.module];
+
+/** Its stamp's name and the folder its binaries go to. */
+export function placeOf(c: Component, paths: Toolchain): { id: string; out: string } {
+  return { id: c.stamp ?? c.module, out: c.dir === 'cni' ? paths.cniBin : paths.bin };
+}
+
+/**
+ * The stamp of binaries fetched from the component's official release (artifacts.ts) rather than built:
+ * they stay current until its version changes, whatever the Go version or recipe here.
+ */
+export const releaseStamp = (c: Component): string => `release ${versionOf(c)}`;
+
+/** Whether the component's binaries are there and current, fetched or built; false where Go is missing. */
+export function isCurrent(repoRoot: string, c: Component, paths: Toolchain): boolean {
+  const { id, out } = placeOf(c, paths);
+  const stamp = join(out, `.${id}.stamp`);
+  if (!Object.values(c.binaries).every((n) => existsSync(join(out, n))) || !existsSync(stamp)) return false;
+  const have = readFileSync(stamp, 'utf8').trim();
+  if (have === releaseStamp(c)) return true;
+  try {
+    return have === recipe(repoRoot, c);
+  } catch {
+    return false;
+  }
+}
+
+/** Records binaries just fetched from the official release as current. */
+export function stampRelease(c: Component, paths: Toolchain): void {
+  const { id, out } = placeOf(c, paths);
+  writeFileSync(join(out, `.${id}.stamp`), `${releaseStamp(c)}\n`);
 }
 
 /** The shared components in a release's own folders, as links: one build of etcd serves every release. */
@@ -347,13 +402,11 @@ function build(
   step: string,
   log: (line: string) => void,
 ): void {
-  const out = c.dir === 'cni' ? paths.cniBin : paths.bin;
-  const id = c.stamp ?? c.module;
+  const { id, out } = placeOf(c, paths);
+  if (isCurrent(repoRoot, c, paths)) return;
   const stamp = join(out, `.${id}.stamp`);
   const want = recipe(repoRoot, c);
-  const have = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
   const names = Object.values(c.binaries);
-  if (have === want && names.every((n) => existsSync(join(out, n)))) return;
   mkdirSync(out, { recursive: true });
   if (c.needs) ensureDebianFile(c.needs, log);
   const started = Date.now();
@@ -361,7 +414,7 @@ function build(
   const took = join(out, `.${id}.took`);
   const last = existsSync(took) ? Number(readFileSync(took, 'utf8').trim()) : NaN;
   log(
-    `building ${id} ${c.version ?? VERSIONS[c.module]} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
+    `building ${id} ${versionOf(c)} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
   for (const [pkg, name] of Object.entries(c.binaries)) {
     const tmp = join(out, `.${name}.tmp`);

@@ -2,7 +2,15 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
-import { cacheRoot, ensureBinaries, ensureDebianFile, ensureKubeProxy, type Toolchain } from './build.js';
+import { fetchReleases } from './artifacts.js';
+import {
+  cacheRoot,
+  clusterComponents,
+  ensureBinaries,
+  ensureDebianFile,
+  toolchainPaths,
+  type Toolchain,
+} from './build.js';
 import { KUBERNETES_SERVICE, layout, PORTS, writeCniConfig, type Layout } from './config.js';
 import { startComponent } from './components.js';
 import { installCrds } from './crds.js';
@@ -219,7 +227,7 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     await clusterDown({ dir: o.dir, purge: false, log: o.log });
   }
   await checkPorts(o.helm === true);
-  const { t, images, s } = prepare(l, o);
+  const { t, images, s } = await prepare(l, o);
   try {
     await startComponents(l, t, s, images, o.log);
   } catch (e) {
@@ -249,10 +257,19 @@ function reuseRunning(l: Layout, o: ClusterOptions): Exports | null {
 
 type ImageArchives = ReturnType<typeof ensureImageArchives>;
 
-/** Binaries and images built, the host's directories, certificates and configs written, and state.json. */
-function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArchives; s: State } {
+/**
+ * Binaries fetched or built and images built, the host's directories, certificates and configs written, and
+ * state.json.
+ */
+async function prepare(
+  l: Layout,
+  o: ClusterOptions,
+): Promise<{ t: Toolchain; images: ImageArchives; s: State }> {
   const release = o.release ?? defaultRelease();
-  const t = ensureBinaries(REPO_ROOT, o.log, release);
+  const s = stateOf(o, release, toolchainPaths(release));
+  const needs = { helm: s.helm === true, kwok: kwokRuns(s) };
+  await fetchReleases(REPO_ROOT, clusterComponents(release, needs), o.log);
+  const t = ensureBinaries(REPO_ROOT, o.log, release, needs);
   refuseUntrustedToolchain(t);
   const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
   for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });
@@ -260,11 +277,7 @@ function prepare(l: Layout, o: ClusterOptions): { t: Toolchain; images: ImageArc
   writeCniConfig(l);
   ensureNodeLink();
   reserveOwnPorts(o.log);
-  const s = stateOf(o, release, t);
-  if (s.helm) {
-    ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
-    ensureKubeProxy(REPO_ROOT, o.log);
-  }
+  if (s.helm) ensureDebianFile({ header: '/usr/sbin/nft', debian: 'nftables' }, o.log);
   if (computeDomainsNeeded(s)) s.computeDomains = true;
   const previous = readState(l);
   if (freshEtcdFor(previous, s)) {

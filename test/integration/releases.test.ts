@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fetchReleases } from '../../src/local-cluster/artifacts.js';
+import { COMPONENTS, ensureComponent, isCurrent, toolchainPaths } from '../../src/local-cluster/build.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+
+describe('an unreachable FAKEGPU_MIRROR', () => {
+  it('falls back to building the component from the Go module proxy', async () => {
+    const crictl = COMPONENTS.find((c) => c.module === 'crictl');
+    assert.ok(crictl);
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((r) => closed.close(r));
+    const saved = process.env['FAKEGPU_CACHE'];
+    const cache = mkdtempSync(join(tmpdir(), 'fakegpu-cache-'));
+    process.env['FAKEGPU_CACHE'] = cache;
+    const lines: string[] = [];
+    const log = (l: string): void => {
+      lines.push(l);
+    };
+    try {
+      const paths = toolchainPaths();
+      await fetchReleases(REPO_ROOT, [{ c: crictl, paths }], log, `http://127.0.0.1:${port}`);
+      assert.match(
+        lines[0] ?? '',
+        /crictl 1\.37\.0: 127\.0\.0\.1:\d+ is not reachable .*; building it instead/,
+      );
+      ensureComponent(REPO_ROOT, 'crictl', log);
+      assert.ok(
+        lines.some((l) => /^built crictl in /.test(l)),
+        lines.join('\n'),
+      );
+      assert.ok(isCurrent(REPO_ROOT, crictl, paths));
+      assert.notEqual(readFileSync(join(paths.bin, '.crictl.stamp'), 'utf8').trim(), 'release 1.37.0');
+      const v = spawnSync(join(paths.bin, 'crictl'), ['--version'], { encoding: 'utf8' });
+      assert.match(v.stdout, /crictl version/);
+    } finally {
+      if (saved === undefined) delete process.env['FAKEGPU_CACHE'];
+      else process.env['FAKEGPU_CACHE'] = saved;
+      rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fetchReleases, mirrored, publishedSha256, releaseFiles } from '../../src/local-cluster/artifacts.js';
+import {
+  COMPONENTS,
+  isCurrent,
+  kubernetesComponent,
+  type Component,
+  type Toolchain,
+} from '../../src/local-cluster/build.js';
+import { defaultRelease } from '../../src/local-cluster/releases.js';
+import { REPO_ROOT } from '../../src/process/repo.js';
+import { FakegpuError } from '../../src/errors.js';
+import { serveMirror, tamper, writeRelease } from '../support/release-mirror.js';
+
+const component = (module: string): Component => {
+  const c = COMPONENTS.find((x) => x.module === module);
+  assert.ok(c, module);
+  return c;
+};
+const etcd = component('etcd');
+const runc = component('runc');
+const cni = component('cni');
+const kubernetes = kubernetesComponent(defaultRelease());
+const content = (name: string): Buffer => Buffer.from(`#!/bin/sh\necho fake ${name}\n`);
+
+describe('official release files', () => {
+  it('are named as each project publishes them', () => {
+    const urls = (c: Component): string[] => (releaseFiles(c) ?? []).flatMap((f) => [f.url, f.sums]);
+    assert.deepEqual(urls(etcd), [
+      'https://github.com/etcd-io/etcd/releases/download/v3.7.3/etcd-v3.7.3-linux-amd64.tar.gz',
+      'https://github.com/etcd-io/etcd/releases/download/v3.7.3/SHA256SUMS',
+    ]);
+    assert.deepEqual(urls(runc), [
+      'https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.amd64',
+      'https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum',
+    ]);
+    assert.equal(
+      urls(kubernetes)[0],
+      `https://dl.k8s.io/release/v${defaultRelease().version}/bin/linux/amd64/kube-apiserver`,
+    );
+    assert.equal(urls(kubernetes).length, 10, 'five binaries and their .sha256');
+    assert.equal(
+      urls(component('containerd'))[0],
+      'https://github.com/containerd/containerd/releases/download/v2.4.2/containerd-static-2.4.2-linux-amd64.tar.gz',
+    );
+    assert.equal(releaseFiles(component('kwok')), null, 'KWOK publishes no checksums: built');
+    assert.equal(releaseFiles(component('pause')), null, 'ours');
+  });
+
+  it('move under a mirror with the host as the first folder', () => {
+    assert.equal(
+      mirrored('https://dl.k8s.io/release/v1.37.2/bin/linux/amd64/kubelet', 'http://127.0.0.1:9/m/'),
+      'http://127.0.0.1:9/m/dl.k8s.io/release/v1.37.2/bin/linux/amd64/kubelet',
+    );
+    assert.equal(mirrored('https://get.helm.sh/x.tar.gz', undefined), 'https://get.helm.sh/x.tar.gz');
+  });
+
+  it("read each project's checksum form: a bare hash, sha256sum lines, lists of several files", () => {
+    const a = 'a'.repeat(64);
+    const b = 'B'.repeat(64);
+    assert.equal(publishedSha256(a, 'kubelet'), a);
+    assert.equal(publishedSha256(`${a}\n`, 'crictl-v1.37.0-linux-amd64.tar.gz'), a);
+    assert.equal(
+      publishedSha256(`${a}  runc.arm64\n${b}  runc.amd64\n${a}  runc-1.5.3.tar.xz\n`, 'runc.amd64'),
+      b.toLowerCase(),
+    );
+    assert.equal(publishedSha256(`${b} *./cni.tgz\n`, 'cni.tgz'), b.toLowerCase());
+    assert.equal(publishedSha256(`${a}  other.tar.gz\n`, 'etcd.tar.gz'), null);
+    assert.equal(publishedSha256('not a hash', 'x'), null);
+  });
+});
+
+describe('fetching releases from FAKEGPU_MIRROR', () => {
+  let root: string;
+  let cache: string;
+  let paths: Toolchain;
+  let mirror: Awaited<ReturnType<typeof serveMirror>>;
+  const lines: string[] = [];
+  const log = (l: string): void => {
+    lines.push(l);
+  };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), 'fakegpu-mirror-'));
+    for (const c of [etcd, runc, cni, kubernetes]) writeRelease(root, c, content);
+    mirror = await serveMirror(root);
+  });
+  after(async () => {
+    await mirror.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const freshCache = (): void => {
+    cache = mkdtempSync(join(tmpdir(), 'fakegpu-cache-'));
+    paths = { bin: join(cache, 'bin'), cniBin: join(cache, 'cni', 'bin') };
+    lines.length = 0;
+  };
+
+  it('puts a good release in place, stamped current, without a build', async () => {
+    freshCache();
+    await fetchReleases(
+      REPO_ROOT,
+      [etcd, runc, kubernetes].map((c) => ({ c, paths })).concat([{ c: cni, paths }]),
+      log,
+      mirror.url,
+    );
+    assert.equal(readFileSync(join(paths.bin, 'etcd'), 'utf8'), content('etcd').toString());
+    assert.equal(readFileSync(join(paths.bin, 'runc'), 'utf8'), content('runc').toString());
+    assert.equal(readFileSync(join(paths.bin, 'kubelet'), 'utf8'), content('kubelet').toString());
+    assert.equal(readFileSync(join(paths.cniBin, 'host-local'), 'utf8'), content('host-local').toString());
+    assert.equal(readFileSync(join(paths.bin, '.etcd.stamp'), 'utf8').trim(), 'release 3.7.3');
+    for (const c of [etcd, runc, cni, kubernetes]) assert.ok(isCurrent(REPO_ROOT, c, paths), c.module);
+    assert.match(lines.join('\n'), /^fetched etcd 3\.7\.3 from 127\.0\.0\.1:\d+, sha256 checked/m);
+    assert.equal(lines.length, 4, lines.join('\n'));
+    const asked = mirror.requests.length;
+    await fetchReleases(REPO_ROOT, [{ c: etcd, paths }], log, mirror.url);
+    assert.equal(mirror.requests.length, asked, 'a current release is not fetched again');
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('refuses a tampered file in one line naming it and both checksums, and installs nothing', async () => {
+    freshCache();
+    const tampered = mkdtempSync(join(tmpdir(), 'fakegpu-mirror-'));
+    writeRelease(tampered, etcd, content);
+    const [file] = tamper(tampered, etcd);
+    const bad = await serveMirror(tampered);
+    try {
+      await assert.rejects(fetchReleases(REPO_ROOT, [{ c: etcd, paths }], log, bad.url), (e: unknown) => {
+        assert.ok(e instanceof FakegpuError);
+        const m = e.message;
+        assert.equal(m.split('\n').length, 1, m);
+        assert.ok(m.includes(file ?? '?'), m);
+        assert.equal(m.match(/[0-9a-f]{64}/g)?.length, 2, m);
+        return true;
+      });
+      assert.ok(!existsSync(join(paths.bin, 'etcd')));
+      assert.ok(!existsSync(join(paths.bin, '.etcd.stamp')));
+      assert.deepEqual(readdirSync(paths.bin), [], 'no download left behind');
+    } finally {
+      await bad.close();
+      rmSync(tampered, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves a component to the build, in one line, where the mirror is unreachable, and asks that host once', async () => {
+    freshCache();
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((r) => closed.close(r));
+    await fetchReleases(
+      REPO_ROOT,
+      [etcd, runc].map((c) => ({ c, paths })),
+      log,
+      `http://127.0.0.1:${port}`,
+    );
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(
+      lines[0] ?? '',
+      /^etcd 3\.7\.3: 127\.0\.0\.1:\d+ is not reachable \(.*\); building it instead$/,
+    );
+    assert.ok(!existsSync(join(paths.bin, 'etcd')));
+    assert.ok(!isCurrent(REPO_ROOT, etcd, paths));
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('leaves a component the mirror lacks to the build and goes on with the next', async () => {
+    freshCache();
+    const crictl = component('crictl');
+    await fetchReleases(
+      REPO_ROOT,
+      [crictl, etcd].map((c) => ({ c, paths })),
+      log,
+      mirror.url,
+    );
+    assert.match(
+      lines[0] ?? '',
+      /^crictl 1\.37\.0: http:\/\/.*crictl-v1\.37\.0-linux-amd64\.tar\.gz\.sha256 answered HTTP 404; building it instead$/,
+    );
+    assert.match(lines[1] ?? '', /^fetched etcd/);
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('does nothing with FAKEGPU_MIRROR=off', async () => {
+    freshCache();
+    const asked = mirror.requests.length;
+    await fetchReleases(REPO_ROOT, [{ c: etcd, paths }], log, 'off');
+    assert.equal(mirror.requests.length, asked);
+    assert.deepEqual(lines, []);
+    rmSync(cache, { recursive: true, force: true });
+  });
+});
