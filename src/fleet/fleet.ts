@@ -6,7 +6,7 @@ import type { ConsumableShares } from '../model/device/consumable-shares.js';
 import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { FaultApi } from '../kube/gpufault/api.js';
-import { ignoredXids } from '../model/health/taints.js';
+import { ignoredXids, type DeviceTaints } from '../model/health/taints.js';
 import {
   KubeApi,
   METADATA,
@@ -27,7 +27,7 @@ import { renderSlices, type NicRenderOptions } from '../model/render.js';
 import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
 import { memoryReducingGc, MemorySettler } from './settle.js';
-import { Machines } from './machines.js';
+import { Machines, type DriverDevices } from './machines.js';
 import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
@@ -270,6 +270,23 @@ export class Fleet {
       if (!this.owns(node)) continue;
       const hw = this.machines.hardware(st);
       if (hw) yield { node, ...hw, faults: this.faults?.nvmlFaultsOf(node) ?? [] };
+    }
+  }
+
+  /**
+   * Each node this replica writes, with its labels, its machine's devices by driver and the taints its
+   * faults give them: what the scorecard and the fleet's page read, without rendering any node.
+   */
+  *servedDevices(): Generator<{
+    node: string;
+    labels: Readonly<Record<string, string>>;
+    slices: readonly DriverDevices[];
+    taints: DeviceTaints | undefined;
+  }> {
+    for (const [node, st] of this.nodes) {
+      if (!this.owns(node)) continue;
+      const slices = this.machines.devicesOf(st);
+      if (slices) yield { node, labels: st.labels, slices, taints: this.faults?.taintsOf(node) };
     }
   }
 

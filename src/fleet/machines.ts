@@ -12,6 +12,7 @@ interface MachineRef {
 }
 import { FakegpuError, oneOf, show } from '../errors.js';
 import type { Semver } from '../kube/types/version.js';
+import type { Device } from '../kube/types/resource.js';
 import { type ResolvedProfile } from '../model/profile/load.js';
 import { resolveProfile } from '../process/profile-file.js';
 import type { DeviceTaints } from '../model/health/taints.js';
@@ -26,6 +27,12 @@ import { gpuSkeleton, type NodeGpu } from '../model/health/gpus.js';
 import { taintSlices } from './health.js';
 import type { Pools } from './pools.js';
 import { nodeSlices, SliceTemplate, type NodeSlice } from './template.js';
+
+/** One driver's devices of a node. */
+export interface DriverDevices {
+  driver: string;
+  devices: readonly Device[];
+}
 
 /** Where a node's machine comes from: its profile label, else its pool, else the default profile. */
 export interface NodeMachine {
@@ -64,6 +71,8 @@ export class Machines {
   private readonly fabric = new Map<ResolvedProfile, boolean>();
   /** By profile, then gates (DynamicMIG among them); null: the profile has no template, its nodes are rendered. */
   private readonly templates = new Map<ResolvedProfile, Map<string, SliceTemplate | null>>();
+  /** By profile, then gates: its devices by driver, as a stand-in node publishes them (the scorecard). */
+  private readonly devicesBy = new Map<ResolvedProfile, Map<string, DriverDevices[] | null>>();
   /** By profile: its machine as modelled for a stand-in node, for the GPU metrics of its nodes. */
   private readonly hardwareOf = new Map<ResolvedProfile, Machine | null>();
   /** The node label naming a node's rack (NVLink domain). */
@@ -136,6 +145,33 @@ export class Machines {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * The devices any node of the node's machine publishes, by driver: names, attributes, capacities and
+   * counters as in its slices, identities a stand-in node's (the scorecard keys GPUs by node, so they need
+   * not be the node's own). Null: the node has no machine, or it cannot be rendered.
+   */
+  devicesOf(st: NodeMachine): readonly DriverDevices[] | null {
+    const m = this.machineOf(st);
+    if (m === null || m instanceof FakegpuError) return null;
+    let byMode = this.devicesBy.get(m.profile);
+    if (!byMode) this.devicesBy.set(m.profile, (byMode = new Map<string, DriverDevices[] | null>()));
+    const options = this.options(m);
+    const mode = formatFeatureGates(options.gates);
+    let out = byMode.get(mode);
+    if (out === undefined) {
+      try {
+        out = renderNode(m.profile, { ...options, nodeName: 'fakegpu-scorecard-node' }).items.map((s) => ({
+          driver: s.spec.driver,
+          devices: s.spec.devices ?? [],
+        }));
+      } catch {
+        out = null;
+      }
+      byMode.set(mode, out);
+    }
+    return out;
   }
 
   /**

@@ -14,6 +14,9 @@ import { FleetDcgm } from './dcgm.js';
 import { checkNoProxy, Fleet, type FleetOptions } from './fleet.js';
 import { faultMetrics, fleetGauges, shardGauges } from './metrics.js';
 import { FleetShards, type FleetShardingOptions } from './shards.js';
+import { FleetScorecard, type FleetPicture } from './scorecard.js';
+import { uiRoutes } from './ui.js';
+import { scorecardGauges } from '../process/scorecard-metrics.js';
 
 /** What `fakegpu fleet` serves and how, its flags checked. */
 export interface FleetRunOptions extends Pick<
@@ -74,6 +77,7 @@ export function fleetKubeConfig(
 interface Term extends Work {
   fleet: Fleet;
   dcgm: FleetDcgm | null;
+  scorecard: FleetScorecard;
   /** Settles once the first list is in: true, or false when the fleet stopped or could not start. */
   started: Promise<boolean>;
 }
@@ -114,14 +118,18 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
     },
   });
   fleetGauges(reg, () => term?.fleet ?? null);
+  const picture = (): FleetPicture | null => term?.scorecard.picture() ?? null;
+  scorecardGauges(reg, () => picture()?.scorecard ?? null);
   const probes = o.httpEndpoint
     ? await serveProbes({
         endpoint: o.httpEndpoint,
-        // A standby is ready: a rollout's new pod stands by until the old one hands the lease over.
-        ready: () => !elected.leading || (term?.fleet.converged() ?? false),
+        // A standby is ready: a rollout's new pod stands by until the old one hands the lease over. Not
+        // before the lease has answered: until then it would read ready before publishing a thing.
+        ready: () => elected.decided && (!elected.leading || (term?.fleet.converged() ?? false)),
         notReady: 'publishing',
         metrics: reg,
         log: o.log,
+        routes: uiRoutes(picture),
       })
     : null;
   probes?.started();
@@ -158,6 +166,7 @@ async function runSharded(
   const term = lead(o, kc, faultMetrics(reg), shards);
   fleetGauges(reg, () => term.fleet);
   shardGauges(reg, () => shards.state());
+  scorecardGauges(reg, () => term.scorecard.picture()?.scorecard ?? null);
   let probes: ProbeServer | null = null;
   let dcgmServer: DcgmServer | null = null;
   try {
@@ -168,6 +177,7 @@ async function runSharded(
           notReady: 'publishing',
           metrics: reg,
           log: o.log,
+          routes: uiRoutes(() => term.scorecard.picture()),
         })
       : null;
     probes?.started();
@@ -242,6 +252,7 @@ function lead(
     owner,
     ...onFaults,
   });
+  const scorecard = FleetScorecard.of(fleet, clientOf(kc), o.log);
   const dcgm = o.dcgmEndpoint
     ? new FleetDcgm(fleet, {
         http: clientOf(kc),
@@ -267,11 +278,13 @@ function lead(
   return {
     fleet,
     dcgm,
+    scorecard,
     started,
     async stop() {
       stopped = true;
       await fleet.stop();
       dcgm?.stop();
+      scorecard.stop();
     },
   };
 }

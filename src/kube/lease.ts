@@ -125,6 +125,8 @@ export class Elected {
   private readonly durationMs: number;
   private readonly renewMs: number;
   private readonly retryMs: number;
+  /** An attempt has been answered: the lease was ours, or another's. */
+  private answered = false;
   /** Times this process has started leading; tests read it. */
   terms = 0;
 
@@ -138,6 +140,15 @@ export class Elected {
   /** Whether this process works now (always, without election). */
   get leading(): boolean {
     return this.work !== null;
+  }
+
+  /**
+   * Whether it knows if it leads or stands by: without election at once, else once the API server has
+   * answered an attempt. Before that it is neither, and a readiness that calls a standby ready must not
+   * call it so.
+   */
+  get decided(): boolean {
+    return !this.o.election || this.answered;
   }
 
   start(): void {
@@ -196,6 +207,7 @@ export class Elected {
       let held = false;
       try {
         held = await within(this.renewMs, this.tryAcquireOrRenew(e, sentAt));
+        this.answered = true;
       } catch (err) {
         this.o.log.warn(
           { lease: `${e.namespace}/${e.name}`, err: err instanceof Error ? err.message : String(err) },

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { clip, FakegpuError } from '../errors.js';
@@ -13,6 +13,7 @@ import { ScrapeStream, type ScrapeLimits } from './scrape-stream.js';
  * - `/readyz` (readiness): 200 `ok` when `ready()` holds, else 503 with `notReady`;
  * - `/metrics`: the registry's Prometheus exposition (404 without one), through `ScrapeStream` as every
  *   scrape is: few at once, slow clients cut, a registry that fails a 500;
+ * - a path of `routes` (GET only): its handler (the fleet's page);
  * - anything else: 404.
  */
 export interface ProbeServerOptions {
@@ -28,6 +29,8 @@ export interface ProbeServerOptions {
   /** Where a failed scrape or a server error is logged; default: nowhere. */
   log?: Logger;
   limits?: Partial<ScrapeLimits>;
+  /** More paths, each answered by its handler. */
+  routes?: Readonly<Record<string, (req: IncomingMessage, res: ServerResponse) => void>>;
 }
 
 export interface ProbeServer {
@@ -106,6 +109,8 @@ export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
     } else if (path === '/metrics' && o.metrics) {
       const reg = o.metrics;
       stream.serve(res, reg.contentType, async () => [await reg.metrics()]);
+    } else if (path !== undefined && o.routes && Object.hasOwn(o.routes, path) && req.method === 'GET') {
+      o.routes[path]?.(req, res);
     } else {
       res.writeHead(404).end();
     }

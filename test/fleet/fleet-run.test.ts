@@ -10,6 +10,7 @@ import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import { runUntilStopped } from '../../src/process/shutdown.js';
 import { FakeApi } from '../support/fake-api.js';
 import { FakeObjects } from '../support/fake-objects.js';
+import { Link } from '../support/link.js';
 import { SERVED } from '../support/fleet.js';
 import { until } from '../support/http.js';
 import { FakeHost, probe, takenEndpoint, unusedKubeconfig } from '../support/process.js';
@@ -150,6 +151,48 @@ describe('fakegpu fleet, as its run module wires it', () => {
     assert.ok(performance.now() - stopped < 400, 'at once: the lease was released');
     await until('b published', () => apis[1]?.slices.size === 1);
     await second.stop();
+  });
+
+  it('is not ready before its lease has answered, though it is not leading yet', async () => {
+    // bench:sched and bench:faults read a fresh fleet ready before it had a node: a standby is ready, and
+    // before its first attempt at the lease the fleet read as one.
+    const leases = new FakeObjects();
+    const link = new Link(leases);
+    link.mode = 'hang';
+    const api = new FakeApi();
+    api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+    const f = await runFleet(
+      options(api, {
+        leaderElection: {
+          api: link,
+          namespace: 'fakegpu',
+          name: 'fakegpu-fleet',
+          identity: 'a',
+          leaseDurationMs: 400,
+          renewDeadlineMs: 250,
+          retryPeriodMs: 40,
+        },
+      }),
+    );
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(!f.leading());
+      assert.deepEqual(await probe(f.probePort ?? 0, '/readyz'), {
+        status: 503,
+        text: 'publishing\n',
+        type: 'text/plain',
+      });
+      link.mode = 'up';
+      await until('published', () => api.slices.size === 1, 5000);
+      let ready = await probe(f.probePort ?? 0, '/readyz');
+      for (let i = 0; ready.status !== 200 && i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        ready = await probe(f.probePort ?? 0, '/readyz');
+      }
+      assert.equal(ready.status, 200);
+    } finally {
+      await f.stop();
+    }
   });
 
   it('a sharded replica joins the ring only once its first list is in, and then takes its shards', async () => {

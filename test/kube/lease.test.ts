@@ -115,6 +115,24 @@ describe('leader election over a Lease', () => {
     terms.noOverlap();
   });
 
+  it('is decided only once the API server has answered an attempt: before, neither leader nor standby', async () => {
+    const store = new FakeObjects();
+    const terms = new Terms();
+    const a = terms.candidate(store, 'a');
+    a.link.mode = 'fail';
+    a.e.start();
+    await sleep(RETRY * 3);
+    assert.ok(!a.e.decided && !a.e.leading);
+    a.link.mode = 'up';
+    await until('a leads', () => a.e.leading);
+    assert.ok(a.e.decided);
+    const b = terms.candidate(store, 'b');
+    assert.ok(!b.e.decided, 'not before it starts');
+    b.e.start();
+    await until('b decided', () => b.e.decided);
+    assert.ok(!b.e.leading, 'b stands by');
+  });
+
   it('a leader cut off stops before the lease runs out, and only then does the standby take over', async () => {
     for (const mode of ['fail', 'hang'] as const) {
       const { store, terms, a, b } = await leaderAndStandby();

@@ -6,6 +6,8 @@ export interface GpuState {
   node: string;
   allocated: boolean;
   tainted: boolean;
+  /** A MIG device on it is allocated: the GPU is partitioned. */
+  mig: boolean;
   /** Memory slices free on a GPU in partial MIG use, and how many of them no free MIG device can take whole. */
   migFreeSlices: number;
   migStrandedSlices: number;
@@ -76,6 +78,7 @@ export function gpuStates(
       node: l[0]?.node ?? '',
       allocated: l.some((e) => allocated.has(e)),
       tainted: l.some((e) => e.tainted),
+      mig: l.some((e) => allocated.has(e) && isMig(e.device)),
       migFreeSlices,
       migStrandedSlices,
     });

@@ -58,6 +58,18 @@ export const resultKey = (r: AllocationResult): string => deviceKey(r.driver, r.
 export const stringAttr = (d: Device, name: string): string | undefined => stringOf(d.attributes?.[name]);
 export const intAttr = (d: Device, name: string): number | undefined => intOf(d.attributes?.[name]);
 
+/** The physical GPU a GPU driver's device is on, as its node names it. */
+export const physicalGpu = (d: Device): string | undefined =>
+  stringAttr(d, 'parentUUID') ?? stringAttr(d, 'uuid') ?? stringAttr(d, STD.pciBusID);
+
+/** Evicted and still listed: status reason Evicted, or a DisruptionTarget condition. */
+export function evicted(p: PodView): boolean {
+  return (
+    p.status?.reason === 'Evicted' ||
+    (p.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True')
+  );
+}
+
 /** Taints that keep claims off (NoSchedule) or evict them (NoExecute); `None` only informs. */
 const binding = (t: DeviceTaint): boolean => t.effect === 'NoSchedule' || t.effect === 'NoExecute';
 
@@ -81,10 +93,7 @@ export function inventory(v: ClusterView): Map<string, DeviceEntry> {
     const { driver, nodeName: node } = s.spec;
     const pool = s.spec.pool.name;
     for (const d of s.spec.devices ?? []) {
-      const gpu =
-        driver === DRIVER_NAME
-          ? (stringAttr(d, 'parentUUID') ?? stringAttr(d, 'uuid') ?? stringAttr(d, STD.pciBusID))
-          : undefined;
+      const gpu = driver === DRIVER_NAME ? physicalGpu(d) : undefined;
       out.set(deviceKey(driver, pool, d.name), {
         driver,
         pool,

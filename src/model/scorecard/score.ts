@@ -1,7 +1,7 @@
 import { GPU_CLIQUE_LABEL, RACK_LABEL } from '../compute-domain/resource.js';
 import { claimQuality, type ClaimQuality } from './claims.js';
 import { gpuStates, type GpuState } from './gpus.js';
-import { allocatedClaims, type ClusterView, type DeviceEntry, inventory, type PodView } from './inventory.js';
+import { allocatedClaims, type ClusterView, type DeviceEntry, evicted, inventory } from './inventory.js';
 
 /**
  * How well GPU work is placed, in one scope (the cluster, a node pool, a rack). Definitions and formulas:
@@ -85,6 +85,14 @@ export function emptyFigures(): Figures {
 
 /** The scorecard of a cluster: pure, so that the report, the metrics and a test compute the same. */
 export function score(v: ClusterView, poolLabelOverride?: string): Scorecard {
+  return scoreWithGpus(v, poolLabelOverride).scorecard;
+}
+
+/** The scorecard, and the state of each physical GPU it counted, by `node/uuid` (the fleet's picture). */
+export function scoreWithGpus(
+  v: ClusterView,
+  poolLabelOverride?: string,
+): { scorecard: Scorecard; gpus: ReadonlyMap<string, GpuState> } {
   const devices = inventory(v);
   const claims = allocatedClaims(v, devices);
   const held = new Set<DeviceEntry>(claims.flatMap((c) => c.held));
@@ -99,7 +107,10 @@ export function score(v: ClusterView, poolLabelOverride?: string): Scorecard {
   for (const p of v.pods) if (evicted(p)) for (const f of scopes.of(p.spec?.nodeName ?? '')) f.podsEvicted++;
   addDomains(scopes, qualities, labels);
   for (const f of scopes.all()) f.fragmentation = f.free === 0 ? 0 : round(f.strandedGpus / f.free);
-  return { cluster: scopes.cluster, pools: scopes.pools, racks: scopes.racks, poolLabel };
+  return {
+    scorecard: { cluster: scopes.cluster, pools: scopes.pools, racks: scopes.racks, poolLabel },
+    gpus,
+  };
 }
 
 /** The figures a node counts in: the cluster's, its pool's, its rack's. */
@@ -192,13 +203,6 @@ function addDomains(
       if (cliques.size > 1) f.computeDomainsSplit++;
     }
   }
-}
-
-function evicted(p: PodView): boolean {
-  return (
-    p.status?.reason === 'Evicted' ||
-    (p.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True')
-  );
 }
 
 const round = (x: number): number => Math.round(x * 1000) / 1000;
