@@ -50,7 +50,8 @@ function nodeSvg(nodes) {
   const w = cols * (CELL + GAP) + 4;
   const h = Math.max(...nodes.map((n) => Math.ceil(n.gpus.length / cols))) * (CELL + GAP) + 4;
   const rows = Math.ceil(nodes.length / PER_ROW);
-  let out = '<svg width="' + PER_ROW * w + '" height="' + rows * h + '">';
+  const W = Math.min(nodes.length, PER_ROW) * w, H = rows * h;
+  let out = '<svg viewBox="0 0 ' + W + ' ' + H + '" width="' + W + '" height="' + H + '" style="max-width:100%;height:auto">';
   nodes.forEach((n, i) => {
     const x0 = (i % PER_ROW) * w, y0 = Math.floor(i / PER_ROW) * h;
     out += '<g data-node="' + esc(n.name) + '"><title>' + esc(n.name) + '</title>';

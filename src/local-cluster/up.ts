@@ -19,7 +19,7 @@ import { installDeviceClasses, NIC_CLASS } from './deviceclasses.js';
 import { startKarpenter } from './karpenter-process.js';
 import { startKueue } from './kueue-process.js';
 import { clusterDown } from './down.js';
-import { FLEET_DCGM, startFleet } from './fleet-process.js';
+import { FLEET_DCGM, FLEET_HTTP, startFleet } from './fleet-process.js';
 import { checkPorts, ensureNodeLink, preflight, reserveOwnPorts } from './host.js';
 import { ensureImageArchives, TEST_IMAGE } from './image.js';
 import { needsComputeDomains, startComputeDomainController } from './compute-domain-process.js';
@@ -111,6 +111,8 @@ export interface Exports {
   FAKEGPU_DCGM_URL?: string;
   /** The fleet's, for every KWOK node it serves. */
   FAKEGPU_FLEET_DCGM_URL?: string;
+  /** The fleet's page: its nodes' GPUs by state and the scorecard, live. */
+  FAKEGPU_FLEET_UI?: string;
 }
 
 function exportsOf(l: Layout, s: State): Exports {
@@ -123,7 +125,10 @@ function exportsOf(l: Layout, s: State): Exports {
     FAKEGPU_NIC_CLASS: NIC_CLASS,
     ...(s.profile && !s.helm ? { FAKEGPU_DCGM_URL: `http://${PLUGIN_DCGM}/metrics` } : {}),
     ...(kwokRuns(s) && s.kwokFleet !== false && !s.helm
-      ? { FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics` }
+      ? {
+          FAKEGPU_FLEET_DCGM_URL: `http://${FLEET_DCGM}/metrics`,
+          FAKEGPU_FLEET_UI: `http://${FLEET_HTTP}/ui`,
+        }
       : {}),
   };
 }
@@ -239,7 +244,9 @@ export async function clusterUp(o: ClusterOptions): Promise<Exports> {
     throw e;
   }
   o.log(`cluster ready: node ${o.nodeName}, logs in ${l.logs}`);
-  return exportsOf(l, s);
+  const e = exportsOf(l, s);
+  if (e.FAKEGPU_FLEET_UI) o.log(`the fleet's page, its nodes' GPUs and the scorecard: ${e.FAKEGPU_FLEET_UI}`);
+  return e;
 }
 
 /** The cluster as a previous `up` started it, if all of it still runs. */

@@ -475,7 +475,8 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
       assert.equal(r.stderr, '');
     }
 
-    p8s.start({ plugin: plugin.host, fleet: fleet.host });
+    // The fleet's own /metrics too, for the scorecard's panels.
+    p8s.start({ plugin: plugin.host, fleet: fleet.host, scorecard: new URL(e.FAKEGPU_FLEET_UI ?? '').host });
     const query = (q: string): ReturnType<TestPrometheus['query']> => p8s.query(q);
     const until = <T>(what: string, f: () => Promise<T | undefined>): Promise<T> => p8s.until(what, f);
     const util = await until('the pod’s GPU in Prometheus', async () => {
@@ -518,6 +519,7 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
     assert.deepEqual(targets.map((t) => [t.labels.job, t.health, t.lastError]).sort(), [
       ['fleet', 'up', ''],
       ['plugin', 'up', ''],
+      ['scorecard', 'up', ''],
     ]);
   });
 });
