@@ -1,5 +1,5 @@
-import { duration } from '../process/progress.js';
-import { spawnSync } from 'node:child_process';
+import { duration, timedProgress, type Log } from '../process/progress.js';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -270,18 +270,17 @@ export function toolchainPaths(release: KubernetesRelease = defaultRelease()): T
  * Builds every missing or outdated binary of the cluster from the pinned Go modules, printing progress to
  * stderr. A component is rebuilt only when its go.mod, go.sum, build recipe or the Go version changed.
  */
-export function ensureBinaries(
+export async function ensureBinaries(
   repoRoot: string,
-  log: (line: string) => void,
+  log: Log,
   release: KubernetesRelease = defaultRelease(),
   needs: ClusterNeeds = {},
-): Toolchain {
+): Promise<Toolchain> {
   const shared = toolchainPaths();
   const own = toolchainPaths(release);
   const all = clusterComponents(release, needs);
-  all.forEach(({ c, paths }, i) => {
-    build(repoRoot, c, paths, `[${i + 1}/${all.length}]`, log);
-  });
+  for (const [i, { c, paths }] of all.entries())
+    await build(repoRoot, c, paths, `[${i + 1}/${all.length}]`, log);
   if (own.bin !== shared.bin)
     linkShared(
       all.filter(({ c }) => c.module !== 'kubernetes').map(({ c }) => c),
@@ -362,15 +361,15 @@ function linkShared(others: readonly Component[], shared: Toolchain, own: Toolch
 }
 
 /** One component built on demand (Prometheus), into the same bin/ as the cluster's. */
-export function ensureComponent(
+export async function ensureComponent(
   repoRoot: string,
   module: keyof typeof VERSIONS,
-  log: (line: string) => void,
-): Toolchain {
+  log: Log,
+): Promise<Toolchain> {
   const paths = toolchainPaths();
   const c = COMPONENTS.find((x) => x.module === module);
   if (!c) throw new FakegpuError('build', `no component ${module}`);
-  build(repoRoot, c, paths, '', log);
+  await build(repoRoot, c, paths, '', log);
   return paths;
 }
 
@@ -395,13 +394,34 @@ export function moduleDir(repoRoot: string, module: keyof typeof VERSIONS, path:
   return dir;
 }
 
-function build(
+/** One `go build`, its standard error kept to its last 16 kB for the error line. */
+function goBuild(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stderr: string; error?: Error }> {
+  return new Promise((resolve) => {
+    const child = spawn('go', args, { cwd, env, stdio: ['ignore', 'inherit', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-16_384);
+    });
+    child.on('error', (error) => {
+      resolve({ code: null, stderr, error });
+    });
+    child.on('close', (code) => {
+      resolve({ code, stderr });
+    });
+  });
+}
+
+async function build(
   repoRoot: string,
   c: Component,
   paths: Toolchain,
   step: string,
-  log: (line: string) => void,
-): void {
+  log: Log,
+): Promise<void> {
   const { id, out } = placeOf(c, paths);
   if (isCurrent(repoRoot, c, paths)) return;
   const stamp = join(out, `.${id}.stamp`);
@@ -416,31 +436,30 @@ function build(
   log(
     `building ${id} ${versionOf(c)} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
-  for (const [pkg, name] of Object.entries(c.binaries)) {
-    const tmp = join(out, `.${name}.tmp`);
-    const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
-    if (c.tags) args.push('-tags', c.tags.join(','));
-    args.push(pkg);
-    const r = spawnSync('go', args, {
-      cwd: folderOf(repoRoot, c),
-      env: {
+  const progress = timedProgress(`building ${id}`, last, log);
+  try {
+    for (const [pkg, name] of Object.entries(c.binaries)) {
+      const tmp = join(out, `.${name}.tmp`);
+      const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
+      if (c.tags) args.push('-tags', c.tags.join(','));
+      args.push(pkg);
+      const r = await goBuild(args, folderOf(repoRoot, c), {
         ...process.env,
         CGO_ENABLED: c.cgo ? '1' : '0',
         GOTOOLCHAIN: c.goToolchain ?? 'local',
         GOFLAGS: '-mod=readonly',
-      },
-      stdio: ['ignore', 'inherit', 'pipe'],
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    if (r.status !== 0) {
-      const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
-      throw new FakegpuError(
-        `build ${name}`,
-        `go build ${pkg} failed in upstream/${c.folder ?? c.module}:\n${tail}`,
-      );
+      });
+      if (r.code !== 0) {
+        const tail = (r.stderr || String(r.error ?? '')).trim().split('\n').slice(-15).join('\n');
+        throw new FakegpuError(
+          `build ${name}`,
+          `go build ${pkg} failed in upstream/${c.folder ?? c.module}:\n${tail}`,
+        );
+      }
+      renameSync(tmp, join(out, name));
     }
-    renameSync(tmp, join(out, name));
+  } finally {
+    progress.stop();
   }
   writeFileSync(stamp, `${want}\n`);
   const seconds = Math.round((Date.now() - started) / 1000);

@@ -81,7 +81,7 @@ export async function startKarpenter(
   s: State,
   log: (line: string) => void,
 ): Promise<Started> {
-  const built = ensureComponent(REPO_ROOT, 'karpenter', log);
+  const built = await ensureComponent(REPO_ROOT, 'karpenter', log);
   installKarpenterCrds(l, t, moduleDir(REPO_ROOT, 'karpenter', 'sigs.k8s.io/karpenter'));
   const offer = s.karpenterGpus ?? 'dra';
   const types = join(l.configDir, 'karpenter-instance-types.json');

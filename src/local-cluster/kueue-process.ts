@@ -92,7 +92,7 @@ export function kueueWebhooks(manifests: string, caBundle: string): unknown[] {
  * against ClusterQueue quota, counting the GPUs of their ResourceClaimTemplates.
  */
 export async function startKueue(l: Layout, t: Toolchain, log: (line: string) => void): Promise<Started> {
-  const built = ensureComponent(REPO_ROOT, 'kueue', log);
+  const built = await ensureComponent(REPO_ROOT, 'kueue', log);
   const dir = moduleDir(REPO_ROOT, 'kueue', 'sigs.k8s.io/kueue');
   applyObjects(
     l,

@@ -276,7 +276,7 @@ async function prepare(
   const s = stateOf(o, release, toolchainPaths(release));
   const needs = { helm: s.helm === true, kwok: kwokRuns(s) };
   await fetchReleases(REPO_ROOT, clusterComponents(release, needs), o.log);
-  const t = ensureBinaries(REPO_ROOT, o.log, release, needs);
+  const t = await ensureBinaries(REPO_ROOT, o.log, release, needs);
   refuseUntrustedToolchain(t);
   const images = ensureImageArchives(join(t.bin, 'pause'), o.log);
   for (const d of [l.run, l.logs, l.configDir, l.cdiDir, l.cniState]) mkdirSync(d, { recursive: true });

@@ -28,6 +28,8 @@ export interface ProgressOptions {
   log: Log;
   now?: () => number;
   redrawMs?: number;
+  /** The line for `done` of `total` after `seconds`; default: counts, rate and time left. */
+  format?: (done: number, total: number, seconds: number) => string;
 }
 
 export class Progress {
@@ -72,6 +74,7 @@ export class Progress {
   line(t: number): string {
     const s = (t - this.t0) / 1000;
     const { total } = this.o;
+    if (this.o.format) return this.o.format(this.done, total, s);
     const pct = total > 0 ? Math.floor((this.done * 100) / total) : 100;
     const rate = s > 0 ? this.done / s : 0;
     const left = rate > 0 && this.done < total ? `, ~${duration((total - this.done) / rate)} left` : '';
@@ -83,6 +86,37 @@ const count = (n: number): string => n.toLocaleString('en-US');
 
 function rateText(r: number): string {
   return r >= 10 ? `${Math.round(r)}/s` : `${r.toFixed(1)}/s`;
+}
+
+/**
+ * Work timed against an estimate (a build, against how long the last one took here): `what: 2m10s of
+ * ~25m (8%)`, at most 99% until it ends; with no estimate only the time so far, on a terminal, and
+ * nothing in a log until the end.
+ */
+export function timedProgress(what: string, estimateS: number, log: Log): { stop(): void } {
+  const total = Number.isFinite(estimateS) && estimateS > 0 ? estimateS : 0;
+  const p = new Progress({
+    what,
+    total,
+    log,
+    format: (done, all, s) =>
+      all > 0
+        ? `${what}: ${duration(s)} of ~${duration(all)} (${Math.min(99, Math.floor((s * 100) / all))}%)`
+        : `${what}: ${duration(s)}`,
+  });
+  const started = performance.now();
+  const timer = setInterval(() => {
+    const s = (performance.now() - started) / 1000;
+    p.update(total > 0 ? Math.min(s, total * 0.99) : 0);
+  }, 1000);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      // A terminal's live line ends here; a log has said enough by its tenths.
+      if (log.tty) p.finish();
+    },
+  };
 }
 
 /** 42s, 6m10s, 1h05m. */

@@ -429,7 +429,7 @@ describe('GPU metrics as dcgm-exporter serves them, scraped by Prometheus', () =
   });
 
   it("a pod's annotated utilisation, injected XIDs and the fleet's 8,000 GPUs, queried from Prometheus", async () => {
-    const p8s = (prometheus = new TestPrometheus(log));
+    const p8s = (prometheus = await TestPrometheus.create(log));
     const plugin = new URL(e.FAKEGPU_DCGM_URL ?? '');
     const fleet = new URL(e.FAKEGPU_FLEET_DCGM_URL ?? '');
     const p = pod(e, 'dcgm-pod', 'one') as { metadata: Record<string, unknown> };

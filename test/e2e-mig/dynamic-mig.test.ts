@@ -69,7 +69,7 @@ describe('dynamic MIG on a fake DGX H100 node', () => {
     assert.equal(smi.match(/MIG 1g\.10gb/g)?.length, 3, smi);
     assert.equal(smi.match(/MIG 3g\.40gb/g)?.length, 1, smi);
     // The chart's dashboard's MIG panel, from a real Prometheus scraping the plugin: the pod's instances.
-    const p8s = (prometheus = new TestPrometheus(() => undefined));
+    const p8s = (prometheus = await TestPrometheus.create(() => undefined));
     p8s.start({ plugin: new URL(e.FAKEGPU_DCGM_URL ?? '').host });
     const mig = dashboardPanels().find((x) => x.targets.some((t) => t.expr.includes('GPU_I_PROFILE')));
     assert.ok(mig);

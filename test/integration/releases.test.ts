@@ -31,7 +31,7 @@ describe('an unreachable FAKEGPU_MIRROR', () => {
         lines[0] ?? '',
         /crictl 1\.37\.0: 127\.0\.0\.1:\d+ is not reachable .*; building it instead/,
       );
-      ensureComponent(REPO_ROOT, 'crictl', log);
+      await ensureComponent(REPO_ROOT, 'crictl', log);
       assert.ok(
         lines.some((l) => /^built crictl in /.test(l)),
         lines.join('\n'),

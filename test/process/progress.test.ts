@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { duration, Progress, streamLog, type Log } from '../../src/process/progress.js';
+import { duration, Progress, streamLog, timedProgress, type Log } from '../../src/process/progress.js';
 
 describe('progress of long work', () => {
   it('without a terminal: one line per tenth of the way, then the last', () => {
@@ -65,6 +65,26 @@ describe('progress of long work', () => {
     assert.deepEqual(written, ['fakegpu: x\n']);
     const tty = streamLog('p: ', { ...stream, isTTY: true } as unknown as NodeJS.WriteStream);
     assert.equal(tty.tty?.prefix, 'p: ');
+  });
+
+  it('times work against an estimate: tenths in a log, never 100% before it ends; a live line on a terminal', async () => {
+    const lines: string[] = [];
+    const log: Log = (l) => {
+      lines.push(l);
+    };
+    const p = timedProgress('building kubernetes', 2, log);
+    await new Promise((r) => setTimeout(r, 1300));
+    p.stop();
+    assert.deepEqual(lines, ['building kubernetes: 1s of ~2s (50%)']);
+    const drawn: string[] = [];
+    const tty: Log = Object.assign(() => undefined, {
+      tty: { write: (x: string) => drawn.push(x), prefix: 'fakegpu: ' },
+    });
+    const q = timedProgress('building etcd', Number.NaN, tty);
+    await new Promise((r) => setTimeout(r, 1100));
+    q.stop();
+    assert.match(drawn[0] ?? '', /^\r\x1b\[2Kfakegpu: building etcd: 1s$/);
+    assert.match(drawn.at(-1) ?? '', /building etcd: 1s\n$/);
   });
 
   it('says durations as people read them', () => {

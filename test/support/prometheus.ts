@@ -14,13 +14,15 @@ export interface Sample {
 
 /** A real Prometheus (built from its Go module as the cluster's components are) scraping `targets` by job. */
 export class TestPrometheus {
-  readonly bin: string;
   private readonly dir = mkdtempSync(join(tmpdir(), 'fakegpu-prometheus-'));
   private proc: ChildProcess | null = null;
   private readonly web = '127.0.0.1:19090';
 
-  constructor(log: (line: string) => void) {
-    this.bin = ensureComponent(REPO_ROOT, 'prometheus', log).bin;
+  private constructor(readonly bin: string) {}
+
+  /** Built first where it is not yet. */
+  static async create(log: (line: string) => void): Promise<TestPrometheus> {
+    return new TestPrometheus((await ensureComponent(REPO_ROOT, 'prometheus', log)).bin);
   }
 
   start(targets: Record<string, string>): void {
