@@ -126,7 +126,7 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
         // A standby is ready: a rollout's new pod stands by until the old one hands the lease over. Not
         // before the lease has answered: until then it would read ready before publishing a thing.
         ready: () => elected.decided && (!elected.leading || (term?.fleet.converged() ?? false)),
-        notReady: 'publishing',
+        notReady: () => publishing(term?.fleet),
         metrics: reg,
         log: o.log,
         routes: uiRoutes(picture),
@@ -174,7 +174,7 @@ async function runSharded(
       ? await serveProbes({
           endpoint: o.httpEndpoint,
           ready: () => term.fleet.converged(),
-          notReady: 'publishing',
+          notReady: () => publishing(term.fleet),
           metrics: reg,
           log: o.log,
           routes: uiRoutes(() => term.scorecard.picture()),
@@ -209,6 +209,17 @@ async function runSharded(
       await probes?.close();
     },
   };
+}
+
+/**
+ * /readyz's answer while publishing: how many of the nodes it writes are published, once it knows any
+ * (`cluster up` shows it as progress; a probe reads only the status).
+ */
+function publishing(fleet: Fleet | undefined): string {
+  const s = fleet?.snapshot();
+  return s && s.owned > 0
+    ? `publishing ${String(s.owned - s.pending)}/${String(s.owned)} nodes`
+    : 'publishing';
 }
 
 function stoppable(elected: Elected, probes: ProbeServer | null, dcgm: DcgmServer | null): RunningFleet {

@@ -97,7 +97,7 @@ export type Source<T> = Pick<Informer<T>, 'start' | 'stop' | 'snapshot'>;
 export class FleetScorecard {
   private readonly claims: Source<ResourceClaim>;
   private readonly pods: Source<PodView>;
-  private last: { at: number; picture: FleetPicture } | null = null;
+  private last: { at: number; picture: FleetPicture; tookMs: number } | null = null;
   private started = false;
   private readonly now: () => number;
   private readonly maxAgeMs: number;
@@ -126,7 +126,10 @@ export class FleetScorecard {
     this.pods.stop();
   }
 
-  /** The scorecard and picture, at most `maxAgeMs` old; null until claims and pods are first listed. */
+  /**
+   * The scorecard and picture, at most `maxAgeMs` old (or 20 times as long as the last took, where that
+   * is longer); null until claims and pods are first listed.
+   */
   picture(): FleetPicture | null {
     if (!this.started) {
       this.started = true;
@@ -135,9 +138,12 @@ export class FleetScorecard {
     }
     if (this.claims.snapshot() === undefined || this.pods.snapshot() === undefined) return null;
     const now = this.now();
-    if (this.last && now - this.last.at < this.maxAgeMs) return this.last.picture;
+    if (this.last && now - this.last.at < Math.max(this.maxAgeMs, 20 * this.last.tookMs))
+      return this.last.picture;
+    const t0 = performance.now();
     const picture = this.work(new Date(now));
-    this.last = { at: now, picture };
+    // Worked out again no sooner than 20 times as long as it took: at most 5% of the fleet's time.
+    this.last = { at: now, picture, tookMs: performance.now() - t0 };
     return picture;
   }
 

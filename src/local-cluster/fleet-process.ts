@@ -52,6 +52,28 @@ export async function fleetsReady(s: State): Promise<boolean> {
 }
 
 /**
+ * The nodes the replicas have published so far, from their /readyz (`publishing 1200/50000 nodes`);
+ * null while none says.
+ */
+export async function fleetsPublished(s: State): Promise<number | null> {
+  const said = await Promise.all(
+    Array.from({ length: s.fleetReplicas ?? 1 }, async (_, r) => {
+      try {
+        const res = await fetch(`http://${fleetReplica(r).http}/readyz`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        const m = /^publishing (\d+)\/\d+ nodes/.exec(await res.text());
+        return res.ok ? 'all' : m ? Number(m[1]) : null;
+      } catch {
+        return null;
+      }
+    }),
+  );
+  if (said.every((x) => x === null || x === 'all')) return null;
+  return said.reduce<number>((a, x) => a + (typeof x === 'number' ? x : 0), 0);
+}
+
+/**
  * The fleet as host processes, like the plugin: it publishes the KWOK nodes' slices; with
  * `--fleet-replicas`, several that split the nodes by shard Leases (`fleet --shards`).
  */

@@ -6,7 +6,7 @@ import { KWOK_ANNOTATION } from '../kube/kwok.js';
 import { isProfileFile } from '../model/profile/load.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
-import { fleetsReady } from './fleet-process.js';
+import { fleetsPublished, fleetsReady } from './fleet-process.js';
 import { kubectl, kubectlAsync } from './kubectl.js';
 import { PROFILE_LABEL } from './plugin-process.js';
 import { waitFor } from './probe.js';
@@ -30,6 +30,8 @@ export async function createKwokNodes(
   kwok: Started,
   /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
   fleetReady: () => Promise<boolean> = () => fleetsReady(s),
+  /** How many it has published so far, null where it does not say (the chart's fleet). */
+  fleetPublished: () => Promise<number | null> = () => fleetsPublished(s),
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const fleet = s.kwokFleet !== false;
@@ -65,20 +67,32 @@ export async function createKwokNodes(
   const s0 = (performance.now() - t0) / 1000;
   if (n > 0) log(`applied ${n} KWOK node(s) in ${s0.toFixed(1)} s (${(n / s0).toFixed(0)}/s)`);
   const ready = new Progress({ what: 'KWOK nodes Ready', total: n, log });
+  const published = new Progress({ what: "KWOK nodes' slices published", total: n, log });
+  let allReady = false;
   await waitFor(
     fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
     kwok,
     async () => {
-      // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
-      // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
-      const table = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']).out;
-      const count = readyRows(table);
-      ready.update(count);
-      return count === n && (!fleet || (await fleetReady()));
+      if (!allReady) {
+        // The API server's table (STATUS `Ready`, or `Ready,SchedulingDisabled`), not every node's JSON
+        // decoded by kubectl: 3.3 s instead of 7.9 s a look at 10,000 nodes, and it grows with N.
+        const table = kubectl(l, t.bin, ['get', 'nodes', '-l', 'type=kwok', '--no-headers']).out;
+        const count = readyRows(table);
+        ready.update(count);
+        if (count < n) return false;
+        allReady = true;
+        ready.finish();
+      }
+      if (!fleet) return true;
+      if (await fleetReady()) return true;
+      const done = await fleetPublished();
+      if (done !== null) published.update(done);
+      return false;
     },
     Math.max(120_000, n * 200),
   );
-  ready.finish();
+  if (!allReady) ready.finish();
+  if (fleet && n > 0) published.finish();
   if (n > 0) await waitUntilSchedulable(l, n, log);
 }
 

@@ -473,7 +473,13 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
     );
   }
   if (kwok && (s.kwokNodes ?? 0) > 0)
-    await createKwokNodes(l, t, s, log, kwok, () =>
-      Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
+    await createKwokNodes(
+      l,
+      t,
+      s,
+      log,
+      kwok,
+      () => Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
+      () => Promise.resolve(null),
     );
 }

@@ -23,8 +23,8 @@ export interface ProbeServerOptions {
   flag?: string;
   /** Readiness, asked on every /readyz once started; default: ready. */
   ready?: () => boolean;
-  /** /readyz's body while not ready, e.g. "not registered with the kubelet". */
-  notReady?: string;
+  /** /readyz's body while not ready, e.g. "not registered with the kubelet", or how far it has come. */
+  notReady?: string | (() => string);
   metrics?: Registry;
   /** Where a failed scrape or a server error is logged; default: nowhere. */
   log?: Logger;
@@ -96,6 +96,8 @@ export function closeServer(server: Server): Promise<void> {
 export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
   let started = false;
   const ready = o.ready ?? (() => true);
+  const notReady = (): string =>
+    typeof o.notReady === 'function' ? o.notReady() : (o.notReady ?? 'not ready');
   const stream = new ScrapeStream(o.log ?? pino({ level: 'silent' }), 'metrics', o.limits);
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
@@ -103,9 +105,7 @@ export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
       res.writeHead(started ? 200 : 503, TEXT).end(started ? 'ok\n' : 'starting\n');
     } else if (path === '/readyz') {
       const ok = started && ready();
-      res
-        .writeHead(ok ? 200 : 503, TEXT)
-        .end(ok ? 'ok\n' : `${started ? (o.notReady ?? 'not ready') : 'starting'}\n`);
+      res.writeHead(ok ? 200 : 503, TEXT).end(ok ? 'ok\n' : `${started ? notReady() : 'starting'}\n`);
     } else if (path === '/metrics' && o.metrics) {
       const reg = o.metrics;
       stream.serve(res, reg.contentType, async () => [await reg.metrics()]);

@@ -44,7 +44,8 @@ describe('fakegpu fleet, as its run module wires it', () => {
     await until('published', () => api.slices.size === 2);
     let ready = await probe(port, '/readyz');
     for (let i = 0; ready.status !== 200 && i < 100; i++) {
-      assert.deepEqual(ready, { status: 503, text: 'publishing\n', type: 'text/plain' });
+      assert.equal(ready.status, 503);
+      assert.match(ready.text, /^publishing( \d+\/2 nodes)?\n$/);
       await new Promise((r) => setTimeout(r, 20));
       ready = await probe(port, '/readyz');
     }
@@ -151,6 +152,30 @@ describe('fakegpu fleet, as its run module wires it', () => {
     assert.ok(performance.now() - stopped < 400, 'at once: the lease was released');
     await until('b published', () => apis[1]?.slices.size === 1);
     await second.stop();
+  });
+
+  it('says how many of its nodes are published while it is not ready', async () => {
+    const api = new FakeApi();
+    for (const n of ['node-0', 'node-1', 'node-2']) api.putNode(n, {}, { [KWOK_ANNOTATION]: 'fake' });
+    let release = (): void => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    // The third create waits: two nodes are published, one is not.
+    let creates = 0;
+    for (let i = 0; i < 3; i++) api.before('createSlice', () => (++creates === 3 ? held : undefined));
+    const f = await runFleet(options(api, { concurrency: 1 }));
+    try {
+      await until('two published', () => api.slices.size === 2);
+      assert.deepEqual(await probe(f.probePort ?? 0, '/readyz'), {
+        status: 503,
+        text: 'publishing 2/3 nodes\n',
+        type: 'text/plain',
+      });
+      release();
+      await until('three published', () => api.slices.size === 3);
+    } finally {
+      release();
+      await f.stop();
+    }
   });
 
   it('is not ready before its lease has answered, though it is not leading yet', async () => {
