@@ -91,7 +91,6 @@ export async function createKwokNodes(
     },
     Math.max(120_000, n * 200),
   );
-  if (!allReady) ready.finish();
   if (fleet && n > 0) published.finish();
   if (n > 0) await waitUntilSchedulable(l, n, log);
 }
