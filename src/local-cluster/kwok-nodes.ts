@@ -91,7 +91,10 @@ export async function createKwokNodes(
     },
     Math.max(120_000, n * 200),
   );
-  if (fleet && n > 0) published.finish();
+  if (fleet && n > 0) {
+    published.update(n);
+    published.finish();
+  }
   if (n > 0) await waitUntilSchedulable(l, n, log);
 }
 
