@@ -145,14 +145,15 @@ export function schedStartup(results: readonly SchedResult[]): Spec {
           })),
     );
   });
+  const counts = rs.map((r) => r.nodes.toLocaleString('en-US')).join(', ');
   return chart(
-    'bench:sched: pod startup, POST to Running',
+    `bench:sched: pod startup, POST to Running (${counts} KWOK nodes)`,
     subtitle(rs.map((r) => ({ hardware: r.hardware, date: day(r.startedAt) }))),
     {
       data: { values },
       mark: 'bar',
       encoding: {
-        x: { field: 'phase', type: 'nominal', title: null, sort: null },
+        x: { field: 'phase', type: 'nominal', title: null, sort: null, axis: { labelAngle: 0 } },
         xOffset: { field: 'percentile', type: 'nominal' },
         y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
         color: { field: 'percentile', type: 'nominal', legend: { orient: 'top-left' } },
