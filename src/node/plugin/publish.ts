@@ -1,3 +1,4 @@
+import type { ResourceSlice } from '../../kube/types/resource.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -25,6 +26,8 @@ export interface PublishOptions {
   /** Where each started publisher goes, for the stop. */
   publishers: Publisher[];
   signal: AbortSignal;
+  /** Told each driver's slices after each publish (the node's scorecard). */
+  onPublished?: (driver: string, slices: readonly ResourceSlice[]) => void;
 }
 
 /** The API server's version, asked until it answers or the plugin stops (null then). */
@@ -64,6 +67,7 @@ export async function publishSlices(o: PublishOptions): Promise<boolean> {
       onSync: (_writes, devices, slices) => {
         o.metrics.published.set({ driver: d.name }, devices);
         d.published?.(slices);
+        o.onPublished?.(d.name, slices);
       },
     });
     publisher.start(off.size === 0 ? (full[i] ?? []) : d.slices(version, off));

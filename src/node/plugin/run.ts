@@ -45,6 +45,9 @@ import { chooseProfile, slicesFromFile } from './machine.js';
 import { NodeFaults } from './faults.js';
 import { NodeHealth } from './health.js';
 import { pluginMetrics } from './metrics.js';
+import { NodeScorecard } from './scorecard.js';
+import { scorecardGauges } from '../../process/scorecard-metrics.js';
+import type { Scorecard } from '../../model/scorecard/score.js';
 import { startNodeDcgm } from './dcgm.js';
 import type { Style } from '../../model/dcgm/exposition.js';
 import { refuseRealDriver } from './preflight.js';
@@ -359,6 +362,8 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
   const kc = loadKubeconfigInto(new KubeConfig(), o.kubeconfig);
   const reg = new Registry();
   const m = pluginMetrics(reg);
+  let scorecard: () => Scorecard | null = () => null;
+  scorecardGauges(reg, () => scorecard());
   // Ready once the kubelet accepted every registration.
   const registered = new Map<string, boolean>();
   const probes = o.httpEndpoint
@@ -371,7 +376,16 @@ export async function runPlugin(o: PluginOptions): Promise<RunningPlugin> {
       })
     : null;
   try {
-    return await startPlugin(o, { kc, m, log, registered, probes });
+    return await startPlugin(o, {
+      kc,
+      m,
+      log,
+      registered,
+      probes,
+      scorecard: (read) => {
+        scorecard = read;
+      },
+    });
   } catch (e) {
     await probes?.close();
     throw e;
@@ -386,6 +400,8 @@ async function startPlugin(
     log: Logger;
     registered: Map<string, boolean>;
     probes: ProbeServer | null;
+    /** Where the node's scorecard is read from, once its drivers exist. */
+    scorecard?: (read: () => Scorecard | null) => void;
   },
 ): Promise<RunningPlugin> {
   const { kc, m, log } = c;
@@ -423,6 +439,10 @@ async function startPlugin(
 
   const publishers: Publisher[] = [];
   const stopping = new AbortController();
+  const scorecard = new NodeScorecard(o.nodeName, () =>
+    drivers.map((d) => ({ driver: d.name, claims: d.checkpoint.all() })),
+  );
+  c.scorecard?.(() => scorecard.scorecard());
   const publishing = publishSlices({
     kc,
     nodeName: o.nodeName,
@@ -432,6 +452,9 @@ async function startPlugin(
     retireComputeDomains: o.computeDomains !== undefined && !domains,
     publishers,
     signal: stopping.signal,
+    onPublished: (driver, slices) => {
+      scorecard.published(driver, slices);
+    },
   }).then(async (done) => {
     if (done) await domains?.start();
   });
