@@ -53,11 +53,12 @@ describe("the plugin's scorecard of its node", () => {
       slices.filter((s) => s.spec.driver === DRIVER_NAME),
     );
     const c = sc.scorecard()?.cluster;
-    assert.equal(c?.gpus, 8);
-    assert.equal(c?.allocated, 3);
-    assert.equal(c?.nodesPartial, 1);
-    assert.equal(c?.strandedGpus, 5);
-    assert.equal(c?.multiGpuClaims, 1);
+    assert.ok(c);
+    assert.equal(c.gpus, 8);
+    assert.equal(c.allocated, 3);
+    assert.equal(c.nodesPartial, 1);
+    assert.equal(c.strandedGpus, 5);
+    assert.equal(c.multiGpuClaims, 1);
     const reg = new Registry();
     scorecardGauges(reg, () => sc.scorecard());
     assert.match(await reg.metrics(), /^fakegpu_scorecard_gpus_allocated\{scope="cluster",name=""\} 3$/m);
