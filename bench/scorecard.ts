@@ -11,6 +11,25 @@ export async function scorecardOf(kc: KubeConfig): Promise<Scorecard> {
   return score(await listClusterView(clientOf(kc)));
 }
 
+/**
+ * The fleet's own scorecard (its page's state, `http://<endpoint>/ui/state`) against the API's, asked
+ * again until they agree or `ms` pass (pods still coming and going move both): the figures that differ,
+ * `fleet/API`, or none.
+ */
+export async function fleetDiffers(endpoint: string, kc: KubeConfig, ms = 60_000): Promise<string[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const want = (await scorecardOf(kc)).cluster;
+    const r = await fetch(`http://${endpoint}/ui/state`).catch(() => null);
+    const got = r?.ok ? ((await r.json()) as { scorecard: Scorecard }).scorecard.cluster : null;
+    const differ = (Object.keys(want) as (keyof typeof want)[])
+      .filter((k) => got?.[k] !== want[k])
+      .map((k) => `${k} ${String(got?.[k])}/${String(want[k])}`);
+    if (differ.length === 0 || Date.now() > deadline) return differ;
+    await new Promise((res) => setTimeout(res, 2000));
+  }
+}
+
 export function scorecardLine(phase: string, s: Scorecard): string {
   const c = s.cluster;
   const part = (n: number, of: number): string => `${n}/${of}`;

@@ -26,7 +26,7 @@ import { GENERIC_CLAIM, GENERIC_CLASS, GENERIC_DRIVER, genericSlice } from './ge
 import { CLASSES_PATH, cleanupNamespace, createTemplate, deleteSlices } from './objects.js';
 import { f } from './report.js';
 import { workload, type Workload } from './workload.js';
-import { scorecardLine, scorecardOf } from '../scorecard.js';
+import { fleetDiffers, scorecardLine, scorecardOf } from '../scorecard.js';
 import type { Scorecard } from '../../src/model/scorecard/score.js';
 
 export interface Phase {
@@ -41,6 +41,8 @@ export interface Phase {
   work: Workload;
   /** `fakegpu report`'s figures once the workload is done, before its pods go; it counts NVIDIA's GPUs only. */
   scorecard: Scorecard | null;
+  /** Figures where the fleet's own scorecard differed from the API's (`fleet/API`); empty: none. */
+  fleetScorecardDiffers?: string[];
 }
 
 export interface Results {
@@ -112,6 +114,13 @@ export async function faithfulPhase(t: Target, made: Made): Promise<Phase> {
   const work = await workload(cfg, t.kc, raw, 'faithful', 'sched-faithful', capacity, alive);
   const scorecard = await scorecardOf(t.kc);
   log(scorecardLine('faithful', scorecard));
+  // The fleet's page and scorecard metrics, worked out from its own view, against the API objects.
+  const differ = await fleetDiffers(FLEET_HTTP, t.kc);
+  log(
+    differ.length === 0
+      ? "faithful: the fleet's scorecard (its page, its metrics) equals the API's"
+      : `faithful: the fleet's scorecard differs from the API's (fleet/API): ${differ.join(', ')}`,
+  );
   await cleanupNamespace(raw, cfg.inFlight);
   await stopFleet(f0);
   made.fleet = null;
@@ -128,6 +137,7 @@ export async function faithfulPhase(t: Target, made: Made): Promise<Phase> {
     publishS,
     work,
     scorecard,
+    fleetScorecardDiffers: differ,
   };
 }
 
