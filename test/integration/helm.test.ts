@@ -17,6 +17,7 @@ interface Container {
   securityContext?: unknown;
   livenessProbe?: unknown;
   readinessProbe?: unknown;
+  ports?: { name: string; containerPort: number }[];
 }
 
 interface Doc {
@@ -233,9 +234,56 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'the file, whole',
     );
     assert.ok(dashboard.panels.length >= 10);
-    for (const p of dashboard.panels) assert.match(p.targets[0]?.expr ?? '', /DCGM_FI_/, p.title);
+    for (const p of dashboard.panels)
+      assert.match(p.targets[0]?.expr ?? '', /DCGM_FI_|fakegpu_scorecard_/, p.title);
     const applied = kubectl(e, ['apply', '--dry-run=server', '-n', 'default', '-f', '-'], JSON.stringify(cm));
     assert.equal(applied.code, 0, applied.err);
+  });
+
+  it("renders a PodMonitor of fakegpu's own metrics (the scorecard among them) only when asked", () => {
+    const off = template(e);
+    assert.equal(off.code, 0, off.err);
+    assert.equal(objects(off.out).filter((o) => o.kind === 'PodMonitor').length, 0);
+    const r = template(e, [
+      '--set',
+      'podMonitor.enabled=true',
+      '--set',
+      'podMonitor.additionalLabels.release=kps',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    type PodMonitor = Doc & {
+      metadata: { labels?: Record<string, string> };
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; path: string; interval: string }[];
+      };
+    };
+    const monitors = objects(r.out).filter((o) => o.kind === 'PodMonitor') as PodMonitor[];
+    assert.equal(monitors.length, 1);
+    const m = monitors[0];
+    assert.ok(m);
+    assert.equal(m.metadata.labels?.['release'], 'kps');
+    assert.deepEqual(m.spec.podMetricsEndpoints, [{ port: 'http', path: '/metrics', interval: '30s' }]);
+    // Every pod it selects that serves /metrics names that port http: the plugin, the fleet, the controller.
+    type Workload = {
+      metadata: { name: string };
+      spec: { template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } } };
+    };
+    const pods = objects(r.out).filter((o) =>
+      ['DaemonSet', 'Deployment'].includes(o.kind),
+    ) as unknown as Workload[];
+    assert.ok(pods.length >= 2);
+    for (const p of pods) {
+      const labels = p.spec.template.metadata.labels;
+      assert.ok(
+        Object.entries(m.spec.selector.matchLabels).every(([k, v]) => labels[k] === v),
+        p.metadata.name,
+      );
+      assert.ok(
+        p.spec.template.spec.containers.some((c) => c.ports?.some((x) => x.name === 'http')),
+        p.metadata.name,
+      );
+    }
   });
 
   it('renders the health values as the plugin reads them: gates, extra ignored XIDs, the health service', () => {

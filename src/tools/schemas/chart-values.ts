@@ -58,6 +58,12 @@ const Dcgm = z.strictObject({
     .optional(),
 });
 
+const PodMonitor = z.strictObject({
+  enabled: z.boolean().optional(),
+  interval: Duration.optional(),
+  additionalLabels: StringMap.optional(),
+});
+
 const Plugin = z.strictObject({
   resetCheckpoint: z.boolean().optional(),
   additionalXidsToIgnore: z
@@ -164,6 +170,9 @@ export const ChartValues = z.strictObject({
     'a pre-delete Job refusing helm uninstall while pods hold devices the plugin prepared on real nodes',
   ),
   dcgm: Dcgm.optional(),
+  podMonitor: PodMonitor.optional().describe(
+    "a Prometheus Operator PodMonitor of fakegpu's own /metrics (port http): the plugin's, the fleet's and the controller's, the scorecard among them",
+  ),
   // Open: the plugin container's requests and limits sit beside the computeDomains switch.
   resources: z.object({ computeDomains: Switch.optional() }).optional(),
   priorityClassName: z.string().optional(),
