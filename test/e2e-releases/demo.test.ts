@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { releaseFiles } from '../../src/local-cluster/artifacts.js';
 import { cacheRoot, clusterComponents, placeOf } from '../../src/local-cluster/build.js';
 import { clusterDown } from '../../src/local-cluster/cluster.js';
+import { ensureBusybox } from '../../src/local-cluster/image.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { serveMirror, writeRelease } from '../support/release-mirror.js';
 
@@ -35,6 +36,12 @@ describe('the demo from a release mirror', () => {
       writeRelease(root, c, (name) => readFileSync(join(out, name)));
       fetched.push(id);
     }
+    // Debian's busybox for the test image is no release component: taken from this cache, not fetched.
+    mkdirSync(join(cache, 'busybox'));
+    copyFileSync(
+      ensureBusybox(() => undefined),
+      join(cache, 'busybox', 'busybox'),
+    );
     const mirror = await serveMirror(root);
     const started = Date.now();
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
