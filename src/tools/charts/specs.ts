@@ -157,7 +157,16 @@ export function schedStartup(results: readonly SchedResult[]): Spec {
         xOffset: { field: 'percentile', type: 'nominal' },
         y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
         color: { field: 'percentile', type: 'nominal', legend: { orient: 'top-left' } },
-        ...(rs.length > 1 ? { row: { field: 'nodes', type: 'nominal', title: null } } : {}),
+        ...(rs.length > 1
+          ? {
+              row: {
+                field: 'nodes',
+                type: 'nominal',
+                title: null,
+                sort: [...rs].sort((a, b) => a.nodes - b.nodes).map((r) => `${r.nodes} nodes`),
+              },
+            }
+          : {}),
       },
     },
   );
