@@ -17,6 +17,8 @@ h1 { font-size: 18px; margin: 0 0 4px; }
 .wrap { display: flex; gap: 28px; align-items: flex-start; margin-top: 10px; }
 #grid { flex: 1; min-width: 0; }
 .group h3 { font-size: 12px; margin: 8px 0 2px; color: #444; font-weight: 600; }
+.bars { display: grid; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); column-gap: 16px; }
+.bars h3 { margin-top: 4px; }
 table { border-collapse: collapse; }
 td, th { padding: 2px 8px; }
 th { text-align: left; font-weight: normal; color: #555; }
@@ -66,9 +68,9 @@ function nodeSvg(nodes) {
 
 function groupBar(g) {
   const total = Object.values(g.counts).reduce((a, b) => a + b, 0) || 1;
-  let x = 0, out = '<svg width="400" height="12">';
+  let x = 0, out = '<svg width="200" height="12">';
   for (const [state, k] of Object.entries(KEY)) {
-    const w = (g.counts[state] / total) * 400;
+    const w = (g.counts[state] / total) * 200;
     out += '<rect data-state="' + state + '" data-count="' + g.counts[state] + '" x="' + x + '" y="0" width="' + w + '" height="12" fill="' + COLOR[k] + '"/>';
     x += w;
   }
@@ -88,8 +90,10 @@ function render(s) {
     for (const [name, nodes] of groups)
       grid += '<div class="group" data-group="' + esc(name) + '"><h3>' + esc(name || 'nodes') + ' (' + nodes.length + ')</h3>' + nodeSvg(nodes) + '</div>';
   } else {
+    grid += '<div class="bars">';
     for (const g of s.groups)
       grid += '<div class="group" data-group="' + esc(g.name) + '"><h3>' + esc(g.name) + ' (' + g.nodes + ' nodes)</h3>' + groupBar(g) + '</div>';
+    grid += '</div>';
   }
   document.getElementById('grid').innerHTML = grid;
   const f = s.scorecard.cluster;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { cacheRoot } from '../../src/local-cluster/build.js';
@@ -9,6 +11,8 @@ import type { ResourceSlice } from '../../src/kube/types/resource.js';
 import type { NodeView, PodView } from '../../src/model/scorecard/inventory.js';
 import { score, type Figures, type Scorecard } from '../../src/model/scorecard/score.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
+import type { GpuCell } from '../../src/fleet/scorecard.js';
+import { uiRoutes } from '../../src/fleet/ui.js';
 import { dumpDom, screenshot } from '../support/browser.js';
 import { eventually, kubectl, mustKubectl } from '../support/cluster.js';
 import { apply, claimTemplate, deviceRequest, faultsCluster, podManifest } from '../support/e2e.js';
@@ -183,5 +187,42 @@ describe("the fleet's page in a headless browser", () => {
     );
     screenshot(e.FAKEGPU_FLEET_UI ?? '', SCREENSHOT);
     process.stderr.write(`fakegpu: the page's screenshot: ${SCREENSHOT}\n`);
+  });
+
+  it('stays a page of one bar per rack at 10,000 nodes, the counts whole', async () => {
+    // The page's own state for a fleet of 10,000 nodes in 556 racks, served as the fleet serves it.
+    const states: GpuCell[] = ['free', 'allocated', 'mig', 'faulted'];
+    const nodes = Array.from({ length: 10_000 }, (_, i) => ({
+      name: `kwok-gpu-${i}`,
+      group: `rack-${String(Math.floor(i / 18)).padStart(3, '0')}`,
+      gpus: Array.from({ length: 8 }, (_, j) => states[(i + j) % 4] ?? 'free'),
+    }));
+    const routes = uiRoutes(() => ({
+      at: new Date().toISOString(),
+      scorecard: score({ nodes: [], slices: [], claims: [], pods: [] }),
+      nodes,
+    }));
+    const server = createServer((req, res) => {
+      const route = routes[(req.url ?? '').split('?')[0] ?? ''];
+      if (route) route(req, res);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const dom = dumpDom(`http://127.0.0.1:${String(port)}/ui`);
+      const racks = [...dom.matchAll(/<div class="group" data-group="(rack-\d+)">/g)].length;
+      assert.equal(racks, 556);
+      assert.equal([...dom.matchAll(/<g data-node=/g)].length, 0, 'no cell per GPU');
+      const counted = [...dom.matchAll(/data-state="([a-z]+)" data-count="(\d+)"/g)].reduce(
+        (n, m) => n + Number(m[2]),
+        0,
+      );
+      assert.equal(counted, 80_000);
+      assert.equal(shown(dom).counts['faulted'], 20_000);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
