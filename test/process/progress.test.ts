@@ -83,7 +83,7 @@ describe('progress of long work', () => {
     const q = timedProgress('building etcd', Number.NaN, tty);
     await new Promise((r) => setTimeout(r, 1100));
     q.stop();
-    assert.match(drawn[0] ?? '', /^\r\x1b\[2Kfakegpu: building etcd: 1s$/);
+    assert.equal(drawn[0], '\r\x1b[2Kfakegpu: building etcd: 1s');
     assert.match(drawn.at(-1) ?? '', /building etcd: 1s\n$/);
   });
 
