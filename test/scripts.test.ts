@@ -15,7 +15,7 @@ describe('npm run e2e (scripts/e2e.mjs)', () => {
     assert.equal(r.status, 2);
     assert.equal(
       r.stderr,
-      'fakegpu: --only: no scenario "nope"; the scenarios are plugin, dynamic-mig, static-mig, topology, faults, nvidia-gates, compute-domains, helm, capture\n',
+      'fakegpu: --only: no scenario "nope"; the scenarios are plugin, dynamic-mig, static-mig, topology, faults, nvidia-gates, compute-domains, helm, capture, releases\n',
     );
   });
 });
