@@ -4,8 +4,10 @@ import {
   chmodSync,
   createWriteStream,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   renameSync,
   rmSync,
 } from 'node:fs';
@@ -25,8 +27,8 @@ import { isCurrent, placeOf, stampRelease, versionOf, type Component, type Toolc
  *
  * `FAKEGPU_MIRROR=<url>`: an internal mirror instead of the release sites, holding each site's paths under a
  * folder named for its host, as `wget --mirror` lays them out: `<url>/dl.k8s.io/release/v1.37.2/bin/…`,
- * `<url>/github.com/etcd-io/etcd/releases/download/…`, `<url>/get.helm.sh/…`. `FAKEGPU_MIRROR=off`: always
- * build.
+ * `<url>/github.com/etcd-io/etcd/releases/download/…`, `<url>/get.helm.sh/…`. `FAKEGPU_MIRROR=off`: fetch
+ * nothing, build what is not current.
  */
 
 /** One file of a release: the file, the file of checksums that names it, and the binaries taken from it. */
@@ -131,17 +133,19 @@ class Unavailable extends Error {
   }
 }
 
+const causeOf = (e: unknown): string =>
+  e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e);
+
 async function get(url: string, timeoutMs: number): Promise<Response> {
   let res: Response;
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
   } catch (e) {
-    const cause = e instanceof Error && e.cause instanceof Error ? e.cause.message : String(e);
-    throw new Unavailable(`${new URL(url).host} is not reachable (${cause})`, true);
+    throw new Unavailable(`${new URL(url).host} is not reachable (${causeOf(e)})`, true);
   }
-  if (!res.ok) {
+  if (!res.ok || res.body === null) {
     await res.body?.cancel();
-    throw new Unavailable(`${url} answered HTTP ${res.status}`);
+    throw new Unavailable(`${url} answered HTTP ${res.status}${res.body === null ? ' with no body' : ''}`);
   }
   return res;
 }
@@ -150,17 +154,25 @@ async function get(url: string, timeoutMs: number): Promise<Response> {
 async function fetchChecked(f: ReleaseFile, mirror: string | undefined, dir: string): Promise<string> {
   const file = basename(new URL(f.url).pathname);
   const sumsUrl = mirrored(f.sums, mirror);
-  const sums = await (await get(sumsUrl, 15_000)).text();
-  const want = publishedSha256(sums, file);
-  if (want === null) throw new Unavailable(`${sumsUrl} gives no sha256 for ${file}`);
   const url = mirrored(f.url, mirror);
-  const res = await get(url, 15 * 60_000);
   const path = join(dir, file);
-  const hash = createHash('sha256');
-  const body = Readable.fromWeb(res.body as WebStream<Uint8Array>);
-  body.on('data', (chunk: Buffer) => hash.update(chunk));
-  await pipeline(body, createWriteStream(path));
-  const got = hash.digest('hex');
+  let want: string | null;
+  let got: string;
+  // Whatever breaks on the way (a reset, a timeout mid-body) leaves the component to the build; only a
+  // file that arrived whole and differs is refused.
+  try {
+    want = publishedSha256(await (await get(sumsUrl, 15_000)).text(), file);
+    if (want === null) throw new Unavailable(`${sumsUrl} gives no sha256 for ${file}`);
+    const res = await get(url, 15 * 60_000);
+    const hash = createHash('sha256');
+    const body = Readable.fromWeb(res.body as WebStream<Uint8Array>);
+    body.on('data', (chunk: Buffer) => hash.update(chunk));
+    await pipeline(body, createWriteStream(path));
+    got = hash.digest('hex');
+  } catch (e) {
+    if (e instanceof Unavailable) throw e;
+    throw new Unavailable(`${file} from ${url} did not arrive whole (${causeOf(e)})`);
+  }
   if (got !== want)
     throw new FakegpuError(
       'download',
@@ -174,13 +186,18 @@ function binariesOf(f: ReleaseFile, path: string, dir: string): Record<string, s
   if (f.members === undefined) return { [f.binary ?? basename(path)]: path };
   const into = join(dir, 'x');
   mkdirSync(into);
-  const r = spawnSync('tar', ['-xzf', path, '-C', into], { encoding: 'utf8' });
+  // As root, tar would keep the archive's owners (a release built in CI records uid 1001): the files
+  // are made root's, with their modes from the umask; only the chmod below makes them executable.
+  const r = spawnSync('tar', ['--no-same-owner', '--no-same-permissions', '-xzf', path, '-C', into], {
+    encoding: 'utf8',
+  });
   if (r.error || r.status !== 0)
     throw new Unavailable(`tar could not unpack ${basename(path)}: ${(r.stderr || String(r.error)).trim()}`);
   const out: Record<string, string> = {};
   for (const [member, name] of Object.entries(f.members)) {
     const p = join(into, member);
-    if (!existsSync(p)) throw new Unavailable(`${basename(path)} has no ${member}`);
+    if (!existsSync(p) || !lstatSync(p).isFile())
+      throw new Unavailable(`${basename(path)} has no file ${member}`);
     out[name] = p;
   }
   return out;
@@ -200,6 +217,9 @@ async function fetchComponent(
 ): Promise<'fetched' | 'unavailable' | 'host down'> {
   const { id, out } = placeOf(c, paths);
   mkdirSync(out, { recursive: true });
+  // What a fetch killed half-way left behind (hundreds of MB for Kubernetes).
+  for (const f of readdirSync(out))
+    if (f.startsWith(`.${id}.fetch-`)) rmSync(join(out, f), { recursive: true, force: true });
   const work = mkdtempSync(join(out, `.${id}.fetch-`));
   const started = Date.now();
   try {
@@ -209,6 +229,8 @@ async function fetchComponent(
       mkdirSync(dir);
       Object.assign(got, binariesOf(f, await fetchChecked(f, mirror, dir), dir));
     }
+    // No stamp while binaries are replaced: a crash in between leaves the component to fetch again.
+    rmSync(join(out, `.${id}.stamp`), { force: true });
     for (const [name, path] of Object.entries(got)) {
       chmodSync(path, 0o755);
       renameSync(path, join(out, name));
@@ -239,6 +261,11 @@ export async function fetchReleases(
   mirror: string | undefined = process.env['FAKEGPU_MIRROR'],
 ): Promise<void> {
   if (mirror === 'off') return;
+  if (mirror !== undefined && mirror !== '' && !URL.canParse(mirror))
+    throw new FakegpuError(
+      'FAKEGPU_MIRROR',
+      `${JSON.stringify(mirror)} is not a URL; give http(s)://host[:port][/path], or off`,
+    );
   const down = new Set<string>();
   for (const { c, paths } of components) {
     const files = releaseFiles(c);

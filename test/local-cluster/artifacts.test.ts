@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -114,6 +115,9 @@ describe('fetching releases from FAKEGPU_MIRROR', () => {
     assert.equal(readFileSync(join(paths.bin, 'kubelet'), 'utf8'), content('kubelet').toString());
     assert.equal(readFileSync(join(paths.cniBin, 'host-local'), 'utf8'), content('host-local').toString());
     assert.equal(readFileSync(join(paths.bin, '.etcd.stamp'), 'utf8').trim(), 'release 3.7.3');
+    // The tarball records uid 1001; what is installed is this user's, as the trust check wants it.
+    assert.equal(statSync(join(paths.bin, 'etcd')).uid, process.getuid?.());
+    assert.equal(statSync(join(paths.bin, 'etcd')).mode & 0o777, 0o755);
     for (const c of [etcd, runc, cni, kubernetes]) assert.ok(isCurrent(REPO_ROOT, c, paths), c.module);
     assert.match(lines.join('\n'), /^fetched etcd 3\.7\.3 from 127\.0\.0\.1:\d+, sha256 checked/m);
     assert.equal(lines.length, 4, lines.join('\n'));
@@ -184,6 +188,39 @@ describe('fetching releases from FAKEGPU_MIRROR', () => {
       /^crictl 1\.37\.0: http:\/\/.*crictl-v1\.37\.0-linux-amd64\.tar\.gz\.sha256 answered HTTP 404; building it instead$/,
     );
     assert.match(lines[1] ?? '', /^fetched etcd/);
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('leaves a component to the build when its file breaks off half-way, and refuses a mirror that is no URL', async () => {
+    freshCache();
+    const sums = readFileSync(
+      join(root, 'github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum'),
+    );
+    const cut = createHttpServer((req, res) => {
+      if ((req.url ?? '').endsWith('.sha256sum')) {
+        res.end(sums);
+        return;
+      }
+      res.writeHead(200, { 'content-length': '100000' });
+      res.write('#!/bin/sh\n');
+      setTimeout(() => res.destroy(), 50);
+    });
+    await new Promise<void>((r) => cut.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = cut.address() as AddressInfo;
+      await fetchReleases(REPO_ROOT, [{ c: runc, paths }], log, `http://127.0.0.1:${port}`);
+      assert.match(
+        lines[0] ?? '',
+        /^runc 1\.5\.3: runc\.amd64 from http:\/\/\S+ did not arrive whole \(.+\); building it instead$/,
+      );
+      assert.ok(!existsSync(join(paths.bin, 'runc')));
+    } finally {
+      cut.closeAllConnections();
+      await new Promise((r) => cut.close(r));
+    }
+    await assert.rejects(fetchReleases(REPO_ROOT, [{ c: runc, paths }], log, 'mirror.internal'), {
+      message: 'FAKEGPU_MIRROR: "mirror.internal" is not a URL; give http(s)://host[:port][/path], or off',
+    });
     rmSync(cache, { recursive: true, force: true });
   });
 

@@ -39,9 +39,21 @@ export function writeRelease(root: string, c: Component, content: (binary: strin
           mkdirSync(dirname(join(stage, member)), { recursive: true });
           writeFileSync(join(stage, member), content(name), { mode: 0o755 });
         }
-        const r = spawnSync('tar', ['-czf', path, '-C', stage, ...Object.keys(f.members)], {
-          encoding: 'utf8',
-        });
+        // Owned by uid 1001, as a tarball built on a CI runner records its files.
+        const r = spawnSync(
+          'tar',
+          [
+            '--owner=1001',
+            '--group=1001',
+            '--numeric-owner',
+            '-czf',
+            path,
+            '-C',
+            stage,
+            ...Object.keys(f.members),
+          ],
+          { encoding: 'utf8' },
+        );
         if (r.status !== 0) throw new Error(`tar: ${r.stderr}`);
       } finally {
         rmSync(stage, { recursive: true, force: true });
