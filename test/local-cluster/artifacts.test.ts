@@ -11,6 +11,7 @@ import {
   COMPONENTS,
   isCurrent,
   kubernetesComponent,
+  versionOf,
   type Component,
   type Toolchain,
 } from '../../src/local-cluster/build.js';
@@ -52,6 +53,19 @@ describe('official release files', () => {
     );
     assert.equal(releaseFiles(component('kwok')), null, 'KWOK publishes no checksums: built');
     assert.equal(releaseFiles(component('pause')), null, 'ours');
+  });
+
+  it("are of the version each component's go.mod pins, so a fetched binary is what a build would give", () => {
+    // A release stamp stays current while VERSIONS does: a go.mod bumped alone would keep the old binary.
+    for (const c of [...COMPONENTS, kubernetes]) {
+      if (releaseFiles(c) === null) continue;
+      const pkg = Object.keys(c.binaries)[0] ?? '';
+      const mod = readFileSync(join(REPO_ROOT, 'upstream', c.folder ?? c.module, 'go.mod'), 'utf8');
+      const pinned = [...mod.matchAll(/^\s*(?:require\s+)?(\S+) v(\S+)/gm)].find(
+        (m) => pkg === m[1] || pkg.startsWith(`${m[1] ?? ''}/`),
+      );
+      assert.equal(pinned?.[2], versionOf(c), `${c.module}: ${pkg}`);
+    }
   });
 
   it('move under a mirror with the host as the first folder', () => {
