@@ -20,7 +20,9 @@ export async function fleetDiffers(endpoint: string, kc: KubeConfig, ms = 60_000
   const deadline = Date.now() + ms;
   for (;;) {
     const want = (await scorecardOf(kc)).cluster;
-    const r = await fetch(`http://${endpoint}/ui/state`).catch(() => null);
+    const r = await fetch(`http://${endpoint}/ui/state`, { signal: AbortSignal.timeout(10_000) }).catch(
+      () => null,
+    );
     const got = r?.ok ? ((await r.json()) as { scorecard: Scorecard }).scorecard.cluster : null;
     const differ = (Object.keys(want) as (keyof typeof want)[])
       .filter((k) => got?.[k] !== want[k])

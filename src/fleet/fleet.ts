@@ -6,7 +6,7 @@ import type { ConsumableShares } from '../model/device/consumable-shares.js';
 import type { DriverRelease } from '../model/device/release.js';
 import { FakegpuError } from '../errors.js';
 import type { FaultApi } from '../kube/gpufault/api.js';
-import { ignoredXids, type DeviceTaints } from '../model/health/taints.js';
+import { ignoredXids } from '../model/health/taints.js';
 import {
   KubeApi,
   METADATA,
@@ -28,6 +28,7 @@ import { reportBadProfile } from './events.js';
 import { SliceIndex } from './index.js';
 import { memoryReducingGc, MemorySettler } from './settle.js';
 import { Machines, type DriverDevices } from './machines.js';
+import { taintDevices } from './health.js';
 import type { Pools } from './pools.js';
 import { RateLimiter, SliceWriter, WorkQueue } from './reconciler.js';
 import { FleetFaults, type FaultedNode } from './faults.js';
@@ -280,13 +281,30 @@ export class Fleet {
   *servedDevices(): Generator<{
     node: string;
     labels: Readonly<Record<string, string>>;
+    /** As published: the faults' taints on them, where the API server keeps taints. */
     slices: readonly DriverDevices[];
-    taints: DeviceTaints | undefined;
+    /** The devices a fault hits, tainted or (release 25.12) left out. */
+    faulted: ReadonlySet<string>;
   }> {
+    const none: ReadonlySet<string> = new Set();
     for (const [node, st] of this.nodes) {
       if (!this.owns(node)) continue;
       const slices = this.machines.devicesOf(st);
-      if (slices) yield { node, labels: st.labels, slices, taints: this.faults?.taintsOf(node) };
+      if (!slices) continue;
+      const taints = this.machines.gatesOff.has('taints') ? undefined : this.faults?.taintsOf(node);
+      if (taints === undefined || taints.size === 0) {
+        yield { node, labels: st.labels, slices, faulted: none };
+        continue;
+      }
+      yield {
+        node,
+        labels: st.labels,
+        slices: slices.map((s) => ({
+          driver: s.driver,
+          devices: taintDevices(s.devices, taints, this.o.release),
+        })),
+        faulted: new Set([...taints].filter(([, t]) => t.length > 0).map(([d]) => d)),
+      };
     }
   }
 

@@ -5,6 +5,25 @@ import { specKey } from '../kube/publish/pool.js';
 import type { NodeSlice } from './template.js';
 
 /**
+ * Devices as they are published with these taints: each tainted device carries its own (they replace any
+ * it had), and for release 25.12 a failed device is left out instead.
+ */
+export function taintDevices(
+  devices: readonly Device[],
+  taints: DeviceTaints,
+  release: DriverRelease,
+): Device[] {
+  const next: Device[] = [];
+  for (const d of devices) {
+    const t = taints.get(d.name);
+    if (!t || t.length === 0) next.push(d);
+    else if (release !== '25.12') next.push({ ...d, taints: [...t] });
+    else if (!removedIn2512(t)) next.push(d);
+  }
+  return next;
+}
+
+/**
  * The node's slices with taints on the named devices (for release 25.12: without the failed devices),
  * each slice parsed from its text and written again; null when a tainted slice would hold more devices
  * than the API server allows, so the caller lays the node out again.
@@ -22,13 +41,7 @@ export function taintSlices(
       out.push(s);
       continue;
     }
-    const next: Device[] = [];
-    for (const d of devices) {
-      const t = taints.get(d.name);
-      if (!t || t.length === 0) next.push(d);
-      else if (release !== '25.12') next.push({ ...d, taints: [...t] });
-      else if (!removedIn2512(t)) next.push(d);
-    }
+    const next = taintDevices(devices, taints, release);
     if (release !== '25.12' && next.length > LIMITS.devicesPerSliceWithTaintsOrCounters) return null;
     const tainted = { ...spec, devices: next };
     out.push({

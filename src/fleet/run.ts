@@ -217,9 +217,9 @@ async function runSharded(
  */
 function publishing(fleet: Fleet | undefined): string {
   const s = fleet?.snapshot();
-  return s && s.owned > 0
-    ? `publishing ${String(s.owned - s.pending)}/${String(s.owned)} nodes`
-    : 'publishing';
+  if (!s || s.owned === 0) return 'publishing';
+  // The queue may also hold nodes gone or not this replica's: never below none.
+  return `publishing ${String(Math.max(0, s.owned - s.pending))}/${String(s.owned)} nodes`;
 }
 
 function stoppable(elected: Elected, probes: ProbeServer | null, dcgm: DcgmServer | null): RunningFleet {
@@ -263,7 +263,7 @@ function lead(
     owner,
     ...onFaults,
   });
-  const scorecard = FleetScorecard.of(fleet, clientOf(kc), o.log);
+  const scorecard = FleetScorecard.of(fleet, clientOf(kc), o.log, o.driverName);
   const dcgm = o.dcgmEndpoint
     ? new FleetDcgm(fleet, {
         http: clientOf(kc),

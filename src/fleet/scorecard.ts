@@ -91,6 +91,9 @@ export function scorecardPod(obj: unknown): PodView | null {
   };
 }
 
+/** kwok-gpu-2 before kwok-gpu-10; one collator, not one a comparison (50,000 names: 39 ms, not 726). */
+const BY_NAME = new Intl.Collator('en', { numeric: true });
+
 /** What an informer gives the scorecard. */
 export type Source<T> = Pick<Informer<T>, 'start' | 'stop' | 'snapshot'>;
 
@@ -101,12 +104,14 @@ export class FleetScorecard {
   private started = false;
   private readonly now: () => number;
   private readonly maxAgeMs: number;
+  private readonly gpuDriver: string | undefined;
 
   constructor(
     private readonly fleet: Pick<Fleet, 'servedDevices'>,
     sources: { claims: Source<ResourceClaim>; pods: Source<PodView> },
-    o: { maxAgeMs?: number; now?: () => number } = {},
+    o: { maxAgeMs?: number; now?: () => number; gpuDriver?: string } = {},
   ) {
+    this.gpuDriver = o.gpuDriver;
     this.claims = sources.claims;
     this.pods = sources.pods;
     this.maxAgeMs = o.maxAgeMs ?? 5000;
@@ -114,11 +119,20 @@ export class FleetScorecard {
   }
 
   /** Its claims and pods from informers of the API server's. */
-  static of(fleet: Pick<Fleet, 'servedDevices'>, http: ApiClient, log: Logger): FleetScorecard {
-    return new FleetScorecard(fleet, {
-      claims: new Informer(http, CLAIMS_PATH, {}, scorecardClaim, log),
-      pods: new Informer(http, PODS_PATH, {}, scorecardPod, log),
-    });
+  static of(
+    fleet: Pick<Fleet, 'servedDevices'>,
+    http: ApiClient,
+    log: Logger,
+    gpuDriver: string,
+  ): FleetScorecard {
+    return new FleetScorecard(
+      fleet,
+      {
+        claims: new Informer(http, CLAIMS_PATH, {}, scorecardClaim, log),
+        pods: new Informer(http, PODS_PATH, {}, scorecardPod, log),
+      },
+      { gpuDriver },
+    );
   }
 
   stop(): void {
@@ -152,19 +166,13 @@ export class FleetScorecard {
     const nodes: NodeView[] = [];
     const slices: ResourceSlice[] = [];
     const faulted = new Set<string>();
-    for (const { node, labels, slices: bySlice, taints } of this.fleet.servedDevices()) {
+    for (const { node, labels, slices: bySlice, faulted: hit } of this.fleet.servedDevices()) {
       nodes.push({ metadata: { name: node, labels: { ...labels } } });
       for (const { driver, devices } of bySlice) {
-        const own =
-          taints === undefined || taints.size === 0
-            ? devices
-            : devices.map((d) => {
-                const t = taints.get(d.name);
-                if (!t || t.length === 0) return d;
-                const gpu = physicalGpu(d);
-                if (gpu !== undefined) faulted.add(`${node}/${gpu}`);
-                return { ...d, taints: [...(d.taints ?? []), ...t] };
-              });
+        for (const d of devices) {
+          const gpu = hit.has(d.name) ? physicalGpu(d) : undefined;
+          if (gpu !== undefined) faulted.add(`${node}/${gpu}`);
+        }
         slices.push({
           apiVersion: 'resource.k8s.io/v1',
           kind: 'ResourceSlice',
@@ -173,14 +181,23 @@ export class FleetScorecard {
             driver,
             nodeName: node,
             pool: { name: node, generation: 1, resourceSliceCount: 1 },
-            devices: [...own],
+            devices: [...devices],
           },
         });
       }
     }
     const served = new Set(nodes.map((n) => n.metadata.name));
     const pods = (this.pods.snapshot() ?? []).filter((p) => served.has(p.spec?.nodeName ?? ''));
-    return { view: { nodes, slices, claims: this.claims.snapshot() ?? [], pods }, faulted };
+    return {
+      view: {
+        nodes,
+        slices,
+        claims: this.claims.snapshot() ?? [],
+        pods,
+        ...(this.gpuDriver ? { gpuDriver: this.gpuDriver } : {}),
+      },
+      faulted,
+    };
   }
 
   private work(at: Date): FleetPicture {
@@ -202,9 +219,7 @@ export class FleetScorecard {
         gpus: byNode.get(n.metadata.name) ?? [],
       }))
       .filter((n) => n.gpus.length > 0)
-      .sort(
-        (a, b) => a.group.localeCompare(b.group) || a.name.localeCompare(b.name, 'en', { numeric: true }),
-      );
+      .sort((a, b) => BY_NAME.compare(a.group, b.group) || BY_NAME.compare(a.name, b.name));
     return { at: at.toISOString(), scorecard, nodes };
   }
 }

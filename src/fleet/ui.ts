@@ -13,6 +13,7 @@ export const PER_GPU_NODES = 2000;
 /** Groups shown past PER_GPU_NODES, and nodes to a group where no rack or pool label gives one. */
 const MAX_GROUPS = 2000;
 const RUN = 100;
+const REST = 'the other racks and pools';
 
 const LETTER: Record<GpuCell, string> = { free: 'f', allocated: 'a', mig: 'm', tainted: 't', faulted: 'x' };
 
@@ -46,11 +47,10 @@ export function uiState(p: FleetPicture): UiState {
   const groups = new Map<string, { nodes: number; counts: Counts }>();
   p.nodes.forEach((n, i) => {
     const name = n.group || `nodes ${Math.floor(i / RUN) * RUN + 1}–${Math.floor(i / RUN) * RUN + RUN}`;
-    let g = groups.get(name);
-    if (!g) {
-      if (groups.size >= MAX_GROUPS) return;
-      groups.set(name, (g = { nodes: 0, counts: zero() }));
-    }
+    // Past MAX_GROUPS the rest share one bar, so the totals and the bars still agree.
+    const key = groups.has(name) || groups.size < MAX_GROUPS - 1 ? name : REST;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { nodes: 0, counts: zero() }));
     g.nodes++;
     for (const s of n.gpus) g.counts[s]++;
   });

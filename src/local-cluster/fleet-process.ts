@@ -52,25 +52,27 @@ export async function fleetsReady(s: State): Promise<boolean> {
 }
 
 /**
- * The nodes the replicas have published so far, from their /readyz (`publishing 1200/50000 nodes`);
- * null while none says.
+ * The nodes the replicas have published so far, of `total`, from their /readyz (`publishing 1200/25000
+ * nodes` each while not ready, `ok` once all of its own are): the total less what each still has to
+ * publish. Null while a replica says neither.
  */
-export async function fleetsPublished(s: State): Promise<number | null> {
-  const said = await Promise.all(
+export async function fleetsPublished(s: State, total: number): Promise<number | null> {
+  const left = await Promise.all(
     Array.from({ length: s.fleetReplicas ?? 1 }, async (_, r) => {
       try {
         const res = await fetch(`http://${fleetReplica(r).http}/readyz`, {
           signal: AbortSignal.timeout(2000),
         });
-        const m = /^publishing (\d+)\/\d+ nodes/.exec(await res.text());
-        return res.ok ? 'all' : m ? Number(m[1]) : null;
+        if (res.ok) return 0;
+        const m = /^publishing (\d+)\/(\d+) nodes/.exec(await res.text());
+        return m ? Math.max(0, Number(m[2]) - Number(m[1])) : null;
       } catch {
         return null;
       }
     }),
   );
-  if (said.every((x) => x === null || x === 'all')) return null;
-  return said.reduce<number>((a, x) => a + (typeof x === 'number' ? x : 0), 0);
+  if (left.some((x) => x === null)) return null;
+  return Math.max(0, total - left.reduce<number>((a, x) => a + (x ?? 0), 0));
 }
 
 /**

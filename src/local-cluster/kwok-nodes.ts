@@ -31,7 +31,7 @@ export async function createKwokNodes(
   /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
   fleetReady: () => Promise<boolean> = () => fleetsReady(s),
   /** How many it has published so far, null where it does not say (the chart's fleet). */
-  fleetPublished: () => Promise<number | null> = () => fleetsPublished(s),
+  fleetPublished: (total: number) => Promise<number | null> = (total) => fleetsPublished(s, total),
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const fleet = s.kwokFleet !== false;
@@ -67,7 +67,7 @@ export async function createKwokNodes(
   const s0 = (performance.now() - t0) / 1000;
   if (n > 0) log(`applied ${n} KWOK node(s) in ${s0.toFixed(1)} s (${(n / s0).toFixed(0)}/s)`);
   const ready = new Progress({ what: 'KWOK nodes Ready', total: n, log });
-  const published = new Progress({ what: "KWOK nodes' slices published", total: n, log });
+  let published = null as Progress | null;
   let allReady = false;
   await waitFor(
     fleet ? `${n} KWOK node(s) Ready and their slices published` : `${n} KWOK node(s) Ready`,
@@ -82,16 +82,18 @@ export async function createKwokNodes(
         if (count < n) return false;
         allReady = true;
         ready.finish();
+        // Timed from here: its rate and time left are of publishing, not of the nodes' Ready.
+        published = new Progress({ what: "KWOK nodes' slices published", total: n, log });
       }
       if (!fleet) return true;
       if (await fleetReady()) return true;
-      const done = await fleetPublished();
-      if (done !== null) published.update(done);
+      const done = await fleetPublished(n);
+      if (done !== null) published?.update(done);
       return false;
     },
     Math.max(120_000, n * 200),
   );
-  if (fleet && n > 0) {
+  if (fleet && n > 0 && published) {
     published.update(n);
     published.finish();
   }

@@ -110,7 +110,13 @@ export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
       const reg = o.metrics;
       stream.serve(res, reg.contentType, async () => [await reg.metrics()]);
     } else if (path !== undefined && o.routes && Object.hasOwn(o.routes, path) && req.method === 'GET') {
-      o.routes[path]?.(req, res);
+      try {
+        o.routes[path]?.(req, res);
+      } catch (e) {
+        // A page's failure is the page's: logged and answered 500, never the process's end.
+        o.log?.error({ path, err: e instanceof Error ? e.message : String(e) }, 'page failed');
+        if (!res.headersSent) res.writeHead(500, TEXT).end('internal error\n');
+      }
     } else {
       res.writeHead(404).end();
     }

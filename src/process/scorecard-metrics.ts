@@ -52,7 +52,15 @@ export function scorecardGauges(reg: Registry, read: () => Scorecard | null): vo
   let scraped: { at: number; s: Scorecard | null } | null = null;
   const current = (): Scorecard | null => {
     const now = Date.now();
-    if (scraped === null || now - scraped.at > 1000) scraped = { at: now, s: read() };
+    if (scraped === null || now - scraped.at > 1000) {
+      let s: Scorecard | null = null;
+      try {
+        s = read();
+      } catch {
+        // The scorecard's failure leaves its gauges empty; the rest of the scrape still answers.
+      }
+      scraped = { at: now, s };
+    }
     return scraped.s;
   };
   for (const [figure, name, help] of SCORECARD_METRICS)

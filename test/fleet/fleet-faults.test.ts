@@ -11,6 +11,15 @@ import { until } from '../support/http.js';
 import type { FleetOptions } from '../../src/fleet/fleet.js';
 import { LISTED_NODES } from '../../src/model/fault/status.js';
 import { recordingLog } from '../support/log.js';
+import { FleetScorecard, type Source } from '../../src/fleet/scorecard.js';
+import { score } from '../../src/model/scorecard/score.js';
+import type { ResourceSlice } from '../../src/kube/types/resource.js';
+
+const listed = <T>(items: T[]): Source<T> => ({
+  start: () => undefined,
+  stop: () => undefined,
+  snapshot: () => items,
+});
 
 /** Faults across the fleet's nodes against in-memory API servers: taints on slices, status, repair. */
 const KWOK = { [KWOK_ANNOTATION]: 'fake' };
@@ -90,6 +99,40 @@ describe('faults on the fleet', () => {
     s.faults.remove('xid');
     await until('taints gone', () => s.taints().size === 0 && s.fleet.converged());
   });
+
+  for (const release of [DEFAULT_RELEASE, '25.12'] as const)
+    it(`the scorecard of a faulted fleet equals score() of its published slices (release ${release})`, async () => {
+      const s = setup(6, release);
+      await s.fleet.start();
+      await until('converged', () => s.fleet.converged() && s.api.slices.size === 6);
+      s.faults.put(
+        fault('xid', { nodeName: 'node-2', devices: ['gpu-1', 'gpu-4'], fault: { type: 'Xid', xid: 79 } }),
+      );
+      const changed = (): boolean =>
+        [...s.api.slices.values()].some(
+          (x) =>
+            x.spec.nodeName === 'node-2' &&
+            !(x.spec.devices ?? []).some((d) => d.name === 'gpu-1' && !d.taints),
+        );
+      await until('node-2 published with its fault', () => changed() && s.fleet.converged());
+      const sc = new FleetScorecard(s.fleet, { claims: listed([]), pods: listed([]) });
+      const got = sc.picture();
+      assert.ok(got);
+      const want = score({
+        nodes: Array.from({ length: 6 }, (_, i) => ({
+          metadata: { name: `node-${i}`, labels: { type: 'kwok', rack: i % 2 === 0 ? 'even' : 'odd' } },
+        })),
+        slices: [...s.api.slices.values()] as ResourceSlice[],
+        claims: [],
+        pods: [],
+      });
+      assert.deepEqual(got.scorecard, want);
+      // 25.12 leaves failed GPUs out of the slice; the others taint them.
+      assert.equal(want.cluster.gpus, release === '25.12' ? 46 : 48);
+      assert.equal(want.cluster.tainted, release === '25.12' ? 0 : 2);
+      const cells = got.nodes.find((n) => n.name === 'node-2')?.gpus ?? [];
+      assert.equal(cells.filter((c) => c === 'faulted').length, release === '25.12' ? 0 : 2);
+    });
 
   it('GPU lost taints the whole node; an unknown device is said in the status message', async () => {
     const s = setup(3);

@@ -97,17 +97,14 @@ describe("the fleet's scorecard", () => {
       name: `gpu-${i}`,
       attributes: { uuid: { string: `GPU-${i}` }, type: { string: 'gpu' } },
     });
+    const xid = { key: 'gpu.nvidia.com/xid', value: '79', effect: 'NoSchedule' as const };
     const fake: Pick<Fleet, 'servedDevices'> = {
       *servedDevices() {
         yield {
           node: 'n',
           labels: {},
-          slices: [{ driver: DRIVER_NAME, devices: [gpu(0), gpu(1)] }],
-          taints: taint
-            ? new Map([
-                ['gpu-1', [{ key: 'gpu.nvidia.com/xid', value: '79', effect: 'NoSchedule' as const }]],
-              ])
-            : undefined,
+          slices: [{ driver: DRIVER_NAME, devices: [gpu(0), taint ? { ...gpu(1), taints: [xid] } : gpu(1)] }],
+          faulted: new Set(taint ? ['gpu-1'] : []),
         };
       },
     };
@@ -191,6 +188,19 @@ describe("the fleet's page state and scorecard metrics", () => {
       counts: { free: 200, allocated: 100, mig: 0, tainted: 0, faulted: 100 },
     });
     assert.ok(JSON.stringify(big).length < JSON.stringify(uiState(picture(PER_GPU_NODES))).length);
+  });
+
+  it('past 2,000 groups puts the rest in one bar, every GPU still counted', () => {
+    const p = picture(PER_GPU_NODES + 500);
+    p.nodes.forEach((n, i) => (n.group = `rack-${String(i)}`));
+    const s = uiState(p);
+    assert.ok(s.groups);
+    assert.equal(s.groups.length, 2000);
+    assert.deepEqual(s.groups.at(-1)?.nodes, 501);
+    assert.equal(
+      s.groups.reduce((n, g) => n + Object.values(g.counts).reduce((a, b) => a + b, 0), 0),
+      (PER_GPU_NODES + 500) * 4,
+    );
   });
 
   it('answers /ui with the page and /ui/state 503 until the fleet has a picture', () => {

@@ -68,6 +68,18 @@ describe('the scheduler scorecard', () => {
     assert.equal(c.fragmentation, 0.429, '6 of the 14 free GPUs');
   });
 
+  it('counts the GPUs of the driver it is told is the GPU driver (a plugin or fleet run with --driver-name)', () => {
+    const renamed = render('dgx-h100', { node: 'a' }).items.map((s) =>
+      s.spec.driver === 'gpu.nvidia.com' ? { ...s, spec: { ...s.spec, driver: 'gpu.example.com' } } : s,
+    );
+    const claims = [claim([['gpu.example.com', 'a', 'gpu-0']])];
+    assert.equal(score(view({ nodes: [node('a')], slices: renamed, claims })).cluster.gpus, 0);
+    const c = score(
+      view({ nodes: [node('a')], slices: renamed, claims, gpuDriver: 'gpu.example.com' }),
+    ).cluster;
+    assert.deepEqual([c.gpus, c.allocated], [8, 1]);
+  });
+
   it('under dynamic MIG: a 1g device takes its GPU, and the free slices no free device fits whole are stranded', () => {
     const v = view({
       nodes: [node('a')],

@@ -46,7 +46,7 @@ describe("the plugin's scorecard of its node", () => {
       prepared('two', ['gpu-1', 'gpu-6']),
       prepared('admin', ['gpu-3'], true),
     ];
-    const sc = new NodeScorecard(NODE, () => [{ driver: DRIVER_NAME, claims }]);
+    const sc = new NodeScorecard(NODE, DRIVER_NAME, () => [{ driver: DRIVER_NAME, claims }]);
     assert.equal(sc.scorecard(), null, 'nothing before the first publish');
     sc.published(
       DRIVER_NAME,

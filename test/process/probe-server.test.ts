@@ -53,6 +53,30 @@ describe('probe server', () => {
     }
   });
 
+  it('answers a page of its routes, GET only; a page that throws is a 500, and the server lives on', async () => {
+    const s = await serveProbes({
+      endpoint: '127.0.0.1:0',
+      routes: {
+        '/page': (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/plain' }).end('page\n');
+        },
+        '/broken': () => {
+          throw new Error('no picture');
+        },
+      },
+    });
+    try {
+      s.started();
+      assert.deepEqual(await get(s.port, '/page'), { status: 200, text: 'page\n', type: 'text/plain' });
+      assert.equal((await get(s.port, '/broken')).status, 500);
+      assert.equal((await get(s.port, '/healthz')).status, 200);
+      const post = await fetch(`http://127.0.0.1:${String(s.port)}/page`, { method: 'POST' });
+      assert.equal(post.status, 404);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('is ready by default, and has no /metrics without a registry', async () => {
     const s = await serveProbes({ endpoint: '127.0.0.1:0' });
     try {

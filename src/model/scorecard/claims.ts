@@ -2,7 +2,6 @@ import type { ResourceClaim } from '../../kube/types/claim.js';
 import { COMPUTE_DOMAIN_DRIVER } from '../compute-domain/slice.js';
 import { STD } from '../device/attributes.js';
 import { DRANET } from '../nic/attributes.js';
-import { DRIVER_NAME } from '../slice/build.js';
 import { type DeviceEntry, intAttr, stringAttr } from './inventory.js';
 
 /** What one allocated claim says about placement quality; each figure counts claims. */
@@ -22,7 +21,7 @@ export interface ClaimQuality {
 }
 
 export function claimQuality(claim: ResourceClaim, held: readonly DeviceEntry[]): ClaimQuality {
-  const gpus = held.filter((e) => e.driver === DRIVER_NAME);
+  const gpus = held.filter((e) => e.gpu !== null);
   const nics = held.filter((e) => e.driver === DRANET);
   const gpuNic = gpus.length > 0 && nics.length > 0;
   const roots = new Set([...gpus, ...nics].map((e) => stringAttr(e.device, STD.pcieRoot) ?? ''));

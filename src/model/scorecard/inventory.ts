@@ -20,6 +20,8 @@ export interface ClusterView {
   pods: readonly PodView[];
   /** `resource.k8s.io` DeviceTaintRules: taints given to devices from outside their slices. */
   taintRules?: readonly DeviceTaintRuleView[];
+  /** The driver whose devices are GPUs; default NVIDIA's, `gpu.nvidia.com`. */
+  gpuDriver?: string;
 }
 
 export interface NodeView {
@@ -88,12 +90,13 @@ function ruleHits(r: DeviceTaintRuleView, driver: string, pool: string, device: 
  */
 export function inventory(v: ClusterView): Map<string, DeviceEntry> {
   const rules = (v.taintRules ?? []).filter((r) => binding(r.spec.taint));
+  const gpuDriver = v.gpuDriver ?? DRIVER_NAME;
   const out = new Map<string, DeviceEntry>();
   for (const s of v.slices) {
     const { driver, nodeName: node } = s.spec;
     const pool = s.spec.pool.name;
     for (const d of s.spec.devices ?? []) {
-      const gpu = driver === DRIVER_NAME ? physicalGpu(d) : undefined;
+      const gpu = driver === gpuDriver ? physicalGpu(d) : undefined;
       out.set(deviceKey(driver, pool, d.name), {
         driver,
         pool,

@@ -439,7 +439,7 @@ async function startPlugin(
 
   const publishers: Publisher[] = [];
   const stopping = new AbortController();
-  const scorecard = new NodeScorecard(o.nodeName, () =>
+  const scorecard = new NodeScorecard(o.nodeName, o.driverName, () =>
     drivers.map((d) => ({ driver: d.name, claims: d.checkpoint.all() })),
   );
   c.scorecard?.(() => scorecard.scorecard());

@@ -14,6 +14,8 @@ export class NodeScorecard {
 
   constructor(
     private readonly nodeName: string,
+    /** The GPU driver's name (`--driver-name`). */
+    private readonly gpuDriver: string,
     private readonly prepared: () => readonly {
       driver: string;
       claims: readonly [string, PreparedClaim][];
@@ -35,6 +37,7 @@ export class NodeScorecard {
       slices: [...this.slices.values()].flat(),
       claims,
       pods: [],
+      gpuDriver: this.gpuDriver,
     });
   }
 }
