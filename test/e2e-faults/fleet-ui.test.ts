@@ -152,7 +152,7 @@ describe("the fleet's page in a headless browser", () => {
         );
       await new Promise((r) => setTimeout(r, 1000));
     }
-    const page = shown(dumpDom(e.FAKEGPU_FLEET_UI ?? ''));
+    const page = shown(await dumpDom(e.FAKEGPU_FLEET_UI ?? ''));
     const c = want.cluster;
     assert.equal(c.tainted, 0, 'no fault is left from another test');
     assert.deepEqual(page.counts, { free: c.free, allocated: c.allocated, mig: 0, tainted: 0, faulted: 0 });
@@ -176,16 +176,24 @@ describe("the fleet's page in a headless browser", () => {
       '--xid',
       '79',
     );
-    await eventually(
-      `${FAULT_NODE} faulted on the page`,
-      () => {
-        const after = shown(dumpDom(e.FAKEGPU_FLEET_UI ?? ''));
-        const cells = after.cells.get(FAULT_NODE) ?? [];
-        return cells.length === 8 && cells.every((s) => s === 'faulted') ? after : undefined;
-      },
-      90_000,
-    );
-    screenshot(e.FAKEGPU_FLEET_UI ?? '', SCREENSHOT);
+    for (let deadline = Date.now() + 90_000; ;) {
+      const cells = shown(await dumpDom(e.FAKEGPU_FLEET_UI ?? '')).cells.get(FAULT_NODE) ?? [];
+      if (cells.length === 8 && cells.every((x) => x === 'faulted')) break;
+      if (Date.now() > deadline) assert.fail(`${FAULT_NODE}'s cells on the page: ${cells.join(', ')}`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+    // The fault's taints as the fleet published them, counted alike by the fleet and from the API.
+    for (let deadline = Date.now() + 60_000; ;) {
+      const api = scorecardOfKwokNodes(e).cluster;
+      const s = await pageState(e);
+      if (api.tainted === 8 && JSON.stringify(s?.scorecard.cluster) === JSON.stringify(api)) break;
+      if (Date.now() > deadline)
+        assert.fail(
+          `after the fault the fleet's ${JSON.stringify(s?.scorecard.cluster)} is not ${JSON.stringify(api)}`,
+        );
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    await screenshot(e.FAKEGPU_FLEET_UI ?? '', SCREENSHOT);
     process.stderr.write(`fakegpu: the page's screenshot: ${SCREENSHOT}\n`);
   });
 
@@ -210,7 +218,7 @@ describe("the fleet's page in a headless browser", () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const { port } = server.address() as AddressInfo;
-      const dom = dumpDom(`http://127.0.0.1:${String(port)}/ui`);
+      const dom = await dumpDom(`http://127.0.0.1:${String(port)}/ui`);
       const racks = [...dom.matchAll(/<div class="group" data-group="(rack-\d+)">/g)].length;
       assert.equal(racks, 556);
       assert.equal([...dom.matchAll(/<g data-node=/g)].length, 0, 'no cell per GPU');
