@@ -3,7 +3,6 @@ import type { ApiClient } from '../kube/client.js';
 import { PODS_PATH } from '../kube/dcgm-sources.js';
 import { Informer } from '../kube/informer.js';
 import { CLAIMS_PATH, type ListedClaim, type ResourceClaim } from '../kube/types/claim.js';
-import type { ResourceSlice } from '../kube/types/resource.js';
 import { RACK_LABEL } from '../model/compute-domain/resource.js';
 import type { GpuState } from '../model/scorecard/gpus.js';
 import {
@@ -12,6 +11,7 @@ import {
   type ClusterView,
   type NodeView,
   type PodView,
+  type SliceView,
 } from '../model/scorecard/inventory.js';
 import { scoreWithGpus, type Scorecard } from '../model/scorecard/score.js';
 import type { Fleet } from './fleet.js';
@@ -164,26 +164,16 @@ export class FleetScorecard {
   /** The cluster as the scorecard reads it, of the fleet's nodes only. */
   view(): { view: ClusterView; faulted: ReadonlySet<string> } {
     const nodes: NodeView[] = [];
-    const slices: ResourceSlice[] = [];
+    const slices: SliceView[] = [];
     const faulted = new Set<string>();
     for (const { node, labels, slices: bySlice, faulted: hit } of this.fleet.servedDevices()) {
-      nodes.push({ metadata: { name: node, labels: { ...labels } } });
+      nodes.push({ metadata: { name: node, labels } });
       for (const { driver, devices } of bySlice) {
         for (const d of devices) {
           const gpu = hit.has(d.name) ? physicalGpu(d) : undefined;
           if (gpu !== undefined) faulted.add(`${node}/${gpu}`);
         }
-        slices.push({
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'ResourceSlice',
-          metadata: { name: `${node}-${driver}` },
-          spec: {
-            driver,
-            nodeName: node,
-            pool: { name: node, generation: 1, resourceSliceCount: 1 },
-            devices: [...devices],
-          },
-        });
+        slices.push({ spec: { driver, nodeName: node, pool: { name: node }, devices } });
       }
     }
     const served = new Set(nodes.map((n) => n.metadata.name));
@@ -210,7 +200,7 @@ export class FleetScorecard {
       if (cells) cells.push(cell);
       else byNode.set(g.node, [cell]);
     }
-    const group = (labels: Record<string, string> | undefined): string =>
+    const group = (labels: Readonly<Record<string, string>> | undefined): string =>
       labels?.[RACK_LABEL] ?? (scorecard.poolLabel ? labels?.[scorecard.poolLabel] : undefined) ?? '';
     const nodes = view.nodes
       .map((n) => ({

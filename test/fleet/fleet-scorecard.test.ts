@@ -227,13 +227,10 @@ describe("the fleet's page state and scorecard metrics", () => {
       nodes: [{ metadata: { name: 'n', labels: { [RACK_LABEL]: 'r9' } } }],
       slices: [
         {
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'ResourceSlice',
-          metadata: { name: 's' },
           spec: {
             driver: DRIVER_NAME,
             nodeName: 'n',
-            pool: { name: 'n', generation: 1, resourceSliceCount: 1 },
+            pool: { name: 'n' },
             devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'GPU-0' } } }],
           },
         },

@@ -1,11 +1,5 @@
 import type { AllocationResult, ResourceClaim } from '../../kube/types/claim.js';
-import {
-  intOf,
-  stringOf,
-  type Device,
-  type DeviceTaint,
-  type ResourceSlice,
-} from '../../kube/types/resource.js';
+import { intOf, stringOf, type Device, type DeviceTaint } from '../../kube/types/resource.js';
 import { STD } from '../device/attributes.js';
 import { DRIVER_NAME } from '../slice/build.js';
 
@@ -15,7 +9,7 @@ import { DRIVER_NAME } from '../slice/build.js';
  */
 export interface ClusterView {
   nodes: readonly NodeView[];
-  slices: readonly ResourceSlice[];
+  slices: readonly SliceView[];
   claims: readonly ResourceClaim[];
   pods: readonly PodView[];
   /** `resource.k8s.io` DeviceTaintRules: taints given to devices from outside their slices. */
@@ -25,7 +19,12 @@ export interface ClusterView {
 }
 
 export interface NodeView {
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Readonly<Record<string, string>> };
+}
+
+/** What the scorecard reads of a slice: a listed ResourceSlice is one, and so is the fleet's own view. */
+export interface SliceView {
+  spec: { driver: string; nodeName: string; pool: { name: string }; devices?: readonly Device[] };
 }
 
 export interface PodView {

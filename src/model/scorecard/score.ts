@@ -120,7 +120,7 @@ class Scopes {
   readonly racks: Record<string, Figures> = {};
 
   constructor(
-    private readonly labels: ReadonlyMap<string, Record<string, string>>,
+    private readonly labels: ReadonlyMap<string, Readonly<Record<string, string>>>,
     private readonly poolLabel: string | null,
   ) {}
 
@@ -187,7 +187,7 @@ function addClaim(into: readonly Figures[], q: ClaimQuality): void {
 function addDomains(
   scopes: Scopes,
   qualities: readonly ClaimQuality[],
-  labels: ReadonlyMap<string, Record<string, string>>,
+  labels: ReadonlyMap<string, Readonly<Record<string, string>>>,
 ): void {
   const nodes = new Map<string, string[]>();
   for (const q of qualities) {
