@@ -17,7 +17,14 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebStream } from 'node:stream/web';
 import { FakegpuError } from '../errors.js';
 import { duration } from '../process/progress.js';
-import { isCurrent, placeOf, stampRelease, versionOf, type Component, type Toolchain } from './build.js';
+import {
+  isCurrent,
+  placeOf,
+  stampRelease,
+  componentVersion,
+  type Component,
+  type Toolchain,
+} from './build.js';
 
 /**
  * The official release artifacts of the cluster's upstream components, fetched and checked against the
@@ -53,7 +60,7 @@ const arch = (): string => (process.arch === 'arm64' ? 'arm64' : 'amd64');
  * (pause), for KWOK, and for what only tests and integrations build.
  */
 export function releaseFiles(c: Component): ReleaseFile[] | null {
-  const v = versionOf(c);
+  const v = componentVersion(c);
   const a = arch();
   const names = Object.values(c.binaries);
   const gh = (repo: string, file: string, sums = `${file}.sha256sum`): ReleaseFile => ({
@@ -238,12 +245,12 @@ async function fetchComponent(
     stampRelease(c, paths);
     const from = new URL(mirrored(files[0]?.url ?? '', mirror)).host;
     log(
-      `fetched ${id} ${versionOf(c)} from ${from}, sha256 checked, in ${duration((Date.now() - started) / 1000)}`,
+      `fetched ${id} ${componentVersion(c)} from ${from}, sha256 checked, in ${duration((Date.now() - started) / 1000)}`,
     );
     return 'fetched';
   } catch (e) {
     if (!(e instanceof Unavailable)) throw e;
-    log(`${id} ${versionOf(c)}: ${e.message}; building it instead`);
+    log(`${id} ${componentVersion(c)}: ${e.message}; building it instead`);
     return e.hostDown ? 'host down' : 'unavailable';
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -313,7 +313,7 @@ export function clusterComponents(
 }
 
 /** The version a component is built at. */
-export const versionOf = (c: Component): string => c.version ?? VERSIONS[c.module];
+export const componentVersion = (c: Component): string => c.version ?? VERSIONS[c.module];
 
 /** Its stamp's name and the folder its binaries go to. */
 export function placeOf(c: Component, paths: Toolchain): { id: string; out: string } {
@@ -324,7 +324,7 @@ export function placeOf(c: Component, paths: Toolchain): { id: string; out: stri
  * The stamp of binaries fetched from the component's official release (artifacts.ts) rather than built:
  * they stay current until its version changes, whatever the Go version or recipe here.
  */
-export const releaseStamp = (c: Component): string => `release ${versionOf(c)}`;
+export const releaseStamp = (c: Component): string => `release ${componentVersion(c)}`;
 
 /** Whether the component's binaries are there and current, fetched or built; false where Go is missing. */
 export function isCurrent(repoRoot: string, c: Component, paths: Toolchain): boolean {
@@ -434,7 +434,7 @@ async function build(
   const took = join(out, `.${id}.took`);
   const last = existsSync(took) ? Number(readFileSync(took, 'utf8').trim()) : NaN;
   log(
-    `building ${id} ${versionOf(c)} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
+    `building ${id} ${componentVersion(c)} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
   const progress = timedProgress(`building ${id}`, last, log);
   try {

@@ -11,7 +11,7 @@ import {
   COMPONENTS,
   isCurrent,
   kubernetesComponent,
-  versionOf,
+  componentVersion,
   type Component,
   type Toolchain,
 } from '../../src/local-cluster/build.js';
@@ -64,7 +64,7 @@ describe('official release files', () => {
       const pinned = [...mod.matchAll(/^\s*(?:require\s+)?(\S+) v(\S+)/gm)].find(
         (m) => pkg === m[1] || pkg.startsWith(`${m[1] ?? ''}/`),
       );
-      assert.equal(pinned?.[2], versionOf(c), `${c.module}: ${pkg}`);
+      assert.equal(pinned?.[2], componentVersion(c), `${c.module}: ${pkg}`);
     }
   });
 
