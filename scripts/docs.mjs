@@ -1,6 +1,6 @@
 // `npm run docs`: regenerates the tables of docs/fidelity.md from the catalog and presets, and the SVG
 // charts of bench/charts/ from the committed results in bench/results/.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 
@@ -10,14 +10,9 @@ const path = join(root, 'docs', 'fidelity.md');
 writeFileSync(path, withTables(readFileSync(path, 'utf8')));
 process.stderr.write(`fakegpu: wrote ${path}\n`);
 
-const { RESULTS_DIR, generatedCharts } = await import('../dist/src/tools/charts/files.js');
-const dir = join(root, RESULTS_DIR);
-const results = readdirSync(dir)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((f) => ({ file: `${RESULTS_DIR}/${f}`, json: JSON.parse(readFileSync(join(dir, f), 'utf8')) }));
+const { committedResults, generatedCharts } = await import('../dist/src/tools/charts/files.js');
 try {
-  for (const c of await generatedCharts(results)) {
+  for (const c of await generatedCharts(committedResults(root))) {
     writeFileSync(join(root, ...c.path.split('/')), c.text);
     process.stderr.write(`fakegpu: wrote ${c.path}\n`);
   }

@@ -2,19 +2,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { CHARTS_DIR, generatedCharts, RESULTS_DIR } from '../../src/tools/charts/files.js';
+import { CHARTS_DIR, committedResults, generatedCharts } from '../../src/tools/charts/files.js';
 import { sortResults } from '../../src/tools/charts/results.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { FakegpuError } from '../../src/errors.js';
 
-const committed = (): { file: string; json: unknown }[] =>
-  readdirSync(join(REPO_ROOT, RESULTS_DIR))
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => ({
-      file: `${RESULTS_DIR}/${f}`,
-      json: JSON.parse(readFileSync(join(REPO_ROOT, RESULTS_DIR, f), 'utf8')) as unknown,
-    }));
+const committed = (): { file: string; json: unknown }[] => committedResults(REPO_ROOT);
 
 /** The charts whose text differs from the file on disk. */
 async function stale(results: { file: string; json: unknown }[]): Promise<string[]> {

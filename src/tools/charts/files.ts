@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { parse, View } from 'vega';
 import { sortResults } from './results.js';
@@ -11,6 +13,18 @@ import { chartSpecs } from './specs.js';
 
 export const RESULTS_DIR = 'bench/results';
 export const CHARTS_DIR = 'bench/charts';
+
+/** The results committed in bench/results/ of the checkout at `root`, by file name. */
+export function committedResults(root: string): { file: string; json: unknown }[] {
+  const dir = join(root, RESULTS_DIR);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({
+      file: `${RESULTS_DIR}/${f}`,
+      json: JSON.parse(readFileSync(join(dir, f), 'utf8')) as unknown,
+    }));
+}
 
 export async function renderSvg(spec: Record<string, unknown>): Promise<string> {
   const view = new View(parse(compile(spec as unknown as TopLevelSpec).spec), { renderer: 'none' });

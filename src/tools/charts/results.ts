@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FakegpuError } from '../../errors.js';
+import { FakegpuError, schemaError } from '../../errors.js';
 
 /**
  * The parts of the benches' JSON results (`bench/results/`) that the charts read. Each bench writes more;
@@ -52,26 +52,24 @@ export interface Results {
   faults: FaultsResult[];
 }
 
-const BENCHES = { fleet: FleetResult, sched: SchedResult, faults: FaultsResult } as const;
-
 /** Sorts committed results by bench; one that is not a charted bench's, or lacks a field, is named in one line. */
 export function sortResults(files: readonly { file: string; json: unknown }[]): Results {
   const out: Results = { fleet: [], sched: [], faults: [] };
   for (const { file, json } of files) {
+    const checked = <T extends z.ZodType>(schema: T): z.infer<T> => {
+      const r = schema.safeParse(json);
+      if (!r.success) throw new FakegpuError(file, schemaError(r.error, json, '', 'result').message);
+      return r.data;
+    };
     const bench = (json as { bench?: unknown } | null)?.bench;
-    if (bench !== 'fleet' && bench !== 'sched' && bench !== 'faults')
+    if (bench === 'fleet') out.fleet.push(checked(FleetResult));
+    else if (bench === 'sched') out.sched.push(checked(SchedResult));
+    else if (bench === 'faults') out.faults.push(checked(FaultsResult));
+    else
       throw new FakegpuError(
         file,
         `bench is ${JSON.stringify(bench)}; the charts read fleet, sched and faults results`,
       );
-    const r = BENCHES[bench].safeParse(json);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      throw new FakegpuError(file, `${issue?.path.join('.') ?? '?'}: ${issue?.message ?? 'invalid'}`);
-    }
-    if (bench === 'fleet') out.fleet.push(FleetResult.parse(json));
-    else if (bench === 'sched') out.sched.push(SchedResult.parse(json));
-    else out.faults.push(FaultsResult.parse(json));
   }
   return out;
 }
