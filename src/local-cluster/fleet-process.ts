@@ -43,36 +43,43 @@ export function fleetReplica(r: number): { name: string; http: string; dcgm: str
   };
 }
 
-/** Every replica's probes answer ready: each has published the nodes of its shards. */
-export async function fleetsReady(s: State): Promise<boolean> {
-  const all = await Promise.all(
-    Array.from({ length: s.fleetReplicas ?? 1 }, (_, r) => httpOk(`http://${fleetReplica(r).http}/readyz`)),
-  );
-  return all.every(Boolean);
+/** Whether every replica has published the nodes of its shards, and how many of all it has so far. */
+export interface Publishing {
+  ready: boolean;
+  /** Of all the nodes; null while a replica says neither `ok` nor how far it is. */
+  published: number | null;
 }
 
 /**
- * The nodes the replicas have published so far, of `total`, from their /readyz (`publishing 1200/25000
- * nodes` each while not ready, `ok` once all of its own are): the total less what each still has to
- * publish. Null while a replica says neither.
+ * One look at each replica's /readyz: `ok` once it has published all of its own nodes, else
+ * `publishing 1200/25000 nodes`. Published is `total` less what each replica still has to publish.
  */
-export async function fleetsPublished(s: State, total: number): Promise<number | null> {
-  const left = await Promise.all(
-    Array.from({ length: s.fleetReplicas ?? 1 }, async (_, r) => {
-      try {
-        const res = await fetch(`http://${fleetReplica(r).http}/readyz`, {
-          signal: AbortSignal.timeout(2000),
-        });
-        if (res.ok) return 0;
-        const m = /^publishing (\d+)\/(\d+) nodes/.exec(await res.text());
-        return m ? Math.max(0, Number(m[2]) - Number(m[1])) : null;
-      } catch {
-        return null;
-      }
-    }),
+export async function fleetsPublishing(s: State, total: number): Promise<Publishing> {
+  const said = await Promise.all(
+    Array.from(
+      { length: s.fleetReplicas ?? 1 },
+      async (_, r): Promise<{ ok: boolean; left: number | null }> => {
+        try {
+          const res = await fetch(`http://${fleetReplica(r).http}/readyz`, {
+            signal: AbortSignal.timeout(2000),
+          });
+          const text = await res.text();
+          if (res.ok) return { ok: true, left: 0 };
+          const m = /^publishing (\d+)\/(\d+) nodes/.exec(text);
+          return { ok: false, left: m ? Math.max(0, Number(m[2]) - Number(m[1])) : null };
+        } catch {
+          return { ok: false, left: null };
+        }
+      },
+    ),
   );
-  if (left.some((x) => x === null)) return null;
-  return Math.max(0, total - left.reduce<number>((a, x) => a + (x ?? 0), 0));
+  const left = said.map((x) => x.left);
+  return {
+    ready: said.every((x) => x.ok),
+    published: left.includes(null)
+      ? null
+      : Math.max(0, total - left.reduce<number>((a, x) => a + (x ?? 0), 0)),
+  };
 }
 
 /**

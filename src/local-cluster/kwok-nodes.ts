@@ -6,7 +6,7 @@ import { KWOK_ANNOTATION } from '../kube/kwok.js';
 import { isProfileFile } from '../model/profile/load.js';
 import type { Toolchain } from './build.js';
 import type { Layout } from './config.js';
-import { fleetsPublished, fleetsReady } from './fleet-process.js';
+import { fleetsPublishing, type Publishing } from './fleet-process.js';
 import { kubectl, kubectlAsync } from './kubectl.js';
 import { PROFILE_LABEL } from './plugin-process.js';
 import { waitFor } from './probe.js';
@@ -28,10 +28,8 @@ export async function createKwokNodes(
   s: State,
   log: (line: string) => void,
   kwok: Started,
-  /** Whether the fleet has published every node it serves; by default the host process's /readyz. */
-  fleetReady: () => Promise<boolean> = () => fleetsReady(s),
-  /** How many it has published so far, null where it does not say (the chart's fleet). */
-  fleetPublished: (total: number) => Promise<number | null> = (total) => fleetsPublished(s, total),
+  /** Whether the fleet has published every node it serves, and how many so far; by default its /readyz. */
+  fleetPublishing: (total: number) => Promise<Publishing> = (total) => fleetsPublishing(s, total),
 ): Promise<void> {
   const n = s.kwokNodes ?? 0;
   const fleet = s.kwokFleet !== false;
@@ -86,9 +84,9 @@ export async function createKwokNodes(
         published = new Progress({ what: "KWOK nodes' slices published", total: n, log });
       }
       if (!fleet) return true;
-      if (await fleetReady()) return true;
-      const done = await fleetPublished(n);
-      if (done !== null) published?.update(done);
+      const p = await fleetPublishing(n);
+      if (p.ready) return true;
+      if (p.published !== null) published?.update(p.published);
       return false;
     },
     Math.max(120_000, n * 200),

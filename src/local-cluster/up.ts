@@ -479,7 +479,7 @@ async function startChart({ l, t, s, start, log }: Starting): Promise<void> {
       s,
       log,
       kwok,
-      () => Promise.resolve(chartFleetReady(l, t, s.fleetReplicas ?? 1)),
-      () => Promise.resolve(null),
+      // The chart's fleet is asked through the API server, which says ready or not, not how far.
+      () => Promise.resolve({ ready: chartFleetReady(l, t, s.fleetReplicas ?? 1), published: null }),
     );
 }
