@@ -281,7 +281,9 @@ export class Elected {
       return ok;
     }
     const key = recordKey(cur.spec);
-    if (key !== this.observed) this.see(cur.spec, at);
+    // Dated from the answer, not the request: the holder may have renewed while a slow GET was out,
+    // and it works until renewDeadline after it sent that renew, which can be as late as now.
+    if (key !== this.observed) this.see(cur.spec, this.now());
     const holder = cur.spec?.holderIdentity ?? '';
     if (holder !== '' && holder !== e.identity && this.now() < this.observedAt + this.durationMs)
       return false;

@@ -28,7 +28,11 @@ interface LeaseObj {
 class Terms {
   readonly spans: { who: string; start: number; end: number | null }[] = [];
 
-  candidate(store: FakeObjects, who: string): { e: Elected; link: Link } {
+  candidate(
+    store: FakeObjects,
+    who: string,
+    t: { duration: number; renew: number; retry: number } = { duration: DURATION, renew: RENEW, retry: RETRY },
+  ): { e: Elected; link: Link } {
     const link = new Link(store);
     const e = new Elected({
       election: {
@@ -36,9 +40,9 @@ class Terms {
         namespace: NS,
         name: NAME,
         identity: who,
-        leaseDurationMs: DURATION,
-        renewDeadlineMs: RENEW,
-        retryPeriodMs: RETRY,
+        leaseDurationMs: t.duration,
+        renewDeadlineMs: t.renew,
+        retryPeriodMs: t.retry,
       },
       log,
       lead: () => {
@@ -216,6 +220,30 @@ describe('leader election over a Lease', () => {
     await until('b leads', () => b.leading, duration * 4);
     const took = performance.now() - t0;
     assert.ok(took < retry + 400, `b led ${took.toFixed(0)} ms after start, not a retry period after expiry`);
+  });
+
+  it("a standby dates the holder's renew from its slow GET's answer, not from when it asked", async () => {
+    // Twice the other tests' timings, so that a loaded machine's timer slop stays well inside the margins.
+    const t = { duration: DURATION * 2, renew: RENEW * 2, retry: RETRY * 2 };
+    const slow = t.renew - 50;
+    const store = new FakeObjects();
+    const terms = new Terms();
+    const a = terms.candidate(store, 'a', t);
+    a.e.start();
+    await until('a leads', () => a.e.leading);
+    const b = terms.candidate(store, 'b', t);
+    // b's first GET is held by the API server for `slow` ms; as it reads, a's link is cut. a's last renew
+    // was sent at most a retry period before that read, so a works until nearly renew after the read.
+    b.link.getDelays.push(slow);
+    b.link.onSlowRead = () => {
+      a.link.mode = 'hang';
+    };
+    const asked = performance.now();
+    b.e.start();
+    await until('b leads', () => b.e.leading, t.duration * 5);
+    terms.noOverlap();
+    const bTerm = terms.spans.find((s) => s.who === 'b');
+    assert.ok(bTerm && bTerm.start - asked >= slow + t.duration - t.retry, 'b waited a lease after the answer');
   });
 
   it('a clean stop releases the lease, so the standby leads at once', async () => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ListQuery } from '../../src/kube/api.js';
 import { ApiError } from '../../src/kube/client.js';
 import type { ObjectApi } from '../../src/kube/objects.js';
@@ -9,6 +10,10 @@ export class Link implements ObjectApi {
   readonly writes: string[] = [];
   /** Runs just before this candidate's next PUT reaches the store: a rival writing in between. */
   beforePut: (() => void) | null = null;
+  /** Delays of this candidate's next GETs, each read from the store only once its delay has passed. */
+  readonly getDelays: number[] = [];
+  /** Runs just before a delayed GET reads the store. */
+  onSlowRead: (() => void) | null = null;
 
   constructor(private readonly store: FakeObjects) {}
 
@@ -22,7 +27,14 @@ export class Link implements ObjectApi {
     return this.gate(() => this.store.list<T>(c, q));
   }
   get<T>(p: string): Promise<T | null> {
-    return this.gate(() => this.store.get<T>(p));
+    return this.gate(async () => {
+      const delay = this.getDelays.shift();
+      if (delay !== undefined) {
+        await sleep(delay);
+        this.onSlowRead?.();
+      }
+      return this.store.get<T>(p);
+    });
   }
   create<T>(c: string, o: object): Promise<T> {
     return this.gate(() => {
