@@ -31,7 +31,11 @@ class Terms {
   candidate(
     store: FakeObjects,
     who: string,
-    t: { duration: number; renew: number; retry: number } = { duration: DURATION, renew: RENEW, retry: RETRY },
+    t: { duration: number; renew: number; retry: number } = {
+      duration: DURATION,
+      renew: RENEW,
+      retry: RETRY,
+    },
   ): { e: Elected; link: Link } {
     const link = new Link(store);
     const e = new Elected({
@@ -243,7 +247,10 @@ describe('leader election over a Lease', () => {
     await until('b leads', () => b.e.leading, t.duration * 5);
     terms.noOverlap();
     const bTerm = terms.spans.find((s) => s.who === 'b');
-    assert.ok(bTerm && bTerm.start - asked >= slow + t.duration - t.retry, 'b waited a lease after the answer');
+    assert.ok(
+      bTerm && bTerm.start - asked >= slow + t.duration - t.retry,
+      'b waited a lease after the answer',
+    );
   });
 
   it('a clean stop releases the lease, so the standby leads at once', async () => {

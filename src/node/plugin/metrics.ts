@@ -30,7 +30,7 @@ export function pluginMetrics(reg: Registry) {
     }),
     swept: new Counter({
       name: 'fakegpu_swept_total',
-      help: 'what the start-up sweep removed because no checkpointed claim held it, by driver and kind (cdi_spec, view, mig_instance), and claims rolled back (rolled_back)',
+      help: 'what the start-up sweep removed because no checkpointed claim held it, by driver and kind (cdi_spec, view, mig_instance), claims rolled back (rolled_back), and claims the API server no longer has, unprepared (stale_claim)',
       labelNames: ['driver', 'kind'],
       registers: [reg],
     }),

@@ -25,6 +25,7 @@ import type { ResourceClaim } from '../../kube/types/claim.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
+import { apiLookup, sweepStaleClaims } from './stale-claims.js';
 import { PassthroughState } from '../prepare/passthrough-state.js';
 import { withoutSiblings } from '../../model/device/vfio.js';
 import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
@@ -434,6 +435,13 @@ async function startPlugin(
   const drivers = [gpu.driver, ...(nics ? [nics] : []), ...(domains ? [domains.driver] : [])];
   restoreDrivers(drivers, m, log);
   const servers = await serveKubelet(o, drivers, c.registered, { kc, m, log });
+  const stale = sweepStaleClaims(drivers, apiLookup(clientOf(kc)), {
+    log,
+    onPass: (p) => {
+      for (const r of p.released) m.swept.inc({ driver: r.driver, kind: 'stale_claim' });
+      if (p.released.length > 0) m.prepared.set(drivers.reduce((n, d) => n + d.state.held().length, 0));
+    },
+  });
   if (gpu.faults) void gpu.faults.startWithHealth();
   else health.start();
 
@@ -476,6 +484,7 @@ async function startPlugin(
   return {
     async stop() {
       stopping.abort();
+      await stale.stop();
       await publishing;
       await gpu.faults?.stop();
       await domains?.stop();
