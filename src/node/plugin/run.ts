@@ -25,7 +25,7 @@ import type { ResourceClaim } from '../../kube/types/claim.js';
 import { FileMigStateStore } from '../nvml/state-file.js';
 import type { ResolvedProfile } from '../../model/profile/load.js';
 import type { ClaimLifecycle } from '../prepare/lifecycle.js';
-import { apiLookup, sweepStaleClaims } from './stale-claims.js';
+import { apiLookup, sweepStaleClaims, type StaleSweeper } from './stale-claims.js';
 import { PassthroughState } from '../prepare/passthrough-state.js';
 import { withoutSiblings } from '../../model/device/vfio.js';
 import { withoutFields, type GatedField } from '../../kube/publish/gates.js';
@@ -319,6 +319,17 @@ function restoreDrivers(drivers: readonly Driver[], m: Metrics, log: Logger): vo
   }
 }
 
+/** Claims the API server no longer has, unprepared at start and every so often (stale-claims.ts). */
+function releaseStale(drivers: readonly Driver[], kc: KubeConfig, m: Metrics, log: Logger): StaleSweeper {
+  return sweepStaleClaims(drivers, apiLookup(clientOf(kc)), {
+    log,
+    onPass: (p) => {
+      for (const r of p.released) m.swept.inc({ driver: r.driver, kind: 'stale_claim' });
+      if (p.released.length > 0) m.prepared.set(drivers.reduce((n, d) => n + d.state.held().length, 0));
+    },
+  });
+}
+
 /**
  * Each driver's kubelet sockets. `registered` follows the kubelet's answer per driver: before it accepted
  * a registration, prepare calls cannot reach us.
@@ -435,13 +446,7 @@ async function startPlugin(
   const drivers = [gpu.driver, ...(nics ? [nics] : []), ...(domains ? [domains.driver] : [])];
   restoreDrivers(drivers, m, log);
   const servers = await serveKubelet(o, drivers, c.registered, { kc, m, log });
-  const stale = sweepStaleClaims(drivers, apiLookup(clientOf(kc)), {
-    log,
-    onPass: (p) => {
-      for (const r of p.released) m.swept.inc({ driver: r.driver, kind: 'stale_claim' });
-      if (p.released.length > 0) m.prepared.set(drivers.reduce((n, d) => n + d.state.held().length, 0));
-    },
-  });
+  const stale = releaseStale(drivers, kc, m, log);
   if (gpu.faults) void gpu.faults.startWithHealth();
   else health.start();
 
