@@ -7,16 +7,19 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   readdirSync,
+  realpathSync,
   renameSync,
   rmSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebStream } from 'node:stream/web';
 import { FakegpuError } from '../errors.js';
 import { duration } from '../process/progress.js';
+import { RELEASE_PINS } from './release-pins.js';
 import {
   isCurrent,
   placeOf,
@@ -36,6 +39,13 @@ import {
  * folder named for its host, as `wget --mirror` lays them out: `<url>/dl.k8s.io/release/v1.37.2/bin/…`,
  * `<url>/github.com/etcd-io/etcd/releases/download/…`, `<url>/get.helm.sh/…`. `FAKEGPU_MIRROR=off`: fetch
  * nothing, build what is not current.
+ *
+ * Trust: a file with a pin in `release-pins.ts` (committed, refreshed by `npm run release-pins` from the
+ * official hosts) must have that sha256, wherever it came from. A file without one is fetched only from
+ * its official host, over HTTPS, and checked against the checksum that host publishes; a mirror serves
+ * only pinned files, since a mirror that serves a file and its checksum vouches for itself. An `http:`
+ * mirror is refused unless `FAKEGPU_MIRROR_ALLOW_HTTP=1` says so. `FAKEGPU_RELEASE_PINS=<file>` adds pins
+ * (a JSON object of official URL → sha256) for a mirror of one's own builds.
  */
 
 /** One file of a release: the file, the file of checksums that names it, and the binaries taken from it. */
@@ -50,7 +60,14 @@ export interface ReleaseFile {
 }
 
 const GITHUB = 'https://github.com';
-const arch = (): string => (process.arch === 'arm64' ? 'arm64' : 'amd64');
+/** Release names of the machines releases are fetched for; any other builds from source. */
+const arch = (): string | null =>
+  process.arch === 'arm64' ? 'arm64' : process.arch === 'x64' ? 'amd64' : null;
+
+/** A checksum file is a few lines: anything longer than this is no checksum file. */
+const MAX_SUMS_BYTES = 256 * 1024;
+/** Larger than any of the components' archives unpacked (containerd's static build: about 150 MB). */
+const MAX_UNPACKED_BYTES = 2 * 1024 ** 3;
 
 /**
  * Where each component's official release keeps its linux binaries, as each project's release script names
@@ -59,9 +76,9 @@ const arch = (): string => (process.arch === 'arm64' ? 'arm64' : 'amd64');
  * containernetworking/plugins' release workflow, cri-tools' and Helm's release targets. Null for ours
  * (pause), for KWOK, and for what only tests and integrations build.
  */
-export function releaseFiles(c: Component): ReleaseFile[] | null {
+export function releaseFiles(c: Component, a: string | null = arch()): ReleaseFile[] | null {
   const v = componentVersion(c);
-  const a = arch();
+  if (a === null) return null;
   const names = Object.values(c.binaries);
   const gh = (repo: string, file: string, sums = `${file}.sha256sum`): ReleaseFile => ({
     url: `${GITHUB}/${repo}/releases/download/v${v}/${file}`,
@@ -129,6 +146,45 @@ export function publishedSha256(text: string, file: string): string | null {
   return bare ? (bare[1] ?? '').toLowerCase() : null;
 }
 
+/** The architectures `npm run release-pins` pins, by their release names. */
+export const PINNED_ARCHES = ['amd64', 'arm64'] as const;
+
+/**
+ * The pin table's source text: every release file of `components` for each pinned architecture, with
+ * the sha256 its official host publishes (`sums` answers a checksum file's URL with its text, over
+ * HTTPS). A file its host gives no sha256 for stops it, named: a table with a hole would send that file
+ * to the build without saying why.
+ */
+export async function renderPins(
+  components: readonly Component[],
+  sums: (url: string) => Promise<string>,
+): Promise<string> {
+  const pins: [string, string][] = [];
+  const read = new Map<string, Promise<string>>();
+  for (const c of components)
+    for (const a of PINNED_ARCHES)
+      for (const f of releaseFiles(c, a) ?? []) {
+        if (!f.sums.startsWith('https://')) throw new Error(`${f.sums} is not HTTPS`);
+        let text = read.get(f.sums);
+        if (!text) read.set(f.sums, (text = sums(f.sums)));
+        const file = basename(new URL(f.url).pathname);
+        const sha = publishedSha256(await text, file);
+        if (sha === null) throw new Error(`${f.sums} gives no sha256 for ${file}`);
+        pins.push([f.url, sha]);
+      }
+  pins.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const rows = pins.map(([url, sha]) => `  ${JSON.stringify(url)}:\n    ${JSON.stringify(sha)},`);
+  return `${PINS_HEADER}export const RELEASE_PINS: Readonly<Record<string, string>> = {${rows.length ? `\n${rows.join('\n')}\n` : ''}};\n`;
+}
+
+const PINS_HEADER = `/**
+ * The sha256 of each official release file fakegpu fetches, by its official URL (which names the
+ * component, version, architecture and file). Written by \`npm run release-pins\` from the checksums the
+ * official hosts publish, over HTTPS; do not edit by hand. A file listed here must hash to its pin from
+ * any host; a mirror serves nothing else.
+ */
+`;
+
 /** Why a file could not be had (the component is then built), as opposed to a refused one (thrown). */
 class Unavailable extends Error {
   constructor(
@@ -157,19 +213,87 @@ async function get(url: string, timeoutMs: number): Promise<Response> {
   return res;
 }
 
-/** Downloads `f` into `dir`, checked against its published sha256; returns the file's path. */
-async function fetchChecked(f: ReleaseFile, mirror: string | undefined, dir: string): Promise<string> {
+/** What decides which files are fetched from where, and what each must hash to. */
+export interface FetchOptions {
+  /** `FAKEGPU_MIRROR`: absent or empty for the official hosts, `off` for none. */
+  mirror?: string | undefined;
+  /** Official URL → sha256: the committed table and any the user adds. */
+  pins?: Readonly<Record<string, string>>;
+  /** `FAKEGPU_MIRROR_ALLOW_HTTP=1`: an `http:` mirror, which anyone on the path may answer for. */
+  allowHttp?: boolean;
+}
+
+/** The options as the environment gives them: the committed pins, plus `FAKEGPU_RELEASE_PINS`' file. */
+export function fetchOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): FetchOptions {
+  return {
+    mirror: env['FAKEGPU_MIRROR'],
+    pins: { ...RELEASE_PINS, ...extraPins(env['FAKEGPU_RELEASE_PINS']) },
+    allowHttp: env['FAKEGPU_MIRROR_ALLOW_HTTP'] === '1',
+  };
+}
+
+function extraPins(file: string | undefined): Record<string, string> {
+  if (file === undefined || file === '') return {};
+  let o: unknown;
+  try {
+    o = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new FakegpuError(
+      'FAKEGPU_RELEASE_PINS',
+      `${file}: ${causeOf(e)}; give a JSON object of URL → sha256`,
+    );
+  }
+  const bad =
+    o === null || typeof o !== 'object' || Array.isArray(o)
+      ? ['(the file)', o]
+      : Object.entries(o).find(
+          ([k, v]) => !URL.canParse(k) || typeof v !== 'string' || !/^[0-9a-f]{64}$/.test(v),
+        );
+  if (bad)
+    throw new FakegpuError(
+      'FAKEGPU_RELEASE_PINS',
+      `${file}: ${JSON.stringify(bad[0])} → ${JSON.stringify(bad[1])} is no URL → sha256 (64 lowercase hex digits)`,
+    );
+  return o as Record<string, string>;
+}
+
+/** The body as text, refused past `max` bytes without reading the rest. */
+async function boundedText(res: Response, max: number, url: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of Readable.fromWeb(res.body as WebStream<Uint8Array>) as AsyncIterable<Buffer>) {
+    n += chunk.length;
+    if (n > max) throw new Unavailable(`${url} is over ${String(max / 1024)} KiB, which no checksum file is`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The sha256 `f` must have: its pin, else (official host only) the one its host publishes. */
+async function wanted(f: ReleaseFile, file: string, o: FetchOptions): Promise<{ sha: string; from: string }> {
+  const pin = o.pins?.[f.url];
+  if (pin !== undefined) return { sha: pin, from: "fakegpu's release pins" };
+  if (o.mirror !== undefined && o.mirror !== '')
+    throw new Unavailable(
+      `${file} has no pin in fakegpu's release table, and a mirror serves only pinned files`,
+    );
+  const sums = await boundedText(await get(f.sums, 15_000), MAX_SUMS_BYTES, f.sums);
+  const sha = publishedSha256(sums, file);
+  if (sha === null) throw new Unavailable(`${f.sums} gives no sha256 for ${file}`);
+  return { sha, from: f.sums };
+}
+
+/** Downloads `f` into `dir`, checked against its pin or published sha256; returns the file's path. */
+async function fetchChecked(f: ReleaseFile, o: FetchOptions, dir: string): Promise<string> {
   const file = basename(new URL(f.url).pathname);
-  const sumsUrl = mirrored(f.sums, mirror);
-  const url = mirrored(f.url, mirror);
+  const url = mirrored(f.url, o.mirror);
   const path = join(dir, file);
-  let want: string | null;
+  let want: { sha: string; from: string };
   let got: string;
   // Whatever breaks on the way (a reset, a timeout mid-body) leaves the component to the build; only a
   // file that arrived whole and differs is refused.
   try {
-    want = publishedSha256(await (await get(sumsUrl, 15_000)).text(), file);
-    if (want === null) throw new Unavailable(`${sumsUrl} gives no sha256 for ${file}`);
+    want = await wanted(f, file, o);
     const res = await get(url, 15 * 60_000);
     const hash = createHash('sha256');
     const body = Readable.fromWeb(res.body as WebStream<Uint8Array>);
@@ -180,19 +304,36 @@ async function fetchChecked(f: ReleaseFile, mirror: string | undefined, dir: str
     if (e instanceof Unavailable) throw e;
     throw new Unavailable(`${file} from ${url} did not arrive whole (${causeOf(e)})`);
   }
-  if (got !== want)
+  if (got !== want.sha)
     throw new FakegpuError(
       'download',
-      `${file} from ${url} has sha256 ${got}, but ${sumsUrl} publishes ${want}; refusing it`,
+      `${file} from ${url} has sha256 ${got}, but ${want.from} gives ${want.sha}; refusing it`,
     );
   return path;
+}
+
+/** The unpacked size `tar` lists for an archive: refused past the cap before anything is written. */
+function unpackedBytes(path: string): number {
+  const r = spawnSync('tar', ['-tvzf', path], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.error || r.status !== 0)
+    throw new Unavailable(`tar could not list ${basename(path)}: ${(r.stderr || String(r.error)).trim()}`);
+  let n = 0;
+  for (const line of r.stdout.split('\n')) n += Number(/^\S+\s+\S+\s+(\d+)\s/.exec(line)?.[1] ?? 0);
+  return n;
 }
 
 /** The binaries of `f`, downloaded into `dir`, as name → path there. */
 function binariesOf(f: ReleaseFile, path: string, dir: string): Record<string, string> {
   if (f.members === undefined) return { [f.binary ?? basename(path)]: path };
+  const size = unpackedBytes(path);
+  if (size > MAX_UNPACKED_BYTES)
+    throw new FakegpuError(
+      'download',
+      `${basename(path)} unpacks to ${String(size)} bytes, over the ${String(MAX_UNPACKED_BYTES)} no release of these components comes near; refusing it`,
+    );
   const into = join(dir, 'x');
   mkdirSync(into);
+  const inside = realpathSync(into) + sep;
   // As root, tar would keep the archive's owners (a release built in CI records uid 1001): the files
   // are made root's, with their modes from the umask; only the chmod below makes them executable.
   const r = spawnSync('tar', ['--no-same-owner', '--no-same-permissions', '-xzf', path, '-C', into], {
@@ -205,7 +346,14 @@ function binariesOf(f: ReleaseFile, path: string, dir: string): Record<string, s
     const p = join(into, member);
     if (!existsSync(p) || !lstatSync(p).isFile())
       throw new Unavailable(`${basename(path)} has no file ${member}`);
-    out[name] = p;
+    // A folder of the member's path may be a link the archive made: the file must be inside all the same.
+    const real = realpathSync(p);
+    if (!real.startsWith(inside))
+      throw new FakegpuError(
+        'download',
+        `${basename(path)}: ${member} resolves to ${real}, outside the archive; refusing it`,
+      );
+    out[name] = real;
   }
   return out;
 }
@@ -219,7 +367,7 @@ async function fetchComponent(
   c: Component,
   paths: Toolchain,
   files: ReleaseFile[],
-  mirror: string | undefined,
+  o: FetchOptions,
   log: (line: string) => void,
 ): Promise<'fetched' | 'unavailable' | 'host down'> {
   const { id, out } = placeOf(c, paths);
@@ -234,7 +382,7 @@ async function fetchComponent(
     for (const [i, f] of files.entries()) {
       const dir = join(work, String(i));
       mkdirSync(dir);
-      Object.assign(got, binariesOf(f, await fetchChecked(f, mirror, dir), dir));
+      Object.assign(got, binariesOf(f, await fetchChecked(f, o, dir), dir));
     }
     // No stamp while binaries are replaced: a crash in between leaves the component to fetch again.
     rmSync(join(out, `.${id}.stamp`), { force: true });
@@ -243,7 +391,7 @@ async function fetchComponent(
       renameSync(path, join(out, name));
     }
     stampRelease(c, paths);
-    const from = new URL(mirrored(files[0]?.url ?? '', mirror)).host;
+    const from = new URL(mirrored(files[0]?.url ?? '', o.mirror)).host;
     log(
       `fetched ${id} ${componentVersion(c)} from ${from}, sha256 checked, in ${duration((Date.now() - started) / 1000)}`,
     );
@@ -265,20 +413,28 @@ export async function fetchReleases(
   repoRoot: string,
   components: readonly { c: Component; paths: Toolchain }[],
   log: (line: string) => void,
-  mirror: string | undefined = process.env['FAKEGPU_MIRROR'],
+  o: FetchOptions = fetchOptionsFromEnv(),
 ): Promise<void> {
+  const { mirror } = o;
   if (mirror === 'off') return;
-  if (mirror !== undefined && mirror !== '' && !URL.canParse(mirror))
-    throw new FakegpuError(
-      'FAKEGPU_MIRROR',
-      `${JSON.stringify(mirror)} is not a URL; give http(s)://host[:port][/path], or off`,
-    );
+  if (mirror !== undefined && mirror !== '') {
+    if (!URL.canParse(mirror) || !/^https?:$/.test(new URL(mirror).protocol))
+      throw new FakegpuError(
+        'FAKEGPU_MIRROR',
+        `${JSON.stringify(mirror)} is not a URL; give http(s)://host[:port][/path], or off`,
+      );
+    if (new URL(mirror).protocol === 'http:' && o.allowHttp !== true)
+      throw new FakegpuError(
+        'FAKEGPU_MIRROR',
+        `${JSON.stringify(mirror)} is plain http, which anyone on the path may answer; give https://, or set FAKEGPU_MIRROR_ALLOW_HTTP=1`,
+      );
+  }
   const down = new Set<string>();
   for (const { c, paths } of components) {
     const files = releaseFiles(c);
     if (files === null || files.length === 0 || isCurrent(repoRoot, c, paths)) continue;
     const host = new URL(mirrored(files[0]?.url ?? '', mirror)).host;
     if (down.has(host)) continue;
-    if ((await fetchComponent(c, paths, files, mirror, log)) === 'host down') down.add(host);
+    if ((await fetchComponent(c, paths, files, o, log)) === 'host down') down.add(host);
   }
 }

@@ -14,7 +14,7 @@ import {
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
-import { defaultRelease, type KubernetesRelease } from './releases.js';
+import { defaultRelease, KUBERNETES_RELEASES, type KubernetesRelease } from './releases.js';
 
 /**
  * Versions of the upstream components; the Go modules under upstream/ pin the same ones. Kubernetes is the
@@ -309,6 +309,15 @@ export function clusterComponents(
     { c: kubernetesComponent(release), paths: toolchainPaths(release) },
     ...core.map((c) => ({ c, paths: shared })),
     ...(needs.helm === true ? [{ c: kubeProxyComponent(), paths: shared }] : []),
+  ];
+}
+
+/** Every component at every version some cluster may run: what `npm run release-pins` pins. */
+export function releaseComponents(): Component[] {
+  return [
+    ...KUBERNETES_RELEASES.filter((r) => !r.unavailable).map(kubernetesComponent),
+    kubeProxyComponent(),
+    ...COMPONENTS.filter((c) => c.module !== 'kubernetes'),
   ];
 }
 

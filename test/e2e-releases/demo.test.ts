@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -9,12 +9,14 @@ import { cacheRoot, clusterComponents, placeOf } from '../../src/local-cluster/b
 import { clusterDown } from '../../src/local-cluster/cluster.js';
 import { ensureBusybox } from '../../src/local-cluster/image.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
-import { serveMirror, writeRelease } from '../support/release-mirror.js';
+import { pinsOf, serveMirror, writeRelease } from '../support/release-mirror.js';
 
 /**
  * `fakegpu demo` on an empty cache with `FAKEGPU_MIRROR` at a mirror served on loopback: every component
  * that has an official release is fetched and checked, none of them built, and the demo pod sees its GPU.
- * The mirror holds this machine's own builds, laid out and checksummed as each project releases them.
+ * The mirror holds this machine's own builds, laid out and checksummed as each project releases them,
+ * pinned through `FAKEGPU_RELEASE_PINS` (a mirror serves only pinned files) and served over plain http on
+ * loopback with `FAKEGPU_MIRROR_ALLOW_HTTP=1`.
  */
 
 const DIR = process.env['FAKEGPU_E2E_RELEASES_CLUSTER_DIR'] ?? join(cacheRoot(), 'e2e-releases-cluster');
@@ -30,12 +32,16 @@ describe('the demo from a release mirror', () => {
 
   it('fetches every released component, builds none of them, and runs the demo pod', async () => {
     const fetched: string[] = [];
+    const pins: Record<string, string> = {};
     for (const { c, paths } of clusterComponents()) {
       if (releaseFiles(c) === null) continue;
       const { id, out } = placeOf(c, paths);
       writeRelease(root, c, (name) => readFileSync(join(out, name)));
+      Object.assign(pins, pinsOf(root, c));
       fetched.push(id);
     }
+    const pinsFile = join(cache, 'pins.json');
+    writeFileSync(pinsFile, JSON.stringify(pins));
     // Debian's busybox for the test image is no release component: taken from this cache, not fetched.
     mkdirSync(join(cache, 'busybox'));
     copyFileSync(
@@ -49,7 +55,13 @@ describe('the demo from a release mirror', () => {
         process.execPath,
         [join(REPO_ROOT, 'bin', 'fakegpu.js'), 'demo', '--dir', DIR],
         {
-          env: { ...process.env, FAKEGPU_CACHE: cache, FAKEGPU_MIRROR: mirror.url },
+          env: {
+            ...process.env,
+            FAKEGPU_CACHE: cache,
+            FAKEGPU_MIRROR: mirror.url,
+            FAKEGPU_MIRROR_ALLOW_HTTP: '1',
+            FAKEGPU_RELEASE_PINS: pinsFile,
+          },
           timeout: 600_000,
           maxBuffer: 16 * 1024 * 1024,
         },

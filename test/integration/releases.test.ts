@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fetchReleases } from '../../src/local-cluster/artifacts.js';
+import { fetchReleases, releaseFiles } from '../../src/local-cluster/artifacts.js';
 import { COMPONENTS, ensureComponent, isCurrent, toolchainPaths } from '../../src/local-cluster/build.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 
@@ -26,7 +26,13 @@ describe('an unreachable FAKEGPU_MIRROR', () => {
     };
     try {
       const paths = toolchainPaths();
-      await fetchReleases(REPO_ROOT, [{ c: crictl, paths }], log, `http://127.0.0.1:${port}`);
+      // Pinned, so that the mirror is asked at all (it serves only pinned files).
+      const pins = Object.fromEntries((releaseFiles(crictl) ?? []).map((f) => [f.url, 'a'.repeat(64)]));
+      await fetchReleases(REPO_ROOT, [{ c: crictl, paths }], log, {
+        mirror: `http://127.0.0.1:${port}`,
+        allowHttp: true,
+        pins,
+      });
       assert.match(
         lines[0] ?? '',
         /crictl 1\.37\.0: 127\.0\.0\.1:\d+ is not reachable .*; building it instead/,

@@ -68,16 +68,18 @@ export function writeRelease(root: string, c: Component, content: (binary: strin
   }
 }
 
-/** Replaces one byte of every release file of `c` in the mirror after its checksum was written. */
-export function tamper(root: string, c: Component): string[] {
-  return (releaseFiles(c) ?? []).map((f) => {
-    const u = new URL(f.url);
-    const path = join(root, u.host, u.pathname);
-    const b = readFileSync(path);
-    b[b.length - 1] = (b[b.length - 1] ?? 0) ^ 0xff;
-    writeFileSync(path, b);
-    return basename(path);
-  });
+/**
+ * The pins of `c`'s files as laid out in `root`, by official URL: what `npm run release-pins` would have
+ * committed had the mirror's files been the official ones.
+ */
+export function pinsOf(root: string, ...cs: Component[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const c of cs)
+    for (const f of releaseFiles(c) ?? []) {
+      const u = new URL(f.url);
+      out[f.url] = sha256(readFileSync(join(root, u.host, u.pathname)));
+    }
+  return out;
 }
 
 /** A static file server on loopback for `root`: the mirror a test points `FAKEGPU_MIRROR` at. */
