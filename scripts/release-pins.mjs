@@ -11,7 +11,10 @@ bootstrap();
 const { renderPins } = await import('../dist/src/local-cluster/artifacts.js');
 const { releaseComponents } = await import('../dist/src/local-cluster/build.js');
 const sums = async (url) => {
-  const res = await fetch(url, { signal: AbortSignal.timeout(30_000), redirect: 'follow' });
+  const res = await globalThis.fetch(url, {
+    signal: globalThis.AbortSignal.timeout(30_000),
+    redirect: 'follow',
+  });
   if (!res.ok) throw new Error(`${url} answered HTTP ${res.status}`);
   return res.text();
 };
