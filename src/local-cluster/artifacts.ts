@@ -19,9 +19,11 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebStream } from 'node:stream/web';
 import { FakegpuError } from '../errors.js';
 import { duration } from '../process/progress.js';
+import { withCacheLock } from './cache-lock.js';
 import { RELEASE_PINS } from './release-pins.js';
 import {
   isCurrent,
+  lockOf,
   placeOf,
   stampRelease,
   componentVersion,
@@ -364,6 +366,24 @@ function binariesOf(f: ReleaseFile, path: string, dir: string): Record<string, s
  * or built again.
  */
 async function fetchComponent(
+  repoRoot: string,
+  c: Component,
+  paths: Toolchain,
+  files: ReleaseFile[],
+  o: FetchOptions,
+  log: (line: string) => void,
+): Promise<'fetched' | 'unavailable' | 'host down'> {
+  const { out } = placeOf(c, paths);
+  mkdirSync(out, { recursive: true });
+  return withCacheLock(lockOf(c, paths), `fetching ${placeOf(c, paths).id}`, log, () =>
+    // Another process may have fetched or built it while this one waited.
+    isCurrent(repoRoot, c, paths)
+      ? Promise.resolve('fetched' as const)
+      : fetchLocked(c, paths, files, o, log),
+  );
+}
+
+async function fetchLocked(
   c: Component,
   paths: Toolchain,
   files: ReleaseFile[],
@@ -371,8 +391,7 @@ async function fetchComponent(
   log: (line: string) => void,
 ): Promise<'fetched' | 'unavailable' | 'host down'> {
   const { id, out } = placeOf(c, paths);
-  mkdirSync(out, { recursive: true });
-  // What a fetch killed half-way left behind (hundreds of MB for Kubernetes).
+  // What a fetch killed half-way left behind (hundreds of MB for Kubernetes); the lock says none runs.
   for (const f of readdirSync(out))
     if (f.startsWith(`.${id}.fetch-`)) rmSync(join(out, f), { recursive: true, force: true });
   const work = mkdtempSync(join(out, `.${id}.fetch-`));
@@ -435,6 +454,6 @@ export async function fetchReleases(
     if (files === null || files.length === 0 || isCurrent(repoRoot, c, paths)) continue;
     const host = new URL(mirrored(files[0]?.url ?? '', mirror)).host;
     if (down.has(host)) continue;
-    if ((await fetchComponent(c, paths, files, o, log)) === 'host down') down.add(host);
+    if ((await fetchComponent(repoRoot, c, paths, files, o, log)) === 'host down') down.add(host);
   }
 }

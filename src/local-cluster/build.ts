@@ -14,6 +14,7 @@ import {
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { FakegpuError } from '../errors.js';
+import { withCacheLock } from './cache-lock.js';
 import { defaultRelease, KUBERNETES_RELEASES, type KubernetesRelease } from './releases.js';
 
 /**
@@ -424,6 +425,12 @@ function goBuild(
   });
 }
 
+/** The lock of a component's folder in the cache (cache-lock.ts): one builder or fetcher at a time. */
+export function lockOf(c: Component, paths: Toolchain): string {
+  const { id, out } = placeOf(c, paths);
+  return join(out, `.${id}.lock`);
+}
+
 async function build(
   repoRoot: string,
   c: Component,
@@ -433,10 +440,24 @@ async function build(
 ): Promise<void> {
   const { id, out } = placeOf(c, paths);
   if (isCurrent(repoRoot, c, paths)) return;
+  mkdirSync(out, { recursive: true });
+  await withCacheLock(lockOf(c, paths), `building ${id}`, log, async () => {
+    // Another process may have built it while this one waited.
+    if (!isCurrent(repoRoot, c, paths)) await buildLocked(repoRoot, c, paths, step, log);
+  });
+}
+
+async function buildLocked(
+  repoRoot: string,
+  c: Component,
+  paths: Toolchain,
+  step: string,
+  log: Log,
+): Promise<void> {
+  const { id, out } = placeOf(c, paths);
   const stamp = join(out, `.${id}.stamp`);
   const want = recipe(repoRoot, c);
   const names = Object.values(c.binaries);
-  mkdirSync(out, { recursive: true });
   if (c.needs) ensureDebianFile(c.needs, log);
   const started = Date.now();
   // How long the last build of it took here: a version bump rebuilds it about as long.
@@ -445,10 +466,14 @@ async function build(
   log(
     `building ${id} ${componentVersion(c)} (${names.join(', ')})${step ? ` ${step}` : ''}; ${Number.isFinite(last) ? `the last build here took ${duration(last)}` : 'a first build takes minutes'}`,
   );
+  // What a killed build left (its pid's temporary files): the lock says no other build runs.
+  for (const f of readdirSync(out))
+    if (names.some((n) => f.startsWith(`.${n}.tmp`))) rmSync(join(out, f), { force: true });
   const progress = timedProgress(`building ${id}`, last, log);
   try {
     for (const [pkg, name] of Object.entries(c.binaries)) {
-      const tmp = join(out, `.${name}.tmp`);
+      // Private to this process: a killed build's file is never another's to rename.
+      const tmp = join(out, `.${name}.tmp-${String(process.pid)}`);
       const args = ['build', '-trimpath', '-ldflags', `-s -w ${c.ldflags ?? ''}`.trim(), '-o', tmp];
       if (c.tags) args.push('-tags', c.tags.join(','));
       args.push(pkg);

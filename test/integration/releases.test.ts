@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,10 +37,20 @@ describe('an unreachable FAKEGPU_MIRROR', () => {
         lines[0] ?? '',
         /crictl 1\.37\.0: 127\.0\.0\.1:\d+ is not reachable .*; building it instead/,
       );
-      await ensureComponent(REPO_ROOT, 'crictl', log);
-      assert.ok(
-        lines.some((l) => /^built crictl in /.test(l)),
-        lines.join('\n'),
+      // Two builds of it at once (two `cluster up` on one machine): one builds, the other waits on the
+      // cache lock and finds it current; neither takes the other's half-written file.
+      await Promise.all([
+        ensureComponent(REPO_ROOT, 'crictl', log),
+        ensureComponent(REPO_ROOT, 'crictl', log),
+      ]);
+      assert.equal(lines.filter((l) => /^built crictl in /.test(l)).length, 1, lines.join('\n'));
+      assert.equal(lines.filter((l) => /^building crictl /.test(l)).length, 1, lines.join('\n'));
+      assert.deepEqual(
+        readdirSync(paths.bin).filter(
+          (f) => f.startsWith('.crictl.') && !f.endsWith('.stamp') && !f.endsWith('.took'),
+        ),
+        [],
+        'no lock or temporary file left',
       );
       assert.ok(isCurrent(REPO_ROOT, crictl, paths));
       assert.notEqual(readFileSync(join(paths.bin, '.crictl.stamp'), 'utf8').trim(), 'release 1.37.0');
