@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
-import { closeServer, listenOn } from './probe-server.js';
+import { closeServer, hostGuard, listenOn } from './probe-server.js';
 import { ScrapeStream, type ScrapeLimits } from './scrape-stream.js';
 
 /** The content type of Prometheus' text format, as dcgm-exporter answers a scrape. */
@@ -32,7 +32,9 @@ export async function serveDcgm(
   o: DcgmServeOptions = {},
 ): Promise<DcgmServer> {
   const stream = new ScrapeStream(log, 'dcgm', o.limits);
+  const allowed = hostGuard(endpoint);
   const server = createServer((req, res) => {
+    if (!allowed(req, res)) return;
     const path = (req.url ?? '').split('?')[0];
     if (path === '/metrics') stream.serve(res, TEXT_FORMAT, scrape);
     else if (path === '/health') res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');

@@ -83,6 +83,26 @@ export async function listenOn(
   return typeof address === 'object' && address ? address.port : port;
 }
 
+const LOOPBACK_NAME = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * For a server listening on loopback: false (and 421 answered) for a request whose Host is another
+ * name. A page on the internet can make a browser on this machine ask `evil.example:8080` that resolves
+ * to 127.0.0.1 (DNS rebinding); its Host header still says evil.example, so refusing it keeps `/ui/state`
+ * and `/metrics` to what runs here. A server on any other address answers every Host (its probes come
+ * by pod IP).
+ */
+export function hostGuard(endpoint: string): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const [host] = splitEndpoint(endpoint);
+  if (!LOOPBACK_NAME.test(host.includes(':') ? `[${host}]` : host)) return () => true;
+  return (req, res) => {
+    const name = (req.headers.host ?? '').replace(/:\d+$/, '');
+    if (LOOPBACK_NAME.test(name)) return true;
+    res.writeHead(421, TEXT).end('this server answers only for localhost\n');
+    return false;
+  };
+}
+
 /** Closes the server, cutting keep-alive connections (a scraper's) rather than waiting on them. */
 export function closeServer(server: Server): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -99,7 +119,9 @@ export async function serveProbes(o: ProbeServerOptions): Promise<ProbeServer> {
   const notReady = (): string =>
     typeof o.notReady === 'function' ? o.notReady() : (o.notReady ?? 'not ready');
   const stream = new ScrapeStream(o.log ?? pino({ level: 'silent' }), 'metrics', o.limits);
+  const allowed = hostGuard(o.endpoint);
   const server = createServer((req, res) => {
+    if (!allowed(req, res)) return;
     const path = (req.url ?? '').split('?')[0];
     if (path === '/healthz') {
       res.writeHead(started ? 200 : 503, TEXT).end(started ? 'ok\n' : 'starting\n');

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { createServer } from 'node:http';
+import { createServer, get as httpGet } from 'node:http';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { FakegpuError } from '../../src/errors.js';
 import { listenOn, serveProbes } from '../../src/process/probe-server.js';
@@ -50,6 +50,45 @@ describe('probe server', () => {
       assert.equal((await get(s.port, '/health')).status, 404);
     } finally {
       await s.close();
+    }
+  });
+
+  it('on loopback answers only requests for localhost: another Host (DNS rebinding) gets 421', async () => {
+    const s = await serveProbes({ endpoint: '127.0.0.1:0', routes: { '/ui/state': (_q, r) => r.end('{}') } });
+    s.started();
+    const ask = (host: string): Promise<{ status: number; text: string }> =>
+      new Promise((resolve, reject) => {
+        httpGet({ host: '127.0.0.1', port: s.port, path: '/ui/state', headers: { host } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, text });
+          });
+        }).on('error', reject);
+      });
+    try {
+      assert.deepEqual(await ask(`evil.example:${String(s.port)}`), {
+        status: 421,
+        text: 'this server answers only for localhost\n',
+      });
+      assert.equal((await ask('evil.example')).status, 421);
+      for (const ok of [`127.0.0.1:${String(s.port)}`, `localhost:${String(s.port)}`, '[::1]', '127.0.0.2'])
+        assert.deepEqual(await ask(ok), { status: 200, text: '{}' }, ok);
+    } finally {
+      await s.close();
+    }
+    const open = await serveProbes({ endpoint: '0.0.0.0:0', routes: { '/x': (_q, r) => r.end('x') } });
+    try {
+      open.started();
+      const r = await new Promise<number>((resolve, reject) => {
+        httpGet({ host: '127.0.0.1', port: open.port, path: '/x', headers: { host: '10.0.0.5' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', reject);
+      });
+      assert.equal(r, 200, 'a server on all addresses answers by any name (probes come by pod IP)');
+    } finally {
+      await open.close();
     }
   });
 
