@@ -3,14 +3,11 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pino } from 'pino';
 import type { Exports } from '../../src/local-cluster/cluster.js';
-import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { runPlugin } from '../../src/node/plugin/run.js';
-import { resolveProfile } from '../../src/process/profile-file.js';
 import { eventually, kubectl, mustKubectl, testCluster } from '../support/cluster.js';
-import { gpuClaim, NODE, nodeState } from '../support/node-state.js';
+import { gpuClaim, NODE, nodeState, pluginOptions } from '../support/node-state.js';
 
 /**
  * The plugin started on a checkpoint holding a claim the real API server no longer has. The sequence
@@ -81,22 +78,7 @@ describe('stale claims on the real API server', () => {
     // Its kubelet unprepare went to another plugin: the API server forgets it, the checkpoint does not.
     mustKubectl(e, ['delete', 'resourceclaim', '-n', 'default', 'stale-gone', '--wait']);
 
-    const plugin = await runPlugin({
-      nodeName: NODE,
-      profile: resolveProfile('dgx-h100'),
-      dynamicMig: false,
-      driverName: 'gpu.nvidia.com',
-      release: '0.5',
-      kubeletPluginsDir: join(root, 'plugins'),
-      kubeletRegistrarDir: join(root, 'registry'),
-      cdiRoot: join(root, 'cdi'),
-      stateDir: join(root, 'state'),
-      kubeconfig: e.KUBECONFIG,
-      httpEndpoint: '',
-      gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
-      resetCheckpoint: false,
-      log: pino({ level: 'silent' }),
-    });
+    const plugin = await runPlugin(pluginOptions(root, e.KUBECONFIG));
     try {
       const held = (): string[] =>
         new CheckpointStore(join(root, 'state', 'checkpoint.json')).all().map(([uid]) => uid);

@@ -1,4 +1,3 @@
-import { gatesWith } from '../../src/model/feature-gates/gates.js';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -6,14 +5,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
 import { dial, invoke, type KubeletClient } from '../../src/node/kubelet/client.js';
 import { DRA_V1, startServers } from '../../src/node/kubelet/grpc.js';
 import { refuseRealDriver } from '../../src/node/plugin/preflight.js';
-import { runPlugin, type PluginOptions } from '../../src/node/plugin/run.js';
+import { runPlugin } from '../../src/node/plugin/run.js';
 import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
-import { resolveProfile } from '../../src/process/profile-file.js';
-import { gpuClaim, NODE, nodeState } from '../support/node-state.js';
+import { gpuClaim, nodeState, pluginOptions } from '../support/node-state.js';
 
 /** The node plugin where the world around it misbehaves: no API server, NVIDIA's driver, a busy socket. */
 
@@ -58,31 +55,12 @@ async function downKubeconfig(root: string): Promise<string> {
   return kubeconfig;
 }
 
-function options(root: string, kubeconfig: string): PluginOptions {
-  return {
-    nodeName: NODE,
-    profile: resolveProfile('dgx-h100'),
-    dynamicMig: false,
-    driverName: 'gpu.nvidia.com',
-    release: '0.5',
-    kubeletPluginsDir: join(root, 'plugins'),
-    kubeletRegistrarDir: join(root, 'registry'),
-    cdiRoot: join(root, 'cdi'),
-    stateDir: join(root, 'state'),
-    kubeconfig,
-    httpEndpoint: '',
-    gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
-    resetCheckpoint: false,
-    log: pino({ level: 'silent' }),
-  };
-}
-
 describe('the node plugin', () => {
   it('serves unprepare from its checkpoint while the API server is down', async () => {
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-outage-'));
     const { state } = nodeState(root, 'dgx-h100', false);
     await state.prepare(gpuClaim('held', ['gpu-2']));
-    const plugin = await runPlugin(options(root, await downKubeconfig(root)));
+    const plugin = await runPlugin(pluginOptions(root, await downKubeconfig(root)));
 
     try {
       const c = dial('dra-v1.proto', DRA_V1, join(root, 'plugins', 'gpu.nvidia.com', 'dra.sock'));
@@ -98,7 +76,7 @@ describe('the node plugin', () => {
   it('stops on a damaged NVML state file with one line naming it; --reset-checkpoint starts over, MIG claims included', async () => {
     const root = mkdtempSync(join(tmpdir(), 'fakegpu-nvml-reset-'));
     const kubeconfig = await downKubeconfig(root);
-    const mig = { ...options(root, kubeconfig), dynamicMig: true };
+    const mig = { ...pluginOptions(root, kubeconfig), dynamicMig: true };
     // A first start names the machine's NVML state file.
     await (await runPlugin(mig)).stop();
     const [file = ''] = readdirSync(join(root, 'state')).filter((f) => /^nvml-state-.+\.json$/.test(f));
@@ -152,7 +130,7 @@ describe('the node plugin', () => {
       { prepare: () => Promise.resolve({ claims: {} }), unprepare: () => Promise.resolve({ claims: {} }) },
     );
     try {
-      await assert.rejects(runPlugin(options(root, join(root, 'no-kubeconfig'))), {
+      await assert.rejects(runPlugin(pluginOptions(root, join(root, 'no-kubeconfig'))), {
         message: /dra\.sock: another process serves this socket/,
       });
       assert.deepEqual(readdirSync(join(root, 'cdi')).sort(), [

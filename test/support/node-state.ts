@@ -1,5 +1,7 @@
 import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
 import { join } from 'node:path';
+import { pino } from 'pino';
+import type { PluginOptions } from '../../src/node/plugin/run.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
 import { FileMigStateStore } from '../../src/node/nvml/state-file.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
@@ -69,5 +71,25 @@ export function gpuClaim(uid: string, devices: string[], adminAccess = false): R
         },
       },
     },
+  };
+}
+
+/** The plugin's options for a DGX H100 `NODE` over `root` (the folders `nodeState` uses), quiet. */
+export function pluginOptions(root: string, kubeconfig: string): PluginOptions {
+  return {
+    nodeName: NODE,
+    profile: resolveProfile('dgx-h100'),
+    dynamicMig: false,
+    driverName: 'gpu.nvidia.com',
+    release: '0.5',
+    kubeletPluginsDir: join(root, 'plugins'),
+    kubeletRegistrarDir: join(root, 'registry'),
+    cdiRoot: join(root, 'cdi'),
+    stateDir: join(root, 'state'),
+    kubeconfig,
+    httpEndpoint: '',
+    gates: gatesWith({ TimeSlicingSettings: true, MPSSupport: true }),
+    resetCheckpoint: false,
+    log: pino({ level: 'silent' }),
   };
 }
