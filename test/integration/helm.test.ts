@@ -209,6 +209,40 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
   });
 
+  it('renders path values and priorityClassName as given, quoted: a # or ": " in them is no YAML comment or map', () => {
+    const cdi = '/var/run/cdi #2';
+    const plugins = '/var/lib/kubelet/plugins: x';
+    const r = template(e, [
+      '--set-string',
+      `cdiRoot=${cdi}`,
+      '--set-string',
+      `kubeletPluginsDir=${plugins}`,
+      '--set-string',
+      'priorityClassName=node #critical',
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const ds = objects(r.out).find((d) => d.kind === 'DaemonSet') as unknown as {
+      spec: {
+        template: {
+          spec: {
+            priorityClassName: unknown;
+            volumes: { name: string; hostPath: { path: unknown } }[];
+            containers: { volumeMounts: { name: string; mountPath: unknown }[] }[];
+          };
+        };
+      };
+    };
+    const pod = ds.spec.template.spec;
+    assert.equal(pod.priorityClassName, 'node #critical');
+    const path = (name: string): unknown => pod.volumes.find((v) => v.name === name)?.hostPath.path;
+    const mount = (name: string): unknown =>
+      pod.containers[0]?.volumeMounts.find((m) => m.name === name)?.mountPath;
+    assert.equal(path('cdi'), cdi);
+    assert.equal(mount('cdi'), cdi);
+    assert.equal(path('plugins'), plugins);
+    assert.equal(mount('plugins'), plugins);
+  });
+
   it('renders the Grafana dashboard ConfigMap only when asked, labelled for the sidecar, the API server accepting it', () => {
     const off = template(e);
     assert.equal(off.code, 0, off.err);
