@@ -7,6 +7,23 @@ export interface Regarding {
   uid?: string;
 }
 
+/** The API server refuses an event whose note is longer, in bytes (events.k8s.io/v1 `NoteLengthLimit`). */
+export const NOTE_LIMIT_BYTES = 1024;
+
+/** The note cut to what the API server takes, an ellipsis saying so: a long note must not lose the event. */
+export function eventNote(note: string): string {
+  if (Buffer.byteLength(note) <= NOTE_LIMIT_BYTES) return note;
+  let out = '';
+  let bytes = Buffer.byteLength('…');
+  for (const ch of note) {
+    const b = Buffer.byteLength(ch);
+    if (bytes + b > NOTE_LIMIT_BYTES) break;
+    out += ch;
+    bytes += b;
+  }
+  return `${out}…`;
+}
+
 /**
  * An events.k8s.io/v1 Warning from one of fakegpu's components, named after the object and the time
  * (these names need no generateName), with the micro-second event time the API requires.
@@ -26,7 +43,7 @@ export function warningEvent(o: {
     regarding: o.regarding,
     reason: o.reason,
     action: o.action,
-    note: o.note,
+    note: eventNote(o.note),
     type: 'Warning',
     reportingController: `fakegpu.dev/${o.component}`,
     reportingInstance: `fakegpu-${o.component}`,
