@@ -24,7 +24,7 @@ if (releases.length === 0) {
 }
 
 /** Case ids: the first word of each test's name in test/e2e-matrix ("gpu-pod: …"). */
-const CASES = ['version', 'gpu-pod', 'mig', 'gpu-nic', 'fleet', 'presets', 'limits'];
+const CASES = ['version', 'gpu-pod', 'mig', 'gpu-nic', 'fleet', 'presets', 'limits', 'claim-status'];
 const dir = process.env.FAKEGPU_E2E_MATRIX_CLUSTER_DIR ?? join(cacheDir(), 'e2e-matrix-cluster');
 const out = join(cacheDir(), 'e2e-matrix');
 mkdirSync(out, { recursive: true });

@@ -26,6 +26,7 @@ import {
   seen,
 } from '../support/e2e.js';
 import { render } from '../support/render.js';
+import { claimStatusChecks } from '../support/claim-status-rbac.js';
 
 /**
  * The reduced end-to-end set `npm run e2e:matrix` runs on every Kubernetes release fakegpu builds: one
@@ -241,5 +242,23 @@ describe(`Kubernetes ${release.version}`, () => {
       assert.ok(found, `${k}: none of ${names.join(', ')} in ${api}`);
       assert.equal(limits[k], constants.get(found), `${k} (${found})`);
     }
+  });
+
+  it("claim-status: the chart's tokens may not write another claim's allocation, reservedFor, or another driver's or node's device status", async () => {
+    const checks = await claimStatusChecks(e, 'fakegpu-matrix-claims');
+    // Which refused each write on this release: the table's notes say it, the assertion holds it.
+    process.stdout.write(
+      `# claim status on ${release.version}: ${checks.map((c) => `${c.what} → ${c.outcome}`).join('; ')}\n`,
+    );
+    assert.deepEqual(
+      checks.filter((c) => c.outcome.startsWith('ALLOWED') || c.outcome.startsWith('REFUSED')),
+      [],
+    );
+    // From 1.36 the API server checks allocation and driver itself (DRAResourceClaimGranularStatusAuthorization).
+    const own = compareSemver(version, parseKubernetesVersion('1.36.0', 'release')) >= 0;
+    const by = Object.fromEntries(checks.map((c) => [c.what, c.outcome]));
+    assert.equal(by["plugin: a pending claim's allocation"], own ? 'api-server' : 'policy');
+    assert.equal(by["plugin: another driver's entry"], own ? 'api-server' : 'policy');
+    assert.equal(by["plugin: another node's pool"], 'policy');
   });
 });

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import type { Exports } from '../../src/local-cluster/cluster.js';
 import { warningEvent } from '../../src/kube/event.js';
 import { CLIQUE_LABEL, DOMAIN_LABEL, GPU_CLIQUE_LABEL } from '../../src/model/compute-domain/resource.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { eventually, kubectl, mustKubectl, testCluster, type Result } from '../support/cluster.js';
-import { template } from '../support/helm.js';
+import { attempt, freshNamespace, rbacOf, tokenConfig } from '../support/rbac.js';
+import { claimStatusChecks } from '../support/claim-status-rbac.js';
 import { KubeObjects } from '../../src/kube/objects.js';
 import { clientOf } from '../../src/kube/client.js';
 
@@ -22,41 +22,6 @@ import { clientOf } from '../../src/kube/client.js';
  */
 
 const update = process.env['UPDATE_GOLDEN'] === '1';
-
-/** The kinds that say what an account may do: applied without the workloads, whose images are not here. */
-const RBAC_KINDS = new Set([
-  'ServiceAccount',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'Role',
-  'RoleBinding',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-]);
-
-interface Doc {
-  kind: string;
-  metadata: { name: string; namespace?: string };
-}
-
-/** The chart rendered with `args`, its accounts, roles, bindings and admission policies only, as a List. */
-function rbacOf(
-  e: Exports,
-  release: string,
-  ns: string,
-  args: string[],
-): { list: string; accounts: string[] } {
-  const r = template(e, ['--namespace', ns, ...args], release);
-  assert.equal(r.code, 0, r.err);
-  const items = parseAllDocuments(r.out)
-    .map((d) => d.toJS() as Doc)
-    .filter((d) => RBAC_KINDS.has(d.kind));
-  const accounts = items
-    .filter((d) => d.kind === 'ServiceAccount')
-    .map((d) => d.metadata.name)
-    .sort();
-  return { list: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }), accounts };
-}
 
 /** `kubectl auth can-i --list` as rows `resources | non-resource URLs | resource names | verbs`, sorted. */
 function canList(e: Exports, user: string, ns: string): string[] {
@@ -122,25 +87,6 @@ function slice(name: string, nodeName: string, pool: string): string {
   });
 }
 
-/** A namespace of its own; one a previous run deleted may still be terminating. */
-async function freshNamespace(e: Exports, ns: string): Promise<void> {
-  await eventually(`namespace ${ns} of a previous run to be gone`, () =>
-    kubectl(e, ['get', 'namespace', ns]).code !== 0 ? true : undefined,
-  );
-  mustKubectl(e, ['create', 'namespace', ns]);
-}
-
-/** The admin kubeconfig with a token instead of its client certificate, which the API server would prefer. */
-function tokenConfig(e: Exports, dir: string, file: string, token: string): string {
-  const config = JSON.parse(
-    mustKubectl(e, ['config', 'view', '--raw', '--minify', '--flatten', '-o', 'json']),
-  ) as { users: { name: string; user: Record<string, unknown> }[] };
-  for (const u of config.users) u.user = { token };
-  const path = join(dir, file);
-  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
-  return path;
-}
-
 /** Merge patches as the plugin's and the fleet's own client sends them, and a JSON patch of an image. */
 function writerOf(kubeconfig: string): {
   patch(path: string, body: object): Promise<unknown>;
@@ -157,16 +103,6 @@ function writerOf(kubeconfig: string): {
     image: (path) =>
       http.send('PATCH', path, JSON.stringify(image), 'application/json', 'application/json-patch+json'),
   };
-}
-
-/** A write through fakegpu's own client, as a kubectl-like result. */
-async function attempt(write: Promise<unknown>): Promise<Result> {
-  try {
-    await write;
-    return { code: 0, out: '', err: '' };
-  } catch (err) {
-    return { code: 1, out: '', err: err instanceof Error ? err.message : String(err) };
-  }
 }
 
 /** Every check's failure, asserted empty at the end: one run shows all of them, not only the first. */
@@ -478,5 +414,16 @@ describe('the chart gives each account only what its code does', () => {
       kubectl(e, ['delete', 'namespace', ns, '--wait=false']);
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("refuses another claim's allocation or reservedFor, another driver's or node's device status, and lets the NIC entries through", async () => {
+    const checks = await claimStatusChecks(e, 'fakegpu-rbac-claims');
+    const wrong = checks.filter((c) => c.outcome.startsWith('ALLOWED') || c.outcome.startsWith('REFUSED'));
+    assert.deepEqual(wrong, []);
+    // This release checks the allocation and the drivers itself (1.36+); the policy holds the pool.
+    const by = Object.fromEntries(checks.map((c) => [c.what, c.outcome]));
+    assert.equal(by["plugin: a pending claim's allocation"], 'api-server');
+    assert.equal(by["plugin: another driver's entry"], 'api-server');
+    assert.equal(by["plugin: another node's pool"], 'policy');
   });
 });
