@@ -90,7 +90,12 @@ export interface FleetOptions {
    * Which served nodes this replica writes, when the fleet is sharded between replicas (`run.ts`); every
    * node watched is still known, so that a shard taken over is written without listing again.
    */
-  owner?: Pick<FleetShards, 'shardOf' | 'holds' | 'faultShards'> | undefined;
+  owner?: Pick<FleetShards, 'shardOf' | 'holds' | 'heldUntil' | 'faultShards'> | undefined;
+  /**
+   * When this term of leadership ends if not renewed (monotonic ms, `Elected.leadingUntil`): no slice
+   * request goes out after it, and one in flight is aborted then. Absent: no term, no end.
+   */
+  leadingUntil?: (() => number) | undefined;
   /** DRANET's claim status for NIC claims (with `nics`); default: the kubeconfig's, unless `api` is given. */
   nicStatus?: Pick<FleetNicStatusOptions, 'api' | 'claims' | 'periodMs' | 'now'> | undefined;
 }
@@ -230,12 +235,8 @@ export class Fleet {
           onPublished: o.onFaultPublished,
         })
       : null;
-    this.writer = new SliceWriter(
-      this.api,
-      this.index,
-      new RateLimiter(o.qps, o.burst),
-      this.stats,
-      (node) => !this.stopped && this.owns(node),
+    this.writer = new SliceWriter(this.api, this.index, new RateLimiter(o.qps, o.burst), this.stats, (node) =>
+      this.writableUntil(node),
     );
     this.queue = new WorkQueue({
       concurrency: o.concurrency,
@@ -344,6 +345,14 @@ export class Fleet {
     const owner = this.o.owner;
     if (!owner) return true;
     return owner.holds(this.shardOfNode(node));
+  }
+
+  /** Until when (monotonic ms) the node's slices may be written: the end of the term, or of its shard's hold. */
+  private writableUntil(node: string): number {
+    if (this.stopped) return 0;
+    const term = this.o.leadingUntil?.() ?? Infinity;
+    const owner = this.o.owner;
+    return owner ? Math.min(term, owner.heldUntil(this.shardOfNode(node))) : term;
   }
 
   private *ownedNodes(): Generator<[string, NodeState]> {

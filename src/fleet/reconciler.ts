@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterApi, StoredSlice } from '../kube/api.js';
 import { fullJitter, NODE_BACKOFF } from '../kube/backoff.js';
 import { ApiError, type WrittenRef } from '../kube/client.js';
-import { planPool, type NodeOwner, type PoolPlan } from '../kube/publish/pool.js';
+import { planPool, sliceName, type NodeOwner, type PoolPlan } from '../kube/publish/pool.js';
 import type { SliceIndex } from './index.js';
 import type { NodeSlice } from './template.js';
 
@@ -173,9 +173,11 @@ export class Fenced extends Error {
 
 /**
  * Brings one node's pool of one driver to the desired slices, keeping the index in step. Each request
- * is sent only while `active(node)` holds, so a pass in flight when the fleet stops leading sends nothing
- * more; and each replace or delete names the resourceVersion last seen, so a write the server receives
- * late, after another writer's, is refused (409) instead of applied.
+ * is sent only before `until(node)` (on the monotonic clock: when this writer's term or shard ends), and
+ * is aborted then if still unanswered, so that nothing of this writer reaches the server after the
+ * next may have begun (the lease margin lies between). Each replace or delete names the resourceVersion
+ * last seen and each create a name of its own (`sliceName`), so a write the server still receives late
+ * is refused (409) instead of applied or doubling a pool.
  */
 export class SliceWriter {
   constructor(
@@ -183,14 +185,20 @@ export class SliceWriter {
     private readonly index: SliceIndex,
     private readonly limiter: RateLimiter,
     private readonly stats: WriteCounters,
-    private readonly active: (node: string) => boolean = () => true,
+    private readonly until: (node: string) => number = () => Infinity,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Waits its turn, then checks the term again: the wait can outlast it. */
-  private async turn(node: string): Promise<void> {
+  /**
+   * Waits its turn, then checks the term again (the wait can outlast it): the milliseconds left to it,
+   * the next request's deadline; undefined, the client's own.
+   */
+  private async turn(node: string): Promise<number | undefined> {
     await this.limiter.take();
-    if (!this.active(node)) throw new Fenced(node);
+    const left = this.until(node) - this.now();
+    if (left <= 0) throw new Fenced(node);
     this.stats.requests++;
+    return Number.isFinite(left) ? Math.ceil(left) : undefined;
   }
 
   /** The node's slices as stored, read in its turn like any write: a shard taken over reads each of its nodes. */
@@ -204,10 +212,10 @@ export class SliceWriter {
     if (!plan) return;
     const owner: NodeOwner = { apiVersion: 'v1', kind: 'Node', name: node, uid, controller: true };
     for (const w of plan.writes) {
-      await this.turn(node);
+      const deadline = await this.turn(node);
       let ref: WrittenRef;
       try {
-        ref = await this.write(w, plan.generation, owner);
+        ref = await this.write(w, plan.generation, owner, deadline);
       } catch (e) {
         // Replaced a slice that is gone: forget it, or every pass would plan the same replace again.
         if (w.existing && e instanceof ApiError && e.code === 404) this.index.forget(w.existing.name);
@@ -231,14 +239,17 @@ export class SliceWriter {
     w: PoolPlan<NodeSlice>['writes'][number],
     generation: number,
     owner: NodeOwner,
+    deadline: number | undefined,
   ): Promise<WrittenRef> {
     const { desired: d, existing } = w;
     const rv = existing ? this.index.get(existing.name)?.rv : undefined;
     const metadata = existing
       ? { name: existing.name, ownerReferences: [owner], ...(rv ? { resourceVersion: rv } : {}) }
-      : { generateName: d.generateName, ownerReferences: [owner] };
+      : { name: sliceName(d.generateName, owner.uid), ownerReferences: [owner] };
     const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
-    return existing ? this.api.replaceSlice(existing.name, body) : this.api.createSlice(body);
+    return existing
+      ? this.api.replaceSlice(existing.name, body, deadline)
+      : this.api.createSlice(body, deadline);
   }
 
   /**
@@ -246,9 +257,9 @@ export class SliceWriter {
    * planned again by the node's next pass.
    */
   private async delete(node: string, name: string): Promise<void> {
-    await this.turn(node);
+    const deadline = await this.turn(node);
     try {
-      await this.api.deleteSlice(name, this.index.get(name)?.rv);
+      await this.api.deleteSlice(name, this.index.get(name)?.rv, deadline);
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 404)) throw e;
     }

@@ -107,7 +107,7 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
       : undefined,
     log: o.log,
     lead: () => {
-      const t = lead(o, kc, onFaults);
+      const t = lead(o, kc, onFaults, undefined, () => elected.leadingUntil());
       term = t;
       return {
         stop: async () => {
@@ -240,6 +240,7 @@ function lead(
   kc: PooledKubeConfig,
   onFaults: ReturnType<typeof faultMetrics>,
   owner?: FleetShards,
+  leadingUntil?: () => number,
 ): Term {
   const fleet = new Fleet(kc, {
     nodeSelector: o.nodeSelector,
@@ -261,6 +262,7 @@ function lead(
     ignoredXids: o.ignoredXids,
     computeDomains: o.computeDomains,
     owner,
+    leadingUntil,
     ...onFaults,
   });
   const scorecard = FleetScorecard.of(fleet, clientOf(kc), o.log, o.driverName);

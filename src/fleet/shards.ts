@@ -54,6 +54,11 @@ export class FleetShards {
     return this.sharder.owns(k);
   }
 
+  /** Until when (monotonic ms) shard `k` may be written: its member Lease's fence; 0 when not held. */
+  heldUntil(k: number): number {
+    return this.sharder.heldUntil(k);
+  }
+
   state(): RingState {
     return this.sharder.state();
   }

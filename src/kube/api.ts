@@ -67,15 +67,19 @@ export interface ClusterApi extends WatchSource {
   /** Nodes as metadata: a KWOK node's status would be four fifths of the list. */
   listNodes(q: ListQuery): Promise<Page<Meta>>;
   listSlices(q: ListQuery): Promise<Page<StoredSlice>>;
-  /** Creates a slice from its JSON text; the API server names it after its generateName. */
-  createSlice(body: string): Promise<WrittenRef>;
+  /**
+   * Creates a slice from its JSON text: the name it carries, or one the API server makes of its
+   * generateName. `timeoutMs`, where given, is the request's deadline instead of the client's: a writer
+   * whose term ends sooner aborts it then (`fleet/reconciler.ts`).
+   */
+  createSlice(body: string, timeoutMs?: number): Promise<WrittenRef>;
   /** What the server would store of a slice, stored nowhere (`dryRun=All`): which fields it keeps. */
   dryRunSlice(body: string): Promise<StoredSlice>;
   /** Replaces a slice; with a resourceVersion in the body, only that version of it (else 409). */
-  replaceSlice(name: string, body: string): Promise<WrittenRef>;
+  replaceSlice(name: string, body: string, timeoutMs?: number): Promise<WrittenRef>;
   /** Rejects with `ApiError` 404 when the slice is already gone. */
   /** With `resourceVersion`, only that version of it (else 409). */
-  deleteSlice(name: string, resourceVersion?: string): Promise<void>;
+  deleteSlice(name: string, resourceVersion?: string, timeoutMs?: number): Promise<void>;
   createEvent(namespace: string, event: object): Promise<void>;
 }
 
@@ -104,23 +108,23 @@ export class KubeApi implements ClusterApi {
 
   // Only the name and resourceVersion of a written slice are read: asked as metadata, the answer to a
   // 30 kB dynamic-MIG slice is under 1 kB, which the API server need not serialise nor we receive.
-  createSlice(body: string): Promise<WrittenRef> {
-    return this.http.write('POST', SLICES_PATH, body, WRITE_ANSWER);
+  createSlice(body: string, timeoutMs?: number): Promise<WrittenRef> {
+    return this.http.write('POST', SLICES_PATH, body, WRITE_ANSWER, timeoutMs);
   }
 
   async dryRunSlice(body: string): Promise<StoredSlice> {
     return JSON.parse(await this.http.send('POST', `${SLICES_PATH}?dryRun=All`, body)) as StoredSlice;
   }
 
-  replaceSlice(name: string, body: string): Promise<WrittenRef> {
-    return this.http.write('PUT', `${SLICES_PATH}/${name}`, body, WRITE_ANSWER);
+  replaceSlice(name: string, body: string, timeoutMs?: number): Promise<WrittenRef> {
+    return this.http.write('PUT', `${SLICES_PATH}/${name}`, body, WRITE_ANSWER, timeoutMs);
   }
 
-  async deleteSlice(name: string, resourceVersion?: string): Promise<void> {
+  async deleteSlice(name: string, resourceVersion?: string, timeoutMs?: number): Promise<void> {
     const body = resourceVersion
       ? JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion } })
       : undefined;
-    await this.http.send('DELETE', `${SLICES_PATH}/${name}`, body);
+    await this.http.send('DELETE', `${SLICES_PATH}/${name}`, body, undefined, undefined, timeoutMs);
   }
 
   async createEvent(namespace: string, event: object): Promise<void> {

@@ -94,16 +94,23 @@ export class ApiClient implements WatchSource {
     body?: string,
     accept = 'application/json',
     contentType = 'application/json',
+    timeoutMs = this.timeoutMs,
   ): Promise<string> {
-    return (await this.request(method, path, body, accept, contentType)).toString('utf8');
+    return (await this.request(method, path, body, accept, contentType, timeoutMs)).toString('utf8');
   }
 
   /**
    * A write whose answer is wanted only for the object's name and resourceVersion: the answer stays
    * bytes (outside V8's heap) but for its head, which holds both (see `writtenRef`).
    */
-  async write(method: string, path: string, body: string, accept = 'application/json'): Promise<WrittenRef> {
-    const answer = await this.request(method, path, body, accept, 'application/json');
+  async write(
+    method: string,
+    path: string,
+    body: string,
+    accept = 'application/json',
+    timeoutMs = this.timeoutMs,
+  ): Promise<WrittenRef> {
+    const answer = await this.request(method, path, body, accept, 'application/json', timeoutMs);
     return writtenRef(answer.toString('utf8', 0, 2048), () => answer.toString('utf8'));
   }
 
@@ -195,6 +202,7 @@ export class ApiClient implements WatchSource {
     body: string | undefined,
     accept: string,
     contentType: string,
+    timeoutMs: number,
   ): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       let late = false;
@@ -204,12 +212,12 @@ export class ApiClient implements WatchSource {
         late = true;
         if (req) req.destroy();
         else fail(null);
-      }, this.timeoutMs);
+      }, timeoutMs);
       const fail = (e: unknown): void => {
         clearTimeout(timer);
         reject(
           late
-            ? new ApiError(0, `${method} ${path}: no answer within ${this.timeoutMs} ms`)
+            ? new ApiError(0, `${method} ${path}: no answer within ${timeoutMs} ms`)
             : e instanceof Error
               ? e
               : new Error(String(e)),

@@ -121,6 +121,8 @@ export class Elected {
   /** When the last attempt to acquire or renew began (our clock). */
   private lastAttempt = 0;
   private deadline: NodeJS.Timeout | undefined;
+  /** `renewDeadline` after the last successful renew was sent: the term's end unless renewed. */
+  private until = 0;
   private readonly now: () => number;
   private readonly durationMs: number;
   private readonly renewMs: number;
@@ -135,6 +137,17 @@ export class Elected {
     this.durationMs = o.election?.leaseDurationMs ?? LEASE_DURATION_MS;
     this.renewMs = o.election?.renewDeadlineMs ?? RENEW_DEADLINE_MS;
     this.retryMs = o.election?.retryPeriodMs ?? RETRY_PERIOD_MS;
+  }
+
+  /**
+   * Until when (on the `now` clock) this term may write, unless renewed: `renewDeadline` after the last
+   * successful renew was sent; 0 while it does not lead; Infinity without election. A writer checks it
+   * at each write and gives each request no longer than what is left, so that nothing it sends lands
+   * after a standby may have begun (`leaseDuration - renewDeadline` later at the earliest).
+   */
+  leadingUntil(): number {
+    if (!this.o.election) return this.work ? Infinity : 0;
+    return this.work ? this.until : 0;
   }
 
   /** Whether this process works now (always, without election). */
@@ -192,6 +205,7 @@ export class Elected {
   /** Armed after each renew: past it the work stops, whatever the request in flight may still bring. */
   private arm(sentAt: number): void {
     clearTimeout(this.deadline);
+    this.until = sentAt + this.renewMs;
     this.deadline = setTimeout(
       () => {
         void this.end(`lease not renewed within ${String(this.renewMs)} ms`);
@@ -220,7 +234,7 @@ export class Elected {
       // A success that comes back after the deadline counts as none: the work may already have stopped.
       if (held && this.now() - sentAt < this.renewMs) {
         this.arm(sentAt);
-        if (!this.work) {
+        if (!this.work && (await this.stillMay(e, sentAt))) {
           this.o.log.info({ lease: `${e.namespace}/${e.name}`, identity: e.identity }, 'leading');
           this.begin();
         }
@@ -233,6 +247,26 @@ export class Elected {
         return;
       }
     }
+  }
+
+  /**
+   * Asked again once the Lease is ours, before any work: another kind of writer (the shard ring) that
+   * checked for us just before we took it may have begun. It yields when it sees our Lease held (it
+   * checks after each take), so only here can both have looked away at once; until it has yielded we
+   * hold the Lease and do nothing.
+   */
+  private async stillMay(e: ElectionOptions, sentAt: number): Promise<boolean> {
+    if (!e.mayAcquire) return true;
+    let may = false;
+    try {
+      may = await within(this.renewMs, e.mayAcquire());
+    } catch (err) {
+      this.o.log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'lease held; not leading yet',
+      );
+    }
+    return may && !this.stopped && this.now() - sentAt < this.renewMs;
   }
 
   /**

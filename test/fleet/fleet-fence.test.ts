@@ -51,6 +51,55 @@ describe('the fleet fences its writes', () => {
     assert.ok(api.slices.has(name), 'the stale delete was refused');
   });
 
+  it('a create names its slice: a late create by another writer conflicts instead of doubling the pool', async () => {
+    const api = new FakeApi();
+    const slices = nodeSlices(render('dgx-h100', { node: 'node-0' }).items);
+    const driver = slices[0]?.driver ?? assert.fail('no slice');
+    const old = new SliceWriter(api, new SliceIndex(), new RateLimiter(0, 1), { writes: 0, requests: 0 });
+    await old.reconcile('node-0', 'uid-0', driver, slices);
+    const names = [...api.slices.keys()].sort();
+    // A new leader that has not seen them yet plans creates too: each lands on the same name, 409.
+    const next = new SliceWriter(api, new SliceIndex(), new RateLimiter(0, 1), { writes: 0, requests: 0 });
+    await assert.rejects(next.reconcile('node-0', 'uid-0', driver, slices), (e: unknown) => {
+      assert.ok(e instanceof ApiError && e.code === 409, String(e));
+      return true;
+    });
+    assert.deepEqual([...api.slices.keys()].sort(), names, 'no second slice in the pool');
+    // Shaped as the API server names a generateName: the base, then five of its letters.
+    for (const n of names)
+      assert.match(n, /^[0-9a-f]{5}-gpu\.nvidia\.com-node-0-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+  });
+
+  it('each request gets only what is left of the term as its deadline, and none is sent after it', async () => {
+    const api = new FakeApi();
+    const deadlines: (number | undefined)[] = [];
+    const create = api.createSlice.bind(api);
+    api.createSlice = (body: string, timeoutMs?: number) => {
+      deadlines.push(timeoutMs);
+      return create(body);
+    };
+    let clock = 1000;
+    const until = 1250;
+    const [first] = nodeSlices(render('dgx-h100', { node: 'node-0' }).items);
+    assert.ok(first);
+    const writer = new SliceWriter(
+      api,
+      new SliceIndex(),
+      new RateLimiter(0, 1),
+      { writes: 0, requests: 0 },
+      () => until,
+      () => clock,
+    );
+    await writer.reconcile('node-0', 'uid-0', first.driver, [first]);
+    assert.deepEqual(deadlines, [250], 'the term had 250 ms left: the request may take no longer');
+    clock = until;
+    await assert.rejects(
+      writer.reconcile('node-1', 'uid-1', first.driver, [first]),
+      /no longer this fleet's/,
+    );
+    assert.equal(deadlines.length, 1, 'nothing sent once the term is over');
+  });
+
   it('the read of a node taken over waits its turn in the token bucket, and is not sent once fenced', async () => {
     const api = new FakeApi();
     let turns = 0;
@@ -60,7 +109,9 @@ describe('the fleet fences its writes', () => {
       return Promise.resolve();
     };
     let mine = true;
-    const writer = new SliceWriter(api, new SliceIndex(), limiter, { writes: 0, requests: 0 }, () => mine);
+    const writer = new SliceWriter(api, new SliceIndex(), limiter, { writes: 0, requests: 0 }, () =>
+      mine ? Infinity : 0,
+    );
     assert.deepEqual(await writer.slicesOf('node-0'), []);
     assert.equal(turns, 1);
     assert.equal(api.count('listSlices'), 1);

@@ -363,4 +363,58 @@ describe('sharder', () => {
     await until('the new leader leads', () => next.leading, 10_000);
     await next.stop();
   });
+
+  it('a leader and a shard taken at once, each having found the other quiet: the ring yields, then the leader writes', async () => {
+    const store = new FakeObjects();
+    ring = new Ring(store);
+    const r = ring;
+    // The member's reads of the leader's Lease, counted: its second comes in the step that takes shards.
+    const memberLink = new Link(store);
+    let leaderReads = 0;
+    const get = memberLink.get.bind(memberLink);
+    memberLink.get = <T>(p: string) => {
+      if (p.endsWith('/leases/fakegpu-fleet')) leaderReads++;
+      return get<T>(p);
+    };
+    const quiet = ringQuiet(new Link(store), 'fakegpu', 'fakegpu-fleet', DURATION);
+    let asked = 0;
+    const leader = new Elected({
+      election: {
+        api: new Link(store),
+        namespace: 'fakegpu',
+        name: 'fakegpu-fleet',
+        identity: 'leader',
+        leaseDurationMs: DURATION,
+        renewDeadlineMs: RENEW,
+        retryPeriodMs: RETRY,
+        // Its first answer is read before the member takes anything, and given only once the member has
+        // read the leader's Lease (absent) in the step that takes: both look away at once.
+        mayAcquire: async () => {
+          if (asked++ > 0) return quiet();
+          const answer = await quiet();
+          await until('the member to read the leader Lease twice', () => leaderReads >= 2, 10_000);
+          return answer;
+        },
+      },
+      log,
+      lead: () => ({ stop: () => Promise.resolve() }),
+    });
+    electeds.push(leader);
+    const both: string[] = [];
+    const sampler = setInterval(() => {
+      const shards = r.held('a');
+      if (leader.leading && shards > 0) both.push(`leader and a (${String(shards)} shards)`);
+    }, 2);
+    try {
+      leader.start();
+      r.add('a', memberLink, true);
+      await until('the leader leads', () => leader.leading, 10_000);
+      await sleep(DURATION);
+      assert.deepEqual(both, [], 'never both writing');
+      assert.equal(r.held('a'), 0, 'the ring yielded');
+      assert.ok(leaderReads >= 2);
+    } finally {
+      clearInterval(sampler);
+    }
+  });
 });

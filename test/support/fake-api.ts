@@ -171,7 +171,10 @@ export class FakeApi implements ClusterApi {
   async createSlice(body: string): Promise<WrittenRef> {
     await this.call('createSlice');
     const s = JSON.parse(body) as StoredSlice;
-    const name = `${s.metadata.generateName ?? ''}${Math.random().toString(36).slice(2, 7).padEnd(5, 'x')}`;
+    const name =
+      s.metadata.name ??
+      `${s.metadata.generateName ?? ''}${Math.random().toString(36).slice(2, 7).padEnd(5, 'x')}`;
+    if (this.slices.has(name)) throw new ApiError(409, `resourceslices "${name}" already exists`);
     s.metadata = { ...s.metadata, name, resourceVersion: String(++this.rv) };
     this.slices.set(name, s);
     this.changed('ADDED', 'slice', s);

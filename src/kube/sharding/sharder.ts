@@ -115,6 +115,11 @@ export class Sharder {
     return this.held.has(shard) && this.now() < this.fencedAt;
   }
 
+  /** Until when (monotonic ms) the keys of `shard` may be written, unless renewed: 0 when not held. */
+  heldUntil(shard: number): number {
+    return this.held.has(shard) ? this.fencedAt : 0;
+  }
+
   /** The shards this replica holds now. */
   heldShards(): number[] {
     return this.now() < this.fencedAt ? [...this.held].sort((a, b) => a - b) : [];
@@ -177,9 +182,12 @@ export class Sharder {
     const leading = this.leader ? await within(this.renewMs, this.leader()) : false;
     if (gen !== this.generation || this.stopped) return;
     const view = this.observe(leases);
-    if (leading) view.mayTake = false;
     this.adoptOrDrop(view.holders, gen);
     if (this.now() >= this.fencedAt) return;
+    if (leading) {
+      this.yieldAll(leases, gen);
+      return;
+    }
     const plan = planShards(view);
     for (const k of plan.release) {
       const l = leases.find((x) => x.metadata.name === this.shardName(k));
@@ -366,7 +374,22 @@ export class Sharder {
     this.o.gained(k);
   }
 
-  /** A conditional write naming us holder: of two members taking one shard, one gets 409. */
+  /**
+   * A single leader of the same objects holds its Lease: the ring yields, every shard handed back once
+   * its writes have ended (the leader waits for that before it works, `ringQuiet`).
+   */
+  private yieldAll(leases: Lease[], gen: number): void {
+    for (const k of [...this.held]) {
+      const l = leases.find((x) => x.metadata.name === this.shardName(k));
+      if (l && !this.releasing.has(k)) this.track(this.release(k, l, gen, 'a single leader holds its Lease'));
+    }
+  }
+
+  /**
+   * A conditional write naming us holder: of two members taking one shard, one gets 409. Then, before
+   * the shard is written, the single leader's Lease is read once more: a leader that took it while we
+   * were taking (each having found the other quiet) finds our shard held and waits; we hand it back.
+   */
   private async take(k: number, cur: Lease | undefined, gen: number): Promise<boolean> {
     const time = microTime();
     const spec: LeaseSpec = {
@@ -391,6 +414,13 @@ export class Sharder {
     );
     // Taken under an identity since abandoned: the Lease names a stranger now, left to expire.
     if (!ok || gen !== this.generation || this.now() >= this.fencedAt) return false;
+    if (this.leader && (await within(this.renewMs, this.leader()).catch(() => true))) {
+      const written = await within(this.renewMs, this.o.api.get<Lease>(path)).catch(() => null);
+      if (written) await this.handBack(k, written).catch(() => undefined);
+      this.o.log.info({ shard: k }, 'a single leader holds its Lease: shard handed back untouched');
+      return false;
+    }
+    if (gen !== this.generation || this.now() >= this.fencedAt) return false;
     this.o.log.info({ shard: k, from: cur?.spec?.holderIdentity ?? '' }, 'took a shard');
     this.gain(k);
     return true;
@@ -400,12 +430,12 @@ export class Sharder {
    * Off the loop: the writes in flight may take a request's deadline to end, and the member Lease must
    * be renewed meanwhile.
    */
-  private async release(k: number, l: Lease, gen: number): Promise<void> {
+  private async release(k: number, l: Lease, gen: number, why = 'over its share'): Promise<void> {
     this.held.delete(k);
     this.releasing.add(k);
     try {
       await this.o.lost(k);
-      this.o.log.info({ why: 'over its share', shards: [k] }, 'stopped writing shards');
+      this.o.log.info({ why, shards: [k] }, 'stopped writing shards');
       if (gen === this.generation) await this.handBack(k, l);
     } catch (err) {
       this.o.log.warn(
