@@ -12,14 +12,15 @@ export interface ObjectApi {
   list<T>(collection: string, q?: ListQuery, metadataOnly?: boolean): Promise<T[]>;
   /** null: 404. */
   get<T>(path: string): Promise<T | null>;
+  // Each write's `timeoutMs`, where given, is its deadline instead of the client's (`fence.ts`).
   /** Rejects with `ApiError` 409 when it exists. */
-  create<T>(collection: string, obj: object): Promise<T>;
+  create<T>(collection: string, obj: object, timeoutMs?: number): Promise<T>;
   /** With `metadata.resourceVersion` in the body, only that version (else 409). */
-  replace<T>(path: string, obj: object): Promise<T>;
+  replace<T>(path: string, obj: object, timeoutMs?: number): Promise<T>;
   /** A JSON merge patch; rejects with `ApiError` 404 when the object is gone. */
-  patch<T>(path: string, patch: object): Promise<T>;
+  patch<T>(path: string, patch: object, timeoutMs?: number): Promise<T>;
   /** False: already gone. With `resourceVersion`, only that version of it (else 409). */
-  delete(path: string, resourceVersion?: string): Promise<boolean>;
+  delete(path: string, resourceVersion?: string, timeoutMs?: number): Promise<boolean>;
 }
 
 const MERGE = 'application/merge-patch+json';
@@ -45,26 +46,30 @@ export class KubeObjects implements ObjectApi {
     }
   }
 
-  async create<T>(collection: string, obj: object): Promise<T> {
-    return JSON.parse(await this.http.send('POST', collection, JSON.stringify(obj))) as T;
-  }
-
-  async replace<T>(path: string, obj: object): Promise<T> {
-    return JSON.parse(await this.http.send('PUT', path, JSON.stringify(obj))) as T;
-  }
-
-  async patch<T>(path: string, patch: object): Promise<T> {
+  async create<T>(collection: string, obj: object, timeoutMs?: number): Promise<T> {
     return JSON.parse(
-      await this.http.send('PATCH', path, JSON.stringify(patch), 'application/json', MERGE),
+      await this.http.send('POST', collection, JSON.stringify(obj), undefined, undefined, timeoutMs),
     ) as T;
   }
 
-  async delete(path: string, resourceVersion?: string): Promise<boolean> {
+  async replace<T>(path: string, obj: object, timeoutMs?: number): Promise<T> {
+    return JSON.parse(
+      await this.http.send('PUT', path, JSON.stringify(obj), undefined, undefined, timeoutMs),
+    ) as T;
+  }
+
+  async patch<T>(path: string, patch: object, timeoutMs?: number): Promise<T> {
+    return JSON.parse(
+      await this.http.send('PATCH', path, JSON.stringify(patch), 'application/json', MERGE, timeoutMs),
+    ) as T;
+  }
+
+  async delete(path: string, resourceVersion?: string, timeoutMs?: number): Promise<boolean> {
     const body = resourceVersion
       ? JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion } })
       : undefined;
     try {
-      await this.http.send('DELETE', path, body);
+      await this.http.send('DELETE', path, body, undefined, undefined, timeoutMs);
       return true;
     } catch (e) {
       if (e instanceof ApiError && e.code === 404) return false;

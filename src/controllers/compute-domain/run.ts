@@ -1,6 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadKubeconfigInto } from '../../kube/client.js';
+import { fencedObjects } from '../../kube/fence.js';
 import { Elected, type ElectionOptions } from '../../kube/lease.js';
 import { KubeObjects, type ObjectApi } from '../../kube/objects.js';
 import { serveProbes } from '../../process/probe-server.js';
@@ -38,12 +39,13 @@ export async function runComputeDomainController(o: ControllerRunOptions): Promi
   const api = o.api ?? new KubeObjects(loadKubeconfigInto(new KubeConfig(), o.kubeconfig));
   const probes = o.httpEndpoint ? await serveProbes({ endpoint: o.httpEndpoint }) : null;
   probes?.started();
-  const elected = new Elected({
+  const elected: Elected = new Elected({
     election: o.leaderElection ? { ...o.leaderElection, api } : undefined,
     log: o.log,
     lead: () => {
       const controller = new ComputeDomainController({
-        api,
+        // Nothing of a term is written after it: a slow API server can outlast the renew deadline.
+        api: fencedObjects(api, () => elected.leadingUntil()),
         namespace: o.namespace,
         image: o.image,
         imagePullPolicy: o.imagePullPolicy,
