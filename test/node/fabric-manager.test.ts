@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { FakegpuError } from '../../src/errors.js';
 import { gatesWith, type FeatureGates } from '../../src/model/feature-gates/gates.js';
 import { HGX_8GPU_PARTITIONS } from '../../src/model/hardware/fabric-manager.js';
 import { CheckpointStore } from '../../src/node/checkpoint/checkpoint.js';
@@ -18,7 +19,7 @@ import { gatedModel, gpuClaim, NODE } from '../support/node-state.js';
 const FM = gatesWith({ FabricManagerPartitioning: true });
 const PARTITION_1 = ['gpu-4', 'gpu-5', 'gpu-6', 'gpu-7'];
 
-function setup(profile = 'dgx-h100', gates: FeatureGates = FM) {
+function setup(profile = 'dgx-h100', gates: FeatureGates = FM, resetCheckpoint = false) {
   const root = mkdtempSync(join(tmpdir(), 'fakegpu-fm-'));
   const model = gatedModel(gates, profile);
   const stateDir = join(root, 'state');
@@ -29,6 +30,7 @@ function setup(profile = 'dgx-h100', gates: FeatureGates = FM) {
     stateDir,
     gates,
     release: '0.5' as const,
+    resetCheckpoint,
   };
   const make = () =>
     new DeviceState(
@@ -116,14 +118,32 @@ describe('FabricManagerPartitioning: prepare activates, unprepare deactivates', 
     assert.deepEqual(t.fm.active(), []);
   });
 
-  it('a damaged FM state file stops the start with one line naming it', () => {
+  it('a damaged FM state file stops the start with one line naming it and the way out', () => {
     const t = setup();
     const file = join(t.stateDir, 'fabric-manager.json');
     t.fm.activate(1);
     writeFileSync(file, '{"checksum":"sha256:0","activePartitions":[1]}');
-    assert.throws(() => t.make().restore(), {
-      message: new RegExp(`^fabric manager state ${file} is damaged: its checksum`),
-    });
+    assert.throws(
+      () => t.make().restore(),
+      (e: unknown) => {
+        assert.ok(e instanceof FakegpuError, 'one line, no stack trace');
+        assert.match(e.message, new RegExp(`^${file}: the fabric manager state is damaged: its checksum`));
+        assert.match(e.message, /--reset-checkpoint/);
+        return true;
+      },
+    );
+  });
+
+  it('with --reset-checkpoint a damaged FM state starts with no partition active, and prepare works', async () => {
+    const t = setup('dgx-h100', FM, true);
+    const file = join(t.stateDir, 'fabric-manager.json');
+    t.fm.activate(2);
+    writeFileSync(file, 'not json');
+    const state = t.make();
+    state.restore();
+    assert.deepEqual(t.fm.active(), [], 'a good file again, no partition active');
+    await state.prepare(claim('r1', PARTITION_1));
+    assert.deepEqual(t.fm.active(), [1]);
   });
 
   it('without the gate, or without NVSwitches, no check and no FM state', async () => {

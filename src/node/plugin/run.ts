@@ -200,6 +200,7 @@ function gpuDriver(
     gates: o.gates,
     release: o.release,
     consumableShares: o.consumableShares,
+    resetCheckpoint: o.resetCheckpoint,
   });
   // Slices replayed from a file have no hardware behind them to break.
   const faults = o.slicesFile

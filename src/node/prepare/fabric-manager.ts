@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PreparedDevice } from '../checkpoint/checkpoint.js';
+import { RESET_HINT, type PreparedDevice } from '../checkpoint/checkpoint.js';
+import { FakegpuError } from '../../errors.js';
 import type { AllocationResult } from '../../kube/types/claim.js';
 import type { GpuInfo } from '../../model/device/discover.js';
 import { FabricPartitionError, resolvePartition } from '../../model/device/fabric-partitions.js';
@@ -22,18 +23,31 @@ import { ClaimError } from './node.js';
  * lives in a file of its own, written whole and fsynced: a plugin killed at any line finds FM as it was.
  */
 export class FakeFabricManager {
+  /** Why the file on disk was replaced by one with no active partition (`reset`), if it was. */
+  resetFrom: string | null = null;
+
+  /**
+   * A damaged file stops the plugin with one line, as a damaged checkpoint does; with `reset`
+   * (`--reset-checkpoint`) FM starts with no partition active instead: activating is idempotent and a
+   * partition's GPUs stay the prepared claims' until unprepare, which deactivates an inactive one as a
+   * no-op.
+   */
   constructor(
     private readonly path: string,
     readonly table: readonly FmPartition[],
+    private readonly reset = false,
   ) {}
 
   active(): number[] {
     if (!existsSync(this.path)) return [];
     const read = parseChecked(readFileSync(this.path, 'utf8'));
     const ids = read.ok ? read.data['activePartitions'] : undefined;
-    if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i)))
-      throw new Error(`fabric manager state ${this.path} is ${read.ok ? 'not a partition list' : read.why}`);
-    return ids as number[];
+    if (Array.isArray(ids) && ids.every((i) => Number.isInteger(i))) return ids as number[];
+    const why = read.ok ? 'not a partition list' : read.why;
+    if (!this.reset) throw new FakegpuError(this.path, `the fabric manager state is ${why}; ${RESET_HINT}`);
+    this.resetFrom = why;
+    this.write([]);
+    return [];
   }
 
   private write(ids: readonly number[]): void {
@@ -152,11 +166,15 @@ export class FabricPartitions {
  */
 export function fabricPartitionsFor(
   machine: Machine,
-  opts: { gates: FeatureGates; stateDir: string },
+  opts: { gates: FeatureGates; stateDir: string; resetCheckpoint?: boolean | undefined },
   allocatable: ReadonlyMap<string, GpuAllocatable>,
 ): FabricPartitions | null {
   if (!opts.gates.FabricManagerPartitioning || machine.fabricManager === null) return null;
-  const fm = new FakeFabricManager(join(opts.stateDir, 'fabric-manager.json'), machine.fabricManager);
+  const fm = new FakeFabricManager(
+    join(opts.stateDir, 'fabric-manager.json'),
+    machine.fabricManager,
+    opts.resetCheckpoint === true,
+  );
   return new FabricPartitions(fm, (name) => {
     const a = allocatable.get(name);
     return a?.type === 'gpu' ? a.gpu : null;

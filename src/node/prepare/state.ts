@@ -50,6 +50,8 @@ export interface PrepareOptions {
   release: DriverRelease;
   /** `--consumable-shares`; absent: disabled. */
   consumableShares?: ConsumableShares | undefined;
+  /** `--reset-checkpoint`: a damaged Fabric Manager state starts with no partition active. */
+  resetCheckpoint?: boolean | undefined;
 }
 
 function allocatables(devices: readonly GpuDevices[]): Map<string, GpuAllocatable> {
