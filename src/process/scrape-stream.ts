@@ -13,14 +13,20 @@ export interface ScrapeLimits {
   maxConcurrent: number;
   /** How long a scrape waits for its client to take more text before the response is cut. */
   stallTimeoutMs: number;
+  /**
+   * How long a scrape may take in all before it is cut: a client that takes a little now and then never
+   * stalls, and two of them would otherwise hold `/metrics` shut.
+   */
+  deadlineMs: number;
 }
 
 /**
  * Two: Prometheus scrapes a target once per interval, so two at once are a second scraper (or a
  * person's curl) beside it; a third would only add memory and time to the two it queues behind.
- * 30 s: Prometheus' own scrape timeouts are below its intervals, 10 s by default.
+ * 30 s: Prometheus' own scrape timeouts are below its intervals, 10 s by default. 120 s in all: twice
+ * Prometheus' default interval (1 m), past which no scraper still waits for the answer.
  */
-export const SCRAPE_LIMITS: ScrapeLimits = { maxConcurrent: 2, stallTimeoutMs: 30_000 };
+export const SCRAPE_LIMITS: ScrapeLimits = { maxConcurrent: 2, stallTimeoutMs: 30_000, deadlineMs: 120_000 };
 
 /** What a 429 asks the scraper to wait, in seconds: about what a scrape of a large fleet takes. */
 export const RETRY_AFTER_S = 5;
@@ -79,6 +85,15 @@ export class ScrapeStream {
       flow.wake?.();
     };
     res.once('close', onClose);
+    const deadline = setTimeout(() => {
+      this.log.warn(
+        { scrape: this.what, deadlineMs: this.limits.deadlineMs },
+        'scrape not taken whole in time; response cut',
+      );
+      flow.closed = true;
+      flow.wake?.();
+      res.destroy();
+    }, this.limits.deadlineMs);
     try {
       await this.send(flow, contentType, text);
     } catch (e) {
@@ -87,6 +102,7 @@ export class ScrapeStream {
       if (res.headersSent) res.destroy();
       else res.writeHead(500, { 'content-type': 'text/plain' }).end('scrape failed\n');
     } finally {
+      clearTimeout(deadline);
       res.off('close', onClose);
     }
   }

@@ -112,6 +112,35 @@ describe(`scrapes of ${String(NODES)} nodes' GPU metrics: concurrent, slow, aban
     assert.ok(body.cut || body.bytes < FULL_BYTES, 'the body is short');
   });
 
+  it('two clients that take a little now and then are cut at the overall deadline, /metrics open again', async () => {
+    const slow = await serveDcgm('127.0.0.1:0', () => exporter.exposition(nodes, attribution), log, {
+      limits: { maxConcurrent: 2, stallTimeoutMs: 5000, deadlineMs: 1500 },
+    });
+    try {
+      const before = lines.filter((l) => l.msg === 'scrape not taken whole in time; response cut').length;
+      const both = [await get(slow.port), await get(slow.port)];
+      // Each takes a chunk every 200 ms: never stalled for the 5 s stall timeout.
+      for (const res of both)
+        res.on('data', () => {
+          res.pause();
+          setTimeout(() => res.resume(), 200);
+        });
+      const third = await get(slow.port);
+      assert.equal(third.statusCode, 429, 'both slots held');
+      third.resume();
+      await until('both cut at the deadline', () => slow.scrapesInFlight() === 0, 10_000);
+      const cut = lines.filter((l) => l.msg === 'scrape not taken whole in time; response cut').length;
+      assert.equal(cut, before + 2);
+      // What the kernel still holds of the cut bodies is not read at 200 ms a chunk.
+      for (const res of both) res.destroy();
+      const next = await get(slow.port);
+      assert.equal(next.statusCode, 200, 'a slot is free again');
+      next.destroy();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a client that leaves mid-body frees its scrape at once, not after a timeout', async () => {
     const res = await get(server.port);
     await new Promise<void>((resolve) => {
