@@ -342,7 +342,28 @@ export class FleetFaults {
       Object.assign(out.status.nodes ?? {}, p.status.nodes);
       Object.assign(out.status.writers ?? {}, p.status.writers);
     }
+    for (const w of this.staleWriters(f)) {
+      any = true;
+      (out.status.writers ?? {})[w] = null;
+    }
     return any ? out : null;
+  }
+
+  /**
+   * This fleet's writer entries that its present shape never writes: left by the fleet before
+   * `replicas` or `--shards` changed (`fleet:all` beside `fleet:all#0…`), each counted in the totals
+   * again. Removed by one replica: the single writer, or the holder of shard 0. The nodes they listed
+   * are this fleet's and are removed by the writers of their shards (`listedNow`).
+   */
+  private staleWriters(f: GpuFault): string[] {
+    const sh = this.o.shards;
+    if (sh && !sh.held().includes(0)) return [];
+    const live = new Set(
+      sh ? Array.from({ length: sh.count }, (_, k) => `${this.writer}#${String(k)}`) : [this.writer],
+    );
+    return Object.keys(f.status?.writers ?? {}).filter(
+      (w) => (w === this.writer || w.startsWith(`${this.writer}#`)) && !live.has(w),
+    );
   }
 
   /**

@@ -171,4 +171,46 @@ describe('a sharded fleet', () => {
     assert.equal(counted(), NODES, 'still each node once');
     assert.equal(status()?.nodesHit, NODES);
   });
+
+  it("after replicas or the shard count changed, the old shape's writer entries are removed, so totals count each node once", async () => {
+    const api = new FakeApi();
+    for (let i = 0; i < NODES; i++)
+      api.putNode(`node-${String(i)}`, { type: 'kwok' }, { [KWOK_ANNOTATION]: 'fake' });
+    const faults = new FakeFaultApi();
+    // Written before: by the single leader (`fleet:all`) and by a fleet of 16 shards (`#12`).
+    faults.put({
+      ...faultObject('xid', {
+        nodeSelector: { matchLabels: { type: 'kwok' } },
+        fault: { type: 'Xid', xid: 79 },
+      }),
+      status: {
+        writers: {
+          'fleet:all': { nodes: NODES, devices: 8 * NODES },
+          'fleet:all#12': { nodes: 3, devices: 24 },
+          'node-x': { nodes: 1, devices: 8 },
+        },
+        nodes: { 'node-0': { devices: [], observedGeneration: 1, message: 'old' } },
+      },
+    });
+    const leases = new FakeObjects();
+    const a = replica(api, leases, 'a', faults);
+    await a.fleet.start();
+    a.shards.start(a.fleet);
+    type Status = {
+      status?: { nodesHit?: number; writers?: Record<string, { nodes: number }>; nodes?: object };
+    };
+    const status = (): Status['status'] => (faults.objects.get('xid') as Status | undefined)?.status;
+    await until(
+      'every node counted once',
+      () => a.shards.state().held === 8 && status()?.nodesHit === NODES + 1,
+      10_000,
+    );
+    const writers = Object.keys(status()?.writers ?? {}).sort();
+    assert.deepEqual(
+      writers.filter((w) => w.startsWith('fleet:')),
+      Array.from({ length: 8 }, (_, k) => `fleet:all#${String(k)}`).sort(),
+      'only the present shards',
+    );
+    assert.ok(writers.includes('node-x'), "a plugin's entry is not the fleet's to remove");
+  });
 });
