@@ -41,6 +41,8 @@ export interface Lease {
     namespace?: string;
     resourceVersion?: string;
     labels?: Record<string, string>;
+    /** Each entry's `time` is the API server's clock at the last write that changed its fields. */
+    managedFields?: { time?: string }[];
   };
   spec?: LeaseSpec;
 }
@@ -194,12 +196,13 @@ export class Elected {
     const w = this.work;
     if (!w) return;
     this.work = null;
-    if (this.o.election) this.o.log.warn({ why }, 'stopped leading');
     try {
       await w.stop();
     } catch (err) {
       this.o.log.error({ err: err instanceof Error ? err.message : String(err) }, 'stopping the work failed');
     }
+    // Once the work's writes have ended: the chaos suites read each term's end from this line.
+    if (this.o.election) this.o.log.warn({ why }, 'stopped leading');
   }
 
   /** Armed after each renew: past it the work stops, whatever the request in flight may still bring. */

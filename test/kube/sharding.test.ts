@@ -3,9 +3,9 @@ import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { planShards, shardOf, share, takeInTurn, type ShardView } from '../../src/kube/sharding/ring.js';
-import { Sharder } from '../../src/kube/sharding/sharder.js';
+import { Sharder, staleMembers } from '../../src/kube/sharding/sharder.js';
 import { ringQuiet } from '../../src/kube/sharding/exclusion.js';
-import { Elected } from '../../src/kube/lease.js';
+import { Elected, type Lease } from '../../src/kube/lease.js';
 import { FakeObjects } from '../support/fake-objects.js';
 import { until } from '../support/http.js';
 import { Link } from '../support/link.js';
@@ -302,6 +302,31 @@ describe('sharder', () => {
     };
     r.add('a', link);
     await until('a holds every shard', () => r.held('a') === SHARDS, 10_000);
+  });
+
+  it("staleness is judged on the API server's clock: a member whose clock is an hour behind keeps its share", () => {
+    const lease = (id: string, serverTime: string | undefined, renewTime: string): Lease => ({
+      metadata: {
+        name: `fakegpu-fleet-member-${id}`,
+        ...(serverTime ? { managedFields: [{ time: '2026-12-07T08:00:00Z' }, { time: serverTime }] } : {}),
+      },
+      spec: { holderIdentity: id, renewTime },
+    });
+    const now = new Date().toISOString();
+    const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    const t = (s: number) => new Date(Date.parse('2026-12-07T09:00:00Z') + s * 1000).toISOString();
+    const leases = [
+      lease('me', t(60), now),
+      lease('skewed', t(59), anHourAgo),
+      lease('ghost', t(30), now),
+      lease('fast', t(58), new Date(Date.now() + 3_600_000).toISOString()),
+    ];
+    assert.deepEqual([...staleMembers(leases, 'me', 15_000)], ['ghost']);
+    // Without managedFields (an API server that keeps none), the renew times are all there is.
+    assert.deepEqual(
+      [...staleMembers([lease('me', undefined, now), lease('skewed', undefined, anHourAgo)], 'me', 15_000)],
+      ['skewed'],
+    );
   });
 
   it('a member whose own renew time is long past gets no share, so the others split the shards at once', async () => {

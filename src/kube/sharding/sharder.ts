@@ -304,15 +304,9 @@ export class Sharder {
   private observe(leases: Lease[]): ShardView {
     const at = this.now();
     const members = new Map<string, string>();
-    /** Members whose own renew time is a lease duration old on the wall clock: no share for them. */
-    const stale = new Set<string>();
-    const wall = Date.now();
-    for (const l of leases)
-      if (l.metadata.labels?.[ROLE_LABEL] === 'member' && l.spec?.holderIdentity) {
-        members.set(l.spec.holderIdentity, record(l));
-        const renewed = Date.parse(l.spec.renewTime ?? '');
-        if (Number.isFinite(renewed) && wall - renewed >= this.durationMs) stale.add(l.spec.holderIdentity);
-      }
+    const memberLeases = leases.filter((l) => l.metadata.labels?.[ROLE_LABEL] === 'member');
+    for (const l of memberLeases) if (l.spec?.holderIdentity) members.set(l.spec.holderIdentity, record(l));
+    const stale = staleMembers(memberLeases, this.id, this.durationMs);
     const holders: (string | undefined)[] = Array.from({ length: this.o.shards }, () => undefined);
     for (const l of leases) {
       const k = this.shardIndex(l.metadata.name);
@@ -528,4 +522,35 @@ function memberSuffix(id: string): string {
       .replace(/^-+|-+$/g, '')
       .slice(-40) || 'member'
   );
+}
+
+/** When the API server last changed a Lease (its latest managedFields time), on the server's clock. */
+function writtenAt(l: Lease | undefined): number {
+  let at = NaN;
+  for (const f of l?.metadata.managedFields ?? []) {
+    const t = Date.parse(f.time ?? '');
+    if (Number.isFinite(t) && !(t <= at)) at = t;
+  }
+  return at;
+}
+
+/**
+ * Members whose Lease is a lease duration older than ours: no share for them (balance only, never
+ * safety). Both times are the API server's, so a member whose clock is off is judged as any other; a
+ * renew time is the writer's own clock, and is read only where the server keeps no managedFields.
+ */
+export function staleMembers(memberLeases: readonly Lease[], me: string, durationMs: number): Set<string> {
+  const mine = writtenAt(memberLeases.find((l) => l.spec?.holderIdentity === me));
+  const out = new Set<string>();
+  for (const l of memberLeases) {
+    const id = l.spec?.holderIdentity;
+    if (!id || id === me) continue;
+    const server = writtenAt(l);
+    const old =
+      Number.isFinite(server) && Number.isFinite(mine)
+        ? mine - server >= durationMs
+        : Date.now() - Date.parse(l.spec?.renewTime ?? '') >= durationMs;
+    if (old) out.add(id);
+  }
+  return out;
 }
