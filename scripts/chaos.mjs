@@ -18,8 +18,9 @@ try {
       short: { type: 'boolean', default: false },
       fleet: { type: 'boolean', default: false },
       leader: { type: 'boolean', default: false },
+      slow: { type: 'boolean', default: false },
       replicas: { type: 'string', default: '3' },
-      'kwok-nodes': { type: 'string', default: '1000' },
+      'kwok-nodes': { type: 'string' },
       seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     },
   }).values;
@@ -27,10 +28,26 @@ try {
   process.stderr.write(`chaos: ${e.message}\n`);
   process.exit(2);
 }
-const sharded = args.fleet && !args.leader;
+const slow = args.fleet && args.slow;
+const sharded = args.fleet && !args.leader && !slow;
+// The slow form runs four fleet processes at a time beside the cluster on two cores: fewer nodes.
+const kwokNodes = args['kwok-nodes'] ?? (slow ? '200' : '1000');
 // The sharded short form meets each of its five kinds of disruption once.
 const total = Number(
-  args.cycles ?? (args.fleet ? (args.short ? (sharded ? 5 : 4) : 50) : args.short ? 8 : 100),
+  args.cycles ??
+    (slow
+      ? args.short
+        ? 4
+        : 30
+      : args.fleet
+        ? args.short
+          ? sharded
+            ? 5
+            : 4
+          : 50
+        : args.short
+          ? 8
+          : 100),
 );
 if (!/^\d+$/.test(args.replicas) || Number(args.replicas) < 2 || Number(args.replicas) > 15) {
   process.stderr.write(
@@ -50,6 +67,7 @@ if (!/^\d+$/.test(args.seed)) {
 bootstrap();
 
 const out = mkdtempSync(join(tmpdir(), 'fakegpu-chaos-'));
+if (slow) process.exit(fleetSlowChaos() ? 0 : 1);
 if (args.fleet) process.exit(fleetChaos() ? 0 : 1);
 const phases = [
   {
@@ -137,7 +155,7 @@ function fleetChaos() {
       '--node',
       node,
       '--kwok-nodes',
-      args['kwok-nodes'],
+      kwokNodes,
       // The sharded suite checks what reached the API server against each replica's holds.
       ...(sharded ? ['--fleet-replicas', args.replicas, '--audit-slices'] : []),
     ],
@@ -149,7 +167,7 @@ function fleetChaos() {
       '--node',
       node,
       '--kwok-nodes',
-      args['kwok-nodes'],
+      kwokNodes,
       '--cycles',
       String(total),
       '--seed',
@@ -173,4 +191,70 @@ function fleetChaos() {
     `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
   );
   return ran && r !== null && r.aborted === null && r.cycles >= total && v.lost + v.duplicate + v.stale === 0;
+}
+
+/**
+ * `--fleet --slow`: the fleet behind a loopback proxy that delays and stalls its requests, rolled out
+ * between one replica (a leader) and three (shards) each cycle (`test/chaos/fleet-slow-chaos.ts`; 30
+ * cycles, `--short` 4, 200 KWOK nodes). Last line:
+ * `chaos: mode=fleet-slow cycles=<n> overlap_ms=<n> lost=<n> duplicate=<n> stale=<n>`.
+ */
+function fleetSlowChaos() {
+  const dir =
+    process.env.FAKEGPU_FLEET_SLOW_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'fleet-slow-chaos-cluster');
+  const result = join(out, 'fleet-slow.json');
+  const node = 'fakegpu-fleet-chaos-node';
+  const ran = withCluster({
+    what: 'fleet chaos under a slow API server',
+    dir,
+    dirEnv: 'FAKEGPU_CHAOS_DIR',
+    upArgs: ['--node', node, '--kwok-nodes', kwokNodes, '--audit-slices'],
+    run: [
+      join(root, 'dist', 'test', 'chaos', 'fleet-slow-chaos.js'),
+      '--dir',
+      dir,
+      '--node',
+      node,
+      '--kwok-nodes',
+      kwokNodes,
+      '--cycles',
+      String(total),
+      '--seed',
+      args.seed,
+      '--result',
+      result,
+    ],
+  });
+  let r = null;
+  try {
+    r = JSON.parse(readFileSync(result, 'utf8'));
+  } catch {
+    process.stderr.write('chaos: no result; the output above says why\n');
+  }
+  if (r && (r.aborted !== null || r.cycles < total))
+    process.stderr.write(`chaos: did not finish its ${total} cycles${r.aborted ? `: ${r.aborted}` : ''}\n`);
+  const v = r ?? {
+    cycles: 0,
+    overlapMs: 0,
+    lost: 0,
+    duplicate: 0,
+    stale: 0,
+    slowMs: 0,
+    stallMs: 0,
+    judged: 0,
+  };
+  process.stderr.write(
+    `chaos: the proxy was slow for ${Math.round(v.slowMs / 1000)} s and stalled for ${Math.round(v.stallMs / 1000)} s; ${v.judged} slice writes checked against their senders' holds\n`,
+  );
+  process.stdout.write(
+    `chaos: mode=fleet-slow cycles=${v.cycles} overlap_ms=${Math.round(v.overlapMs)} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale}\n`,
+  );
+  return (
+    ran &&
+    r !== null &&
+    r.aborted === null &&
+    r.cycles >= total &&
+    v.judged > 0 &&
+    v.overlapMs + v.lost + v.duplicate + v.stale === 0
+  );
 }

@@ -179,6 +179,8 @@ export async function runCycles(o: {
   duplicates: () => number;
   takeovers: readonly number[];
   cleanUp: () => void;
+  /** More figures for the result file, read at each save. */
+  extra?: () => Record<string, number>;
 }): Promise<never> {
   const result = {
     cycles: 0,
@@ -192,7 +194,7 @@ export async function runCycles(o: {
     const sorted = [...o.takeovers].sort((x, y) => x - y);
     result.takeoverP99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0;
     result.duplicate = o.duplicates();
-    writeFileSync(o.resultFile, JSON.stringify(result));
+    writeFileSync(o.resultFile, JSON.stringify({ ...result, ...o.extra?.() }));
   };
   o.fs.fakegpu('fault', 'clear', '--all');
   // A cluster directory keeps its etcd, and with it the slices of an earlier run: deleted, so that the

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { readHolds } from './holds.js';
+import { conflict, LEADER, readHolds } from './holds.js';
 
 const T = (iso: string): number => Date.parse(iso);
 const start = (iso: string): string => `\n=== ${iso} /usr/bin/node bin/fakegpu.js fleet --shards 60`;
@@ -73,5 +73,51 @@ describe("the chaos suite's reading of shard holds from the replicas' logs", () 
     );
     assert.equal(whoOfPid.get(20145), '0/1');
     assert.equal(whoOfPid.get(20026), '2/2');
+  });
+
+  it('holds every node from "leading" to "stopped leading": a term conflicts with any shard held meanwhile', () => {
+    const { holds } = readHolds(
+      [
+        {
+          replica: 0,
+          kills: [],
+          alive: false,
+          text: [
+            start('2026-12-03T18:00:00.000Z'),
+            line({ pid: 10, time: T('2026-12-03T18:00:01.000Z'), msg: 'leading' }),
+            line({ pid: 10, time: T('2026-12-03T18:00:09.000Z'), msg: 'stopped leading' }),
+            start('2026-12-03T18:00:10.000Z'),
+            line({ pid: 12, time: T('2026-12-03T18:00:11.000Z'), msg: 'leading' }),
+            line({ pid: 12, time: T('2026-12-03T18:00:12.000Z'), msg: 'did not stop in time; exiting' }),
+          ].join('\n'),
+        },
+        {
+          replica: 1,
+          kills: [],
+          alive: true,
+          text: [
+            start('2026-12-03T18:00:05.000Z'),
+            line({ pid: 11, time: T('2026-12-03T18:00:10.000Z'), msg: 'took a shard', shard: 2 }),
+          ].join('\n'),
+        },
+      ],
+      T('2026-12-03T18:00:20.000Z'),
+    );
+    const term = holds.find((h) => h.shard === LEADER);
+    assert.deepEqual(term, {
+      shard: LEADER,
+      who: '0/1',
+      from: T('2026-12-03T18:00:01.000Z'),
+      to: T('2026-12-03T18:00:09.000Z'),
+    });
+    assert.deepEqual(
+      holds.find((h) => h.who === '0/2'),
+      { shard: LEADER, who: '0/2', from: T('2026-12-03T18:00:11.000Z'), to: T('2026-12-03T18:00:12.000Z') },
+      'a process that exits when its stop takes too long holds nothing after',
+    );
+    const shard = holds.find((h) => h.shard === 2);
+    assert.ok(shard, 'the shard held');
+    assert.ok(conflict(term, shard), 'a term and a shard are two writers of its nodes');
+    assert.ok(!conflict(term, { ...term, from: term.to }), 'not a process with itself');
   });
 });

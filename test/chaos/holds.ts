@@ -2,11 +2,17 @@
  * Each shard's holders over time, read from the replicas' logs (`cluster up` appends every run of a
  * replica to one file, after a `=== <ISO time> <command>` line): a hold runs from "took a shard" to
  * "stopped writing shards" (logged once its writes in flight have ended), to the kill that ended its
- * process, or to now. And which replica process each pid was, so that the API server's audit log (which
- * names the pid) can be judged against these holds.
+ * process, to its exit when its stop took too long, or to now; a term of the single leader from
+ * "leading" to "stopped leading" (also logged once its writes have ended). And which replica process
+ * each pid was, so that the API server's audit log (which names the pid) can be judged against these
+ * holds.
  */
 
+/** The shard of a single leader's term: it writes every node, so it conflicts with every hold. */
+export const LEADER = -1;
+
 export interface Hold {
+  /** The shard held, or `LEADER` for a term of the single leader ("leading" to "stopped leading"). */
   shard: number;
   /** `<replica>/<run>`: the run counts the process starts in the replica's log. */
   who: string;
@@ -37,6 +43,11 @@ interface LogLine {
   shards?: number[];
 }
 
+/** Whether two holds of different processes would have two writers on some node. */
+export function conflict(x: Hold, y: Hold): boolean {
+  return x.who !== y.who && (x.shard === y.shard || x.shard === LEADER || y.shard === LEADER);
+}
+
 export function readHolds(logs: readonly ReplicaLog[], now: number): Holders {
   const holds: Hold[] = [];
   /** A log kept across clusters holds old runs, whose pids a fresh machine hands out again. */
@@ -63,6 +74,14 @@ export function readHolds(logs: readonly ReplicaLog[], now: number): Holders {
       if (p.pid !== undefined && (pids.get(p.pid)?.started ?? -1) <= started)
         pids.set(p.pid, { who: who(), started });
       if (p.msg === 'took a shard' && p.shard !== undefined) open.set(p.shard, p.time);
+      if (p.msg === 'leading' && !open.has(LEADER)) open.set(LEADER, p.time);
+      if (p.msg === 'stopped leading') {
+        const from = open.get(LEADER);
+        if (from !== undefined) holds.push({ shard: LEADER, who: who(), from, to: p.time });
+        open.delete(LEADER);
+      }
+      // Its last line: the process exits at once, its connections (and what they still carried) with it.
+      if (p.msg === 'did not stop in time; exiting') closeAll(p.time);
       if (p.msg === 'stopped writing shards')
         for (const k of p.shards ?? []) {
           const from = open.get(k);
