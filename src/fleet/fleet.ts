@@ -329,13 +329,17 @@ export class Fleet {
     );
   }
 
-  /** Stops at once; resolves when the compute-domain side's pass in flight, if any, has ended. */
+  /**
+   * Stops at once; resolves when the passes in flight have ended (each at its next request, or at its
+   * request's deadline) and the compute-domain side's, if any: a leader releases its Lease only after.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.settler.stop();
     this.faults?.stop();
-    this.queue.stop();
+    const passes = this.queue.stop();
     this.lw.stop();
+    await passes;
     await this.domains?.stop();
     await this.nicStatus?.stop();
   }

@@ -102,12 +102,16 @@ export class WorkQueue {
     await Promise.all([...this.active].flatMap(([n, p]) => (lost(n) ? [p] : [])));
   }
 
-  /** Nothing queued starts after this, and nothing is retried; a pass in flight is the writer's to fence. */
-  stop(): void {
+  /**
+   * Nothing queued starts after this, and nothing is retried; a pass in flight is the writer's to fence.
+   * Resolves once the passes in flight have ended, so that a leader hands its Lease over only then.
+   */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.queue.clear();
     for (const t of this.retries.values()) clearTimeout(t);
     this.retries.clear();
+    await Promise.all(this.active.values());
   }
 
   pump(): void {
@@ -211,11 +215,11 @@ export class SliceWriter {
     const plan = planPool(this.index.of(node, driver), want, driver, node);
     if (!plan) return;
     const owner: NodeOwner = { apiVersion: 'v1', kind: 'Node', name: node, uid, controller: true };
-    for (const w of plan.writes) {
+    for (const [place, w] of plan.writes.entries()) {
       const deadline = await this.turn(node);
       let ref: WrittenRef;
       try {
-        ref = await this.write(w, plan.generation, owner, deadline);
+        ref = await this.write(w, place, plan.generation, owner, deadline);
       } catch (e) {
         // Replaced a slice that is gone: forget it, or every pass would plan the same replace again.
         if (w.existing && e instanceof ApiError && e.code === 404) this.index.forget(w.existing.name);
@@ -237,6 +241,7 @@ export class SliceWriter {
   /** Creates or replaces one slice from the template's text; a replace only of the version last seen. */
   private write(
     w: PoolPlan<NodeSlice>['writes'][number],
+    place: number,
     generation: number,
     owner: NodeOwner,
     deadline: number | undefined,
@@ -245,7 +250,7 @@ export class SliceWriter {
     const rv = existing ? this.index.get(existing.name)?.rv : undefined;
     const metadata = existing
       ? { name: existing.name, ownerReferences: [owner], ...(rv ? { resourceVersion: rv } : {}) }
-      : { name: sliceName(d.generateName, owner.uid), ownerReferences: [owner] };
+      : { name: sliceName(d.generateName, owner.uid, place), ownerReferences: [owner] };
     const body = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":${JSON.stringify(metadata)},"spec":${d.spec(generation)}}`;
     return existing
       ? this.api.replaceSlice(existing.name, body, deadline)

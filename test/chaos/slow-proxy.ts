@@ -6,7 +6,8 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * included. Each connection keeps its bytes in order. When either end closes, what the proxy still
  * holds for that connection is dropped, as a request aborted by its client dies with its connection:
  * that is what a client's deadline buys it, and what the suite relies on to say a write was sent in
- * time.
+ * time. (Bytes a real network still carries after the client gave up are what the lease margin, 5 s
+ * between the renew deadline and the lease duration, is for, as in client-go; no client can do more.)
  */
 
 export type Weather = 'clear' | 'slow' | 'stall';
@@ -76,8 +77,9 @@ export class SlowProxy {
   }
 
   set(w: Weather): void {
-    if (w === 'stall' && this.weather !== 'stall')
-      this.stallUntil = Date.now() + 6000 + Math.floor(this.random() * 6000);
+    // A stall drawn during a stall lengthens it: its time counted is always what was added.
+    if (w === 'stall')
+      this.stallUntil = Math.max(this.stallUntil, Date.now()) + 6000 + Math.floor(this.random() * 6000);
     this.weather = w;
   }
 
@@ -88,8 +90,9 @@ export class SlowProxy {
     const next = (): void => {
       const r = this.random();
       const w: Weather = r < 0.4 ? 'clear' : r < 0.8 ? 'slow' : 'stall';
+      const before = Math.max(this.stallUntil, Date.now());
       this.set(w);
-      const ms = w === 'stall' ? this.stallUntil - Date.now() : 1000 + Math.floor(this.random() * 3000);
+      const ms = w === 'stall' ? this.stallUntil - before : 1000 + Math.floor(this.random() * 3000);
       if (w !== 'clear') this.seen[w] += ms;
       this.ticker = setTimeout(next, ms);
     };

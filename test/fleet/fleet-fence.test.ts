@@ -70,6 +70,56 @@ describe('the fleet fences its writes', () => {
       assert.match(n, /^[0-9a-f]{5}-gpu\.nvidia\.com-node-0-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
   });
 
+  it('named slices: every slice of a pool its own name (release 25.12 names carry no index), a long node read back as its own', async () => {
+    for (const [node, release] of [
+      ['node-0', '25.12'],
+      ['gke-prod-cluster-a3-highgpu-pool-1a2b3c4d-x9k2', '0.5'],
+    ] as const) {
+      const api = new FakeApi();
+      const slices = nodeSlices(render('dgx-h100', { node, dynamicMig: true, release }).items);
+      assert.ok(slices.length > 1, `${release}: several slices`);
+      const driver = slices[0]?.driver ?? assert.fail('no slice');
+      const index = new SliceIndex();
+      const writer = new SliceWriter(api, index, new RateLimiter(0, 1), { writes: 0, requests: 0 });
+      await writer.reconcile(node, 'uid-0', driver, slices);
+      assert.equal(api.slices.size, slices.length, `${release}: the whole pool, no 409 among its own`);
+      // Its own slices are read back as its own: a second pass at most reorders a 25.12 pool (matched in
+      // name order), a third has nothing to write.
+      await writer.reconcile(node, 'uid-0', driver, slices);
+      const writes = api.count('createSlice') + api.count('replaceSlice') + api.count('deleteSlice');
+      await writer.reconcile(node, 'uid-0', driver, slices);
+      assert.equal(
+        api.count('createSlice') + api.count('replaceSlice') + api.count('deleteSlice'),
+        writes,
+        `${node}: read back as its own`,
+      );
+      assert.equal(api.slices.size, slices.length);
+    }
+  });
+
+  it("stop resolves only once the pass in flight has ended: a leader hands its Lease over after its writes' answers", async () => {
+    const api = new FakeApi();
+    api.putNode('node-0', {}, { [KWOK_ANNOTATION]: 'fake' });
+    const f = testFleet(api, { dynamicMig: true, concurrency: 1 });
+    let landed = 0;
+    let stopped = 0;
+    const create = api.createSlice.bind(api);
+    api.createSlice = async (body: string) => {
+      if (stopped === 0) void f.stop().then(() => (stopped = performance.now()));
+      await sleep(300);
+      const r = await create(body);
+      landed = performance.now();
+      return r;
+    };
+    await f.start();
+    await sleep(600);
+    assert.ok(landed > 0 && stopped > 0);
+    assert.ok(
+      stopped >= landed,
+      `stop resolved ${(landed - stopped).toFixed(0)} ms before the create landed`,
+    );
+  });
+
   it('each request gets only what is left of the term as its deadline, and none is sent after it', async () => {
     const api = new FakeApi();
     const deadlines: (number | undefined)[] = [];

@@ -74,19 +74,25 @@ export function indexOf(name: string | undefined, driver: string, node: string):
   return Number.parseInt(m[1] ?? '', 16);
 }
 
-/** The API server's alphabet and length for the suffix of a generated name (k8s.io/apiserver names.go). */
+/** The API server's alphabet for the suffix of a generated name (k8s.io/apiserver names.go). */
 const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
-const GENERATED_BASE_MAX = 58;
+/** A name is a DNS subdomain: the base keeps room for the suffix. */
+const NAME_BASE_MAX = 253 - 5;
 
 /**
- * The name the API server would give `generateName`, with the suffix drawn from the node's uid instead of
- * at random: a create that reaches the server late, after another writer made the same slice, then
- * conflicts (409) instead of adding a second slice to the pool. Another uid, another name: a node
- * deleted and made again gets new slices while the garbage collector takes the old ones.
+ * A name shaped as the API server makes one of `generateName` (the base, then five of its letters), the
+ * suffix drawn from the node's uid and the slice's place in its pool instead of at random: a create that
+ * reaches the server late, after another writer made the same slice, then conflicts (409) instead of
+ * adding a second slice to the pool. The place tells apart the slices of a pool whose names carry no
+ * index (DRA driver 25.12). The base is not cut to the 58 characters the API server keeps of a
+ * generateName, so that `indexOf` reads a long node's slices as its own. Another uid, another name: a
+ * node deleted and made again gets new slices while the garbage collector takes the old ones.
  */
-export function sliceName(generateName: string, nodeUid: string): string {
-  const base = generateName.slice(0, GENERATED_BASE_MAX);
-  const digest = createHash('sha256').update(`${nodeUid}/${generateName}`).digest();
+export function sliceName(generateName: string, nodeUid: string, place: number): string {
+  const base = generateName.slice(0, NAME_BASE_MAX);
+  const digest = createHash('sha256')
+    .update(`${nodeUid}/${generateName}/${String(place)}`)
+    .digest();
   let suffix = '';
   for (let i = 0; i < 5; i++) suffix += NAME_ALPHABET[(digest[i] ?? 0) % NAME_ALPHABET.length] ?? 'b';
   return base + suffix;
