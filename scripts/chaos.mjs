@@ -145,23 +145,37 @@ function fleetChaos() {
   const dir =
     process.env.FAKEGPU_FLEET_CHAOS_CLUSTER_DIR ??
     join(cacheDir(), sharded ? 'fleet-shards-chaos-cluster' : 'fleet-chaos-cluster');
-  const result = join(out, 'fleet.json');
+  const { r, ok } = fleetSuite({
+    what: 'fleet chaos',
+    prefix: 'fleet-chaos',
+    dir,
+    // The sharded suite checks what reached the API server against each replica's holds.
+    upArgs: sharded ? ['--fleet-replicas', args.replicas, '--audit-slices'] : [],
+    script: sharded ? 'fleet-shards-chaos.js' : 'fleet-chaos.js',
+    flags: sharded ? ['--replicas', args.replicas] : [],
+  });
+  const v = r ?? { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0 };
+  process.stdout.write(
+    `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
+  );
+  return ok && v.lost + v.duplicate + v.stale === 0;
+}
+
+/**
+ * A fleet suite: its cluster (a host node and the KWOK nodes), its script run with the flags every fleet
+ * suite takes, and its result file read; null when there is none, with why.
+ */
+function fleetSuite({ what, prefix, dir, upArgs, script, flags }) {
+  const result = join(out, `${script}.json`);
   const node = 'fakegpu-fleet-chaos-node';
   const ran = withCluster({
-    what: 'fleet chaos',
+    what,
     dir,
     dirEnv: 'FAKEGPU_CHAOS_DIR',
-    upArgs: [
-      '--node',
-      node,
-      '--kwok-nodes',
-      kwokNodes,
-      // The sharded suite checks what reached the API server against each replica's holds.
-      ...(sharded ? ['--fleet-replicas', args.replicas, '--audit-slices'] : []),
-    ],
+    upArgs: ['--node', node, '--kwok-nodes', kwokNodes, ...upArgs],
     run: [
-      join(root, 'dist', 'test', 'chaos', sharded ? 'fleet-shards-chaos.js' : 'fleet-chaos.js'),
-      ...(sharded ? ['--replicas', args.replicas] : []),
+      join(root, 'dist', 'test', 'chaos', script),
+      ...flags,
       '--dir',
       dir,
       '--node',
@@ -180,17 +194,13 @@ function fleetChaos() {
   try {
     r = JSON.parse(readFileSync(result, 'utf8'));
   } catch {
-    process.stderr.write('fleet-chaos: no result; the output above says why\n');
+    process.stderr.write(`${prefix}: no result; the output above says why\n`);
   }
   if (r && (r.aborted !== null || r.cycles < total))
     process.stderr.write(
-      `fleet-chaos: did not finish its ${total} cycles${r.aborted ? `: ${r.aborted}` : ''}\n`,
+      `${prefix}: did not finish its ${total} cycles${r.aborted ? `: ${r.aborted}` : ''}\n`,
     );
-  const v = r ?? { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0 };
-  process.stdout.write(
-    `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
-  );
-  return ran && r !== null && r.aborted === null && r.cycles >= total && v.lost + v.duplicate + v.stale === 0;
+  return { r, ok: ran && r !== null && r.aborted === null && r.cycles >= total };
 }
 
 /**
@@ -200,39 +210,14 @@ function fleetChaos() {
  * `chaos: mode=fleet-slow cycles=<n> overlap_ms=<n> lost=<n> duplicate=<n> stale=<n>`.
  */
 function fleetSlowChaos() {
-  const dir =
-    process.env.FAKEGPU_FLEET_SLOW_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'fleet-slow-chaos-cluster');
-  const result = join(out, 'fleet-slow.json');
-  const node = 'fakegpu-fleet-chaos-node';
-  const ran = withCluster({
+  const { r, ok } = fleetSuite({
     what: 'fleet chaos under a slow API server',
-    dir,
-    dirEnv: 'FAKEGPU_CHAOS_DIR',
-    upArgs: ['--node', node, '--kwok-nodes', kwokNodes, '--audit-slices'],
-    run: [
-      join(root, 'dist', 'test', 'chaos', 'fleet-slow-chaos.js'),
-      '--dir',
-      dir,
-      '--node',
-      node,
-      '--kwok-nodes',
-      kwokNodes,
-      '--cycles',
-      String(total),
-      '--seed',
-      args.seed,
-      '--result',
-      result,
-    ],
+    prefix: 'chaos',
+    dir: process.env.FAKEGPU_FLEET_SLOW_CHAOS_CLUSTER_DIR ?? join(cacheDir(), 'fleet-slow-chaos-cluster'),
+    upArgs: ['--audit-slices'],
+    script: 'fleet-slow-chaos.js',
+    flags: [],
   });
-  let r = null;
-  try {
-    r = JSON.parse(readFileSync(result, 'utf8'));
-  } catch {
-    process.stderr.write('chaos: no result; the output above says why\n');
-  }
-  if (r && (r.aborted !== null || r.cycles < total))
-    process.stderr.write(`chaos: did not finish its ${total} cycles${r.aborted ? `: ${r.aborted}` : ''}\n`);
   const v = r ?? {
     cycles: 0,
     overlapMs: 0,
@@ -249,12 +234,5 @@ function fleetSlowChaos() {
   process.stdout.write(
     `chaos: mode=fleet-slow cycles=${v.cycles} overlap_ms=${Math.round(v.overlapMs)} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale}\n`,
   );
-  return (
-    ran &&
-    r !== null &&
-    r.aborted === null &&
-    r.cycles >= total &&
-    v.judged > 0 &&
-    v.overlapMs + v.lost + v.duplicate + v.stale === 0
-  );
+  return ok && v.judged > 0 && v.overlapMs + v.lost + v.duplicate + v.stale === 0;
 }

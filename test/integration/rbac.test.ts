@@ -9,7 +9,7 @@ import { warningEvent } from '../../src/kube/event.js';
 import { CLIQUE_LABEL, DOMAIN_LABEL, GPU_CLIQUE_LABEL } from '../../src/model/compute-domain/resource.js';
 import { REPO_ROOT } from '../../src/process/repo.js';
 import { eventually, kubectl, mustKubectl, testCluster, type Result } from '../support/cluster.js';
-import { attempt, freshNamespace, rbacOf, tokenConfig } from '../support/rbac.js';
+import { attempt, freshNamespace, podToken, rbacOf, tokenConfig } from '../support/rbac.js';
 import { claimStatusChecks } from '../support/claim-status-rbac.js';
 import { KubeObjects } from '../../src/kube/objects.js';
 import { clientOf } from '../../src/kube/client.js';
@@ -175,31 +175,8 @@ describe('the chart gives each account only what its code does', () => {
       for (const n of [OWN, OTHER]) mustKubectl(e, ['create', '-f', '-'], node(n));
       mustKubectl(e, ['create', '-f', '-'], pod('tok-plugin-pod', ns, OWN, 'tok-plugin'));
       mustKubectl(e, ['create', '-f', '-'], pod('tok-victim', ns, OTHER, 'tok-plugin'));
-      const uid = mustKubectl(e, [
-        'get',
-        'pod',
-        'tok-plugin-pod',
-        '-n',
-        ns,
-        '-o',
-        'jsonpath={.metadata.uid}',
-      ]);
       // The token a plugin pod on OWN gets: the API server adds the pod's node to its user's extra.
-      const token = mustKubectl(e, [
-        'create',
-        'token',
-        'tok-plugin',
-        '-n',
-        ns,
-        '--duration',
-        '10m',
-        '--bound-object-kind',
-        'Pod',
-        '--bound-object-name',
-        'tok-plugin-pod',
-        '--bound-object-uid',
-        uid,
-      ]).trim();
+      const token = podToken(e, ns, 'tok-plugin', 'tok-plugin-pod');
       const path = tokenConfig(e, dir, 'plugin.json', token);
       const plugin = (args: string[], input?: string): Result =>
         kubectl({ ...e, KUBECONFIG: path }, args, input);
