@@ -62,6 +62,29 @@ describe('planning a node pool', () => {
     assert.equal(stale?.writes[0]?.existing?.name, `${NODE}-${DRIVER}-x7k2p`);
     assert.deepEqual(stale.deletes, [`${NODE}-${DRIVER}-zzzzz`]);
   });
+
+  it("reads a long node's slices as its own, named as the API server cuts a generateName (58 characters)", () => {
+    const node = 'gke-prod-cluster-a3-highgpu-pool-1a2b3c4d-x9k2';
+    for (const release of ['0.5', '25.12'] as const) {
+      const want = keyed(render('dgx-h100', { node, dynamicMig: true, release }).items);
+      const existing = want.map((d, i) => ({
+        name: `${(d.slice.metadata.generateName ?? '').slice(0, 58)}${'bcdfg'.slice(0, 4)}${String.fromCharCode(98 + i)}`,
+        key: d.key,
+        generation: 2,
+      }));
+      assert.ok((want[0]?.slice.metadata.generateName ?? '').length > 58, 'the cut takes the node name');
+      if (release === '0.5') assert.equal(planPool(existing, want, DRIVER, node), null, release);
+      else {
+        // 25.12's names carry no index: matched in name order, and nothing created or deleted.
+        const plan = planPool(existing, want, DRIVER, node);
+        assert.deepEqual(plan?.deletes ?? [], [], release);
+        assert.ok(
+          (plan?.writes ?? []).every((w) => w.existing !== null),
+          release,
+        );
+      }
+    }
+  });
 });
 
 describe('the publisher against an API server that fails', () => {

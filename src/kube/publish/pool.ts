@@ -66,11 +66,26 @@ export function published(s: StoredSlice, keepMetadata: boolean): PublishedSlice
   };
 }
 
+/** What the API server keeps of a generateName before its 5 random characters (k8s.io/apiserver names.go). */
+const GENERATED_BASE_MAX = 58;
+
+/**
+ * Whether `name` was made of `generateName`: whole, then 5 characters, or, as the API server makes it,
+ * cut to its first 58 (a node name past about 37 characters, such as GKE's, loses its end there).
+ */
+function madeOf(name: string, generateName: string): boolean {
+  if (!/^[a-z0-9]{5}$/.test(name.slice(-5))) return false;
+  const base = name.slice(0, -5);
+  return (
+    base === generateName ||
+    (generateName.length > GENERATED_BASE_MAX && base === generateName.slice(0, GENERATED_BASE_MAX))
+  );
+}
+
 /** The slice index encoded in an indexed generateName (`00003-gpu.nvidia.com-node-abcde` → 3). */
 export function indexOf(name: string | undefined, driver: string, node: string): number | null {
-  if (!name) return null;
-  const m = /^([0-9a-f]{5,})-(.*)-[a-z0-9]{5}$/.exec(name);
-  if (!m || m[2] !== `${driver}-${node}`) return null;
+  const m = name ? /^([0-9a-f]{5,})-/.exec(name) : null;
+  if (!name || !m || !madeOf(name, `${m[1] ?? ''}-${driver}-${node}-`)) return null;
   return Number.parseInt(m[1] ?? '', 16);
 }
 
@@ -135,7 +150,7 @@ export function planPool<D extends Desired>(
   const deletes: string[] = [];
   for (const s of existing) {
     const i = indexOf(s.name, driver, node);
-    if (i === null && s.name.startsWith(`${node}-${driver}-`)) unindexed.push(s);
+    if (i === null && madeOf(s.name, `${node}-${driver}-`)) unindexed.push(s);
     else if (i === null || i >= desired.length || byIndex.has(i)) deletes.push(s.name);
     else byIndex.set(i, s);
   }
