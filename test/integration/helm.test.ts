@@ -164,7 +164,10 @@ describe('Helm chart deploy/helm/fakegpu', () => {
       'ServiceAccount',
       'ServiceAccount',
       'ServiceAccount',
+      // The plugin's own node's slices, and claim status (claim-status-policy.yaml).
       'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
       'ValidatingAdmissionPolicyBinding',
     ]);
     // GPU metrics on dcgm-exporter's port, behind a Service whose port is named as in its chart.
