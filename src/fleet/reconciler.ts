@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterApi, StoredSlice } from '../kube/api.js';
 import { fullJitter, NODE_BACKOFF } from '../kube/backoff.js';
 import { ApiError, type WrittenRef } from '../kube/client.js';
+import { termDeadline } from '../kube/fence.js';
 import { planPool, sliceName, type NodeOwner, type PoolPlan } from '../kube/publish/pool.js';
 import type { SliceIndex } from './index.js';
 import type { NodeSlice } from './template.js';
@@ -199,10 +200,10 @@ export class SliceWriter {
    */
   private async turn(node: string): Promise<number | undefined> {
     await this.limiter.take();
-    const left = this.until(node) - this.now();
-    if (left <= 0) throw new Fenced(node);
+    const deadline = termDeadline(this.until(node), this.now());
+    if (deadline === null) throw new Fenced(node);
     this.stats.requests++;
-    return Number.isFinite(left) ? Math.ceil(left) : undefined;
+    return deadline;
   }
 
   /** The node's slices as stored, read in its turn like any write: a shard taken over reads each of its nodes. */

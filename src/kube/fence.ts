@@ -10,6 +10,18 @@ export class TermEnded extends Error {
 }
 
 /**
+ * What is left of a term ending at `until` (monotonic ms) as a request's deadline, at most `capMs` and
+ * rounded up: null once the term has ended, undefined where it has no end (the client's own deadline).
+ * The one rule every writer of a term follows (`fleet/reconciler.ts`, `fencedObjects`).
+ */
+export function termDeadline(until: number, now: number, capMs?: number): number | null | undefined {
+  const ms = until - now;
+  if (ms <= 0) return null;
+  const capped = Math.min(capMs ?? Infinity, Math.ceil(ms));
+  return Number.isFinite(capped) ? capped : undefined;
+}
+
+/**
  * The objects of a leader's term: each write goes out only before `until()` (monotonic ms, as
  * `Elected.leadingUntil`) and gets what is left of it as its deadline, so that none lands after a
  * standby may have begun, however slow the API server. Reads go through unchanged: a late read
@@ -21,10 +33,9 @@ export function fencedObjects(
   now: () => number = () => performance.now(),
 ): ObjectApi {
   const left = (what: string, timeoutMs: number | undefined): number | undefined => {
-    const ms = until() - now();
-    if (ms <= 0) throw new TermEnded(what);
-    const capped = Math.min(timeoutMs ?? Infinity, Math.ceil(ms));
-    return Number.isFinite(capped) ? capped : undefined;
+    const d = termDeadline(until(), now(), timeoutMs);
+    if (d === null) throw new TermEnded(what);
+    return d;
   };
   const guarded = async <T>(what: string, timeoutMs: number | undefined, f: (t?: number) => Promise<T>) =>
     f(left(what, timeoutMs));

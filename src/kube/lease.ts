@@ -148,8 +148,8 @@ export class Elected {
    * after a standby may have begun (`leaseDuration - renewDeadline` later at the earliest).
    */
   leadingUntil(): number {
-    if (!this.o.election) return this.work ? Infinity : 0;
-    return this.work ? this.until : 0;
+    if (!this.work) return 0;
+    return this.o.election ? this.until : Infinity;
   }
 
   /** Whether this process works now (always, without election). */

@@ -23,9 +23,6 @@ import { ClaimError } from './node.js';
  * lives in a file of its own, written whole and fsynced: a plugin killed at any line finds FM as it was.
  */
 export class FakeFabricManager {
-  /** Why the file on disk was replaced by one with no active partition (`reset`), if it was. */
-  resetFrom: string | null = null;
-
   /**
    * A damaged file stops the plugin with one line, as a damaged checkpoint does; with `reset`
    * (`--reset-checkpoint`) FM starts with no partition active instead: activating is idempotent and a
@@ -45,7 +42,6 @@ export class FakeFabricManager {
     if (Array.isArray(ids) && ids.every((i) => Number.isInteger(i))) return ids as number[];
     const why = read.ok ? 'not a partition list' : read.why;
     if (!this.reset) throw new FakegpuError(this.path, `the fabric manager state is ${why}; ${RESET_HINT}`);
-    this.resetFrom = why;
     this.write([]);
     return [];
   }
