@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { clusterRestart, type Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
 import { layout } from '../../src/local-cluster/config.js';
-import { KWOK_NODE_PREFIX } from '../../src/local-cluster/kwok-nodes.js';
 import {
   FLEET_MALLOC_ENV,
   FLEET_SHARDS,
@@ -13,11 +12,10 @@ import {
 } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
-import { shardOf } from '../../src/kube/sharding/ring.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
-import { AuditLog, type AuditedWrite } from './audit.js';
-import { readHolds, type Holders, type ReplicaLog } from './holds.js';
+import { AuditLog } from './audit.js';
+import { overlapsOf, readHolds, WriteJudge, type Holders, type ReplicaLog } from './holds.js';
 import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 
 /**
@@ -127,51 +125,14 @@ function holders(now: number): Holders {
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
-/** Audited writes not yet judged: the sender's log may not yet say who it is. */
-let unjudged: AuditedWrite[] = [];
-let outside = 0;
-
-/** Writes the API server received from a replica while that replica did not hold the node's shard. */
-function writesOutsideHolds(received: AuditedWrite[], { holds, whoOfPid }: Holders): number {
-  const pending = [...unjudged, ...received];
-  unjudged = [];
-  for (const w of pending) {
-    // Only fakegpu's writes of the KWOK nodes: the host node's plugin writes its own, and this suite
-    // deletes slices with kubectl.
-    if (w.at < since || w.pid === null || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
-    const who = whoOfPid.get(w.pid);
-    if (who === undefined) {
-      // A replica whose log is behind; a KWOK node written by a process no replica's log names is a
-      // writer too many.
-      if (Date.now() - w.at < 30_000) {
-        unjudged.push(w);
-        continue;
-      }
-    }
-    const shard = shardOf(w.node, FLEET_SHARDS);
-    if (holds.some((h) => h.who === who && h.shard === shard && h.from <= w.at && w.at <= h.to)) continue;
-    outside++;
-    if (outside <= 5)
-      log(
-        `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}`,
-      );
-  }
-  return outside;
-}
+const judge = new WriteJudge({ since, shards: FLEET_SHARDS, log });
 
 function overlaps(): number {
   // The audit log first, then the holds up to now: a write received after the holds were read (the
   // fleet's answer to the last fault cleared) was judged against holds closed before it came.
   const received = audit.next();
   const h = holders(Date.now());
-  let n = writesOutsideHolds(received, h);
-  for (const x of h.holds)
-    for (const y of h.holds)
-      if (x.shard === y.shard && x.who < y.who && x.from < y.to && y.from < x.to) {
-        n++;
-        if (n <= 5) log(`  shard ${String(x.shard)} held by ${x.who} and ${y.who} at once`);
-      }
-  return n;
+  return judge.judge(received, h) + overlapsOf(h.holds, log).pairs;
 }
 
 /**

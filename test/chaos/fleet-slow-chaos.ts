@@ -5,14 +5,12 @@ import type { Exports } from '../../src/local-cluster/cluster.js';
 import { env } from '../../src/local-cluster/components.js';
 import { layout } from '../../src/local-cluster/config.js';
 import { FLEET_MALLOC_ENV, fleetArgs, fleetReplica } from '../../src/local-cluster/fleet-process.js';
-import { KWOK_NODE_PREFIX } from '../../src/local-cluster/kwok-nodes.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
-import { shardOf } from '../../src/kube/sharding/ring.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
-import { AuditLog, type AuditedWrite } from './audit.js';
-import { conflict, LEADER, readHolds, type Hold, type ReplicaLog } from './holds.js';
+import { AuditLog } from './audit.js';
+import { overlapsOf, readHolds, WriteJudge, type Hold, type ReplicaLog } from './holds.js';
 import { chaosFlags, chaosLog as log, FleetSlices, runCycles } from './fleet-slices.js';
 import { SlowProxy } from './slow-proxy.js';
 
@@ -111,54 +109,16 @@ function holds(now: number): { holds: Hold[]; whoOfPid: Map<number, string> } {
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
-let pending: AuditedWrite[] = [];
-let outside = 0;
-/** Writes judged: a run whose audit log held none proved nothing. */
-let judged = 0;
-
-/** Applied writes received while their sender held neither the node's shard nor a term. */
-function judge(received: AuditedWrite[], h: ReturnType<typeof holds>): void {
-  const all = [...pending, ...received];
-  pending = [];
-  for (const w of all) {
-    if (w.at < since || w.pid === null || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
-    const who = h.whoOfPid.get(w.pid);
-    if (who === undefined && Date.now() - w.at < 30_000) {
-      pending.push(w);
-      continue;
-    }
-    judged++;
-    const shard = shardOf(w.node, SHARDS);
-    const held = (x: Hold): boolean =>
-      x.who === who && (x.shard === LEADER || x.shard === shard) && x.from <= w.at && w.at <= x.to;
-    if (h.holds.some(held)) continue;
-    outside++;
-    if (outside <= 5)
-      log(
-        `  ${w.verb} of ${w.node}'s slice by ${who ?? `pid ${String(w.pid)}`} received at ${new Date(w.at).toISOString()}, outside its holds`,
-      );
-  }
-}
+const judge = new WriteJudge({ since, shards: SHARDS, log });
 
 let overlapMs = 0;
-let overlapping = 0;
 function duplicates(): number {
   const received = audit.next();
   const h = holds(Date.now());
-  judge(received, h);
-  overlapMs = 0;
-  overlapping = 0;
-  for (const x of h.holds)
-    for (const y of h.holds)
-      if (x.who < y.who && conflict(x, y) && x.from < y.to && y.from < x.to) {
-        overlapping++;
-        overlapMs += Math.min(x.to, y.to) - Math.max(x.from, y.from);
-        if (overlapping <= 5)
-          log(
-            `  ${x.who} (${x.shard === LEADER ? 'leader' : `shard ${String(x.shard)}`}) and ${y.who} (${y.shard === LEADER ? 'leader' : `shard ${String(y.shard)}`}) at once`,
-          );
-      }
-  return outside + overlapping;
+  const outside = judge.judge(received, h);
+  const o = overlapsOf(h.holds, log);
+  overlapMs = o.ms;
+  return outside + o.pairs;
 }
 
 // The cluster's own fleet talks to the API server directly: this suite's replace it.
@@ -172,7 +132,7 @@ await runCycles({
   resultFile,
   takeovers: [],
   duplicates,
-  extra: () => ({ overlapMs, judged, slowMs: proxy.seen.slow, stallMs: proxy.seen.stall }),
+  extra: () => ({ overlapMs, judged: judge.judged, slowMs: proxy.seen.slow, stallMs: proxy.seen.stall }),
   hit: async () => {
     const [from, to] = shape === 'single' ? [SINGLE, RING] : [RING, SINGLE];
     const next = shape === 'single' ? 'ring' : 'single';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { conflict, LEADER, readHolds } from './holds.js';
+import { conflict, LEADER, overlapsOf, readHolds, WriteJudge } from './holds.js';
 
 const T = (iso: string): number => Date.parse(iso);
 const start = (iso: string): string => `\n=== ${iso} /usr/bin/node bin/fakegpu.js fleet --shards 60`;
@@ -119,5 +119,35 @@ describe("the chaos suite's reading of shard holds from the replicas' logs", () 
     assert.ok(shard, 'the shard held');
     assert.ok(conflict(term, shard), 'a term and a shard are two writers of its nodes');
     assert.ok(!conflict(term, { ...term, from: term.to }), 'not a process with itself');
+  });
+
+  it("judges each audited write against its sender's holds, a term covering every node, and counts overlaps", () => {
+    const t0 = Date.now() - 60_000;
+    const holds = [
+      { shard: LEADER, who: '0/1', from: t0, to: t0 + 10_000 },
+      { shard: 3, who: '1/1', from: t0 + 10_000, to: t0 + 20_000 },
+      { shard: 3, who: '2/1', from: t0 + 15_000, to: t0 + 30_000 },
+    ];
+    const whoOfPid = new Map([
+      [10, '0/1'],
+      [11, '1/1'],
+    ]);
+    const lines: string[] = [];
+    const judge = new WriteJudge({ since: t0, shards: 1, log: (l) => lines.push(l) });
+    // One shard of one: every node is in shard 0, so 1/1's hold of shard 3 covers none of them.
+    const w = (pid: number | null, at: number) => ({ at, pid, node: 'kwok-gpu-1', verb: 'create' });
+    const outside = judge.judge(
+      [w(10, t0 + 5_000), w(10, t0 + 11_000), w(11, t0 + 12_000), w(12, Date.now()), w(null, t0 + 1)],
+      { holds, whoOfPid },
+    );
+    assert.equal(outside, 2, "the leader's write after its term, and 1/1's outside its shard");
+    assert.equal(
+      judge.judged,
+      3,
+      'the unnamed process waits for its log; a write of no fakegpu process is not judged',
+    );
+    assert.match(lines[0] ?? '', /by replica 0\/1 received at .*, outside its holds of shard 0$/);
+    const o = overlapsOf(holds, () => undefined);
+    assert.deepEqual(o, { pairs: 1, ms: 5_000 }, 'only 1/1 and 2/1 held shard 3 at once');
   });
 });

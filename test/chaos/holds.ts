@@ -1,3 +1,7 @@
+import { shardOf } from '../../src/kube/sharding/ring.js';
+import { KWOK_NODE_PREFIX } from '../../src/local-cluster/kwok-nodes.js';
+import type { AuditedWrite } from './audit.js';
+
 /**
  * Each shard's holders over time, read from the replicas' logs (`cluster up` appends every run of a
  * replica to one file, after a `=== <ISO time> <command>` line): a hold runs from "took a shard" to
@@ -101,5 +105,66 @@ function parse(line: string): LogLine | null {
     return JSON.parse(line) as LogLine;
   } catch {
     return null;
+  }
+}
+
+const holdName = (h: Hold): string => (h.shard === LEADER ? 'leader' : `shard ${String(h.shard)}`);
+
+/** Pairs of holds that had two writers on some node at once, and how long they overlapped in all. */
+export function overlapsOf(
+  holds: readonly Hold[],
+  log: (line: string) => void,
+): { pairs: number; ms: number } {
+  let pairs = 0;
+  let ms = 0;
+  for (const x of holds)
+    for (const y of holds)
+      if (x.who < y.who && conflict(x, y) && x.from < y.to && y.from < x.to) {
+        pairs++;
+        ms += Math.min(x.to, y.to) - Math.max(x.from, y.from);
+        if (pairs <= 5) log(`  ${x.who} (${holdName(x)}) and ${y.who} (${holdName(y)}) at once`);
+      }
+  return { pairs, ms };
+}
+
+/**
+ * The API server's audited slice writes of the KWOK nodes judged, as they come, against the holds of
+ * the process that sent each: one received while its sender held neither the node's shard nor a term
+ * (a late write of a killed, fenced or drained writer) is counted `outside`. A write whose sender no
+ * log names yet waits up to 30 s for the log; after that it is a writer too many.
+ */
+export class WriteJudge {
+  outside = 0;
+  /** Writes judged: a run whose audit log held none proved nothing. */
+  judged = 0;
+  private waiting: AuditedWrite[] = [];
+
+  constructor(private readonly o: { since: number; shards: number; log: (line: string) => void }) {}
+
+  /** The writes received since the last call, and those still waiting; the count outside so far. */
+  judge(received: readonly AuditedWrite[], { holds, whoOfPid }: Holders): number {
+    const all = [...this.waiting, ...received];
+    this.waiting = [];
+    for (const w of all) {
+      // Only fakegpu's writes of the KWOK nodes: the host node's plugin writes its own, and the suites
+      // delete slices with kubectl.
+      if (w.at < this.o.since || w.pid === null || !w.node.startsWith(KWOK_NODE_PREFIX)) continue;
+      const who = whoOfPid.get(w.pid);
+      if (who === undefined && Date.now() - w.at < 30_000) {
+        this.waiting.push(w);
+        continue;
+      }
+      this.judged++;
+      const shard = shardOf(w.node, this.o.shards);
+      const held = (x: Hold): boolean =>
+        x.who === who && (x.shard === LEADER || x.shard === shard) && x.from <= w.at && w.at <= x.to;
+      if (holds.some(held)) continue;
+      this.outside++;
+      if (this.outside <= 5)
+        this.o.log(
+          `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}`,
+        );
+    }
+    return this.outside;
   }
 }
