@@ -20,6 +20,22 @@ describe('npm run e2e (scripts/e2e.mjs)', () => {
   });
 });
 
+describe('npm run chaos (scripts/chaos.mjs)', () => {
+  it('refuses --slow without --fleet, or with --leader, in one line before building anything', () => {
+    for (const [args, why] of [
+      [['--slow'], 'needs --fleet'],
+      [['--fleet', '--slow', '--leader'], 'not with --leader'],
+    ] as const) {
+      const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'chaos.mjs'), ...args], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stderr, `chaos: --slow: ${why}; the slow API server suite is --fleet --slow\n`);
+      assert.equal(r.stdout, '');
+    }
+  });
+});
+
 describe('npm run fakegpu (scripts/fakegpu.mjs)', () => {
   /** A checkout whose "compiler" counts its runs in dist/builds. */
   function checkout(): string {
