@@ -38,6 +38,7 @@ import { renderSlices } from '../src/model/render.js';
 import { nodeSlices, SliceTemplate } from '../src/fleet/template.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
 import { replicaLine, replicaRuns, type ReplicaRun } from './fleet-replicas.js';
+import { reportCost, reportLine, WHOLE_MAX_NODES, type ReportCost } from './report-cost.js';
 import { SHARDED_BY_LABEL } from '../src/kube/sharding/exclusion.js';
 import { ApiserverPhases, type ApiserverPhase } from './apiserver-metrics.js';
 import {
@@ -223,7 +224,17 @@ interface Results {
   renderS: number;
   /** Seconds, one per round. */
   ceilings: number[];
-  fleets: { s: number; wallS: number; requests: number; writes: number; concurrency: number | null }[];
+  fleets: {
+    s: number;
+    wallS: number;
+    requests: number;
+    writes: number;
+    concurrency: number | null;
+    /** The fleet's longest event-loop delay over the scrapes of its phase, and its scorecard's GPUs as scraped. */
+    pauseMaxMs: number;
+    scorecardGpus: number;
+  }[];
+  report: ReportCost;
   /** KiB, one per round. */
   idleKiB: number[];
   servingKiB: number[];
@@ -411,11 +422,24 @@ async function run(kubeconfig: string): Promise<Results> {
       ...(profileDir === null ? {} : { logFile: join(profileDir, `r${round}-fleet.log`) }),
     });
     // Nodes published: served and not pending, by the fleet's own gauges.
+    // Every scrape of the phase reads the scorecard too (its gauges are in the same registry), as a
+    // Prometheus would: the fleet's event-loop delay, reset at each scrape, is kept at its longest.
+    let pauseMaxMs = 0;
+    let scorecardGpus = Number.NaN;
+    const scraped = (m: string): string => {
+      pauseMaxMs = Math.max(
+        pauseMaxMs,
+        1000 * (metric(m, 'fakegpu_fleet_nodejs_eventloop_lag_max_seconds') || 0),
+      );
+      const g = metric(m, 'fakegpu_scorecard_gpus\\{scope="cluster",name=""\\}');
+      if (!Number.isNaN(g)) scorecardGpus = g;
+      return m;
+    };
     const publishProgress = progress(
       `round ${round}/${ROUNDS}, fleet, nodes published`,
       N,
       async () => {
-        const m = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+        const m = scraped((await get(`http://${FLEET_HTTP}/metrics`)).text);
         return metric(m, 'fakegpu_fleet_nodes') - metric(m, 'fakegpu_fleet_pending_nodes');
       },
       log,
@@ -434,7 +458,7 @@ async function run(kubeconfig: string): Promise<Results> {
           if ((await get(`http://${FLEET_HTTP}/readyz`)).status !== 200) return false;
           return (
             metric(
-              (await get(`http://${FLEET_HTTP}/metrics`)).text,
+              scraped((await get(`http://${FLEET_HTTP}/metrics`)).text),
               'fakegpu_fleet_first_published_seconds',
             ) >= 0
           );
@@ -444,7 +468,7 @@ async function run(kubeconfig: string): Promise<Results> {
       publishProgress();
       const wallS = seconds(t1);
       apiserver.fleet.push(await phases.end(`round ${round}/${ROUNDS}, fleet`));
-      const metrics = (await get(`http://${FLEET_HTTP}/metrics`)).text;
+      const metrics = scraped((await get(`http://${FLEET_HTTP}/metrics`)).text);
       const published = (await sliceNames(raw)).length;
       if (published !== slices)
         throw new FakegpuError('bench/fleet', `the fleet published ${published} slices, expected ${slices}`);
@@ -455,9 +479,11 @@ async function run(kubeconfig: string): Promise<Results> {
         requests: metric(metrics, 'fakegpu_fleet_api_requests'),
         writes: metric(metrics, 'fakegpu_fleet_writes'),
         concurrency,
+        pauseMaxMs,
+        scorecardGpus,
       });
       log(
-        `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}`,
+        `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}; scraped: longest event-loop delay ${f(pauseMaxMs, 0)} ms, scorecard ${scorecardGpus} GPUs`,
       );
       servingKiB.push(await settledRssKiB(fleet, `round ${round}/${ROUNDS}, serving fleet`));
       const controlPlane = controlPlaneMemory();
@@ -477,7 +503,11 @@ async function run(kubeconfig: string): Promise<Results> {
           `dcgm: ${dcgm.series} series (${dcgm.attributed} with a pod), ${f(dcgm.bytes / 2 ** 20, 1)} MiB per scrape, scrapes ${dcgm.scrapesS.map((x) => f(x)).join(' ')} s`,
         );
       else log(`dcgm: not scraped above ${DCGM_MAX_NODES} nodes`);
+      log('report: `fakegpu report` against the cluster listed whole');
+      const report = await reportCost(kubeconfig, N);
+      log(reportLine(N, report));
       return {
+        report,
         dcgm,
         slices,
         devices,
@@ -720,7 +750,24 @@ if (r.dcgm) {
     `| fleet RSS before the first scrape → after the last → 6 s later | ${f(r.dcgm.rssBeforeKiB / 1024, 1)} → ${f(r.dcgm.rssAfterKiB / 1024, 1)} → ${f(r.dcgm.rssSettledKiB / 1024, 1)} MiB |`,
   );
 }
-const line = `fleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)}`;
+const pauseMaxMs = Math.max(...r.fleets.map((x) => x.pauseMaxMs));
+console.log(
+  '\n| scraped during the fleet phases (its /metrics, the scorecard among them) | value |\n|---|---|',
+);
+console.log(`| the fleet's longest event-loop delay, any round | ${f(pauseMaxMs, 0)} ms |`);
+console.log(
+  `| the scorecard's GPUs at the last scrape, last round | ${last?.scorecardGpus ?? Number.NaN} of ${r.gpus} |`,
+);
+console.log('\n| `fakegpu report` of the cluster | peak RSS MiB | seconds |\n|---|---|---|');
+console.log(
+  r.report.whole
+    ? `| ceiling: listed whole, then scored | ${f(r.report.whole.rssPeakMiB, 1)} | ${f(r.report.whole.tookS, 1)} |`
+    : `| ceiling: listed whole, then scored | not run past ${WHOLE_MAX_NODES} nodes | |`,
+);
+console.log(
+  `| fakegpu report, each page folded as it arrives | ${f(r.report.report.rssPeakMiB, 1)} | ${f(r.report.report.tookS, 1)} |`,
+);
+const line = `fleet: N=${N} publish=${f(fleetS)}s ceiling=${f(ceilingS)}s ratio=${f(ceilingS / fleetS)} rss_per_node=${f(perNode, 1)} sched=${f(sched, 1)} pause_max_ms=${f(pauseMaxMs, 0)}`;
 writeResult(jsonPath, {
   bench: 'fleet',
   started: started.toISOString(),
@@ -740,6 +787,7 @@ writeResult(jsonPath, {
   scheduledPodsPerS: sched,
   dcgm: r.dcgm ? { ...r.dcgm, scrapeMedianS: scrapeS } : null,
   line,
+  reportLine: reportLine(N, r.report),
 });
 log(`JSON result: ${jsonPath}`);
-console.log(`\n${line}`);
+console.log(`\n${line}\n${reportLine(N, r.report)}`);

@@ -4,11 +4,11 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { clientOf } from '../src/kube/client.js';
-import { score, type Scorecard } from '../src/model/scorecard/score.js';
-import { listClusterView } from '../src/tools/report/cluster-view.js';
+import type { Scorecard } from '../src/model/scorecard/score.js';
+import { clusterScorecard } from '../src/tools/report/cluster-view.js';
 
 export async function scorecardOf(kc: KubeConfig): Promise<Scorecard> {
-  return score(await listClusterView(clientOf(kc)));
+  return clusterScorecard(clientOf(kc));
 }
 
 /**

@@ -39,22 +39,20 @@ async function reportAction(f: ReportFlags, c: Command, write: (s: string) => vo
   if (f.poolLabel !== undefined && !isLabelKey(f.poolLabel))
     throw new FakegpuError('--pool-label', `${show(f.poolLabel)} is not a label key: ${LABEL_KEY_FORM}`);
   const kc = await loadKubeconfig(f.kubeconfig, c);
-  const [{ clientOf }, { listClusterView }, { score }, { REPORT_HEADER, reportRows }] = await Promise.all([
+  const [{ clientOf }, { clusterScorecard }, { REPORT_HEADER, reportRows }] = await Promise.all([
     import('../kube/client.js'),
     import('../tools/report/cluster-view.js'),
-    import('../model/scorecard/score.js'),
     import('../tools/report/table.js'),
   ]);
-  let view: Awaited<ReturnType<typeof listClusterView>>;
+  let s: Awaited<ReturnType<typeof clusterScorecard>>;
   try {
-    view = await listClusterView(clientOf(kc));
+    s = await clusterScorecard(clientOf(kc), f.poolLabel);
   } catch (e) {
     throw new FakegpuError(
       sourceOf(c, 'kubeconfig', '--kubeconfig'),
       `listing the cluster failed: ${clip(e instanceof Error ? e.message : String(e))}`,
     );
   }
-  const s = score(view, f.poolLabel);
   if (f.output !== undefined) {
     write(serialize(s, f.output));
     return;

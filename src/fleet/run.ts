@@ -118,8 +118,8 @@ export async function runFleet(o: FleetRunOptions): Promise<RunningFleet> {
     },
   });
   fleetGauges(reg, () => term?.fleet ?? null);
-  const picture = (): FleetPicture | null => term?.scorecard.picture() ?? null;
-  scorecardGauges(reg, () => picture()?.scorecard ?? null);
+  const picture = async (): Promise<FleetPicture | null> => (await term?.scorecard.current()) ?? null;
+  scorecardGauges(reg, async () => (await picture())?.scorecard ?? null);
   const probes = o.httpEndpoint
     ? await serveProbes({
         endpoint: o.httpEndpoint,
@@ -166,7 +166,7 @@ async function runSharded(
   const term = lead(o, kc, faultMetrics(reg), shards);
   fleetGauges(reg, () => term.fleet);
   shardGauges(reg, () => shards.state());
-  scorecardGauges(reg, () => term.scorecard.picture()?.scorecard ?? null);
+  scorecardGauges(reg, async () => (await term.scorecard.current())?.scorecard ?? null);
   let probes: ProbeServer | null = null;
   let dcgmServer: DcgmServer | null = null;
   try {
@@ -177,7 +177,7 @@ async function runSharded(
           notReady: () => publishing(term.fleet),
           metrics: reg,
           log: o.log,
-          routes: uiRoutes(() => term.scorecard.picture()),
+          routes: uiRoutes(() => term.scorecard.current()),
         })
       : null;
     probes?.started();

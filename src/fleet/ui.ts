@@ -57,9 +57,9 @@ export function uiState(p: FleetPicture): UiState {
   return { ...base, groups: [...groups].map(([name, g]) => ({ name, ...g })) };
 }
 
-/** `/ui` and `/ui/state`; before the fleet's first list the state is 503. */
+/** `/ui` and `/ui/state`; the state waits for the first picture, and is 503 until the fleet's first list. */
 export function uiRoutes(
-  picture: () => FleetPicture | null,
+  picture: () => FleetPicture | null | Promise<FleetPicture | null>,
 ): Record<string, (req: IncomingMessage, res: ServerResponse) => void> {
   return {
     '/ui': (_req, res) => {
@@ -68,14 +68,18 @@ export function uiRoutes(
         .end(UI_PAGE);
     },
     '/ui/state': (_req, res) => {
-      const p = picture();
-      if (p === null) {
-        res.writeHead(503, { 'content-type': 'text/plain' }).end('starting\n');
-        return;
-      }
-      res
-        .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-        .end(JSON.stringify(uiState(p)));
+      void Promise.resolve()
+        .then(picture)
+        .then(
+          (p) => {
+            if (p === null) res.writeHead(503, { 'content-type': 'text/plain' }).end('starting\n');
+            else
+              res
+                .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+                .end(JSON.stringify(uiState(p)));
+          },
+          () => res.writeHead(500, { 'content-type': 'text/plain' }).end('scorecard failed\n'),
+        );
     },
   };
 }

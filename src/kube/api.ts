@@ -158,13 +158,22 @@ export async function listEvery<T>(
   q: ListQuery = {},
 ): Promise<T[]> {
   const items: T[] = [];
+  await forEachPage(list, (page) => items.push(...page), q);
+  return items;
+}
+
+/** Each page of a paginated list (500 items unless `q.limit` says), handed to `each` as it arrives. */
+export async function forEachPage<T>(
+  list: (q: ListQuery) => Promise<Page<T>>,
+  each: (items: T[]) => void,
+  q: ListQuery = {},
+): Promise<void> {
   let next: string | undefined;
   do {
     const page = await list({ limit: 500, ...q, continue: next });
-    items.push(...page.items);
+    each(page.items);
     next = page.continue;
   } while (next !== undefined);
-  return items;
 }
 
 export async function listPage<T>(

@@ -53,8 +53,15 @@ export class Informer<T> {
     });
   }
 
+  private started: Promise<void> | null = null;
+
   start(): void {
-    void this.lw.start();
+    this.started ??= this.lw.start().catch(() => undefined);
+  }
+
+  /** Settles once the first list is in (or the list-watch stopped before it was); start() first. */
+  listed(): Promise<void> {
+    return this.started ?? Promise.resolve();
   }
 
   stop(): void {

@@ -47,20 +47,24 @@ export function scopesOf(s: Scorecard): { scope: string; name: string; f: Figure
   ];
 }
 
-export function scorecardGauges(reg: Registry, read: () => Scorecard | null): void {
-  // One read per scrape: the first gauge collected asks, the others reuse it.
-  let scraped: { at: number; s: Scorecard | null } | null = null;
-  const current = (): Scorecard | null => {
+/** How long a scrape waits for a scorecard still being worked out; past it, its gauges are empty. */
+export const SCRAPE_WAIT_MS = 5000;
+
+/**
+ * The gauges, read from `read` once per scrape (the first gauge collected asks, the others reuse it). A
+ * fleet's scorecard is worked out between turns of the event loop, so the read may be a promise: only a
+ * first scrape waits for it, at most SCRAPE_WAIT_MS; a failed read leaves the gauges empty and the rest of
+ * the scrape answers.
+ */
+export function scorecardGauges(
+  reg: Registry,
+  read: () => Scorecard | null | Promise<Scorecard | null>,
+  waitMs = SCRAPE_WAIT_MS,
+): void {
+  let scraped: { at: number; s: Promise<Scorecard | null> } | null = null;
+  const current = (): Promise<Scorecard | null> => {
     const now = Date.now();
-    if (scraped === null || now - scraped.at > 1000) {
-      let s: Scorecard | null = null;
-      try {
-        s = read();
-      } catch {
-        // The scorecard's failure leaves its gauges empty; the rest of the scrape still answers.
-      }
-      scraped = { at: now, s };
-    }
+    if (scraped === null || now - scraped.at > 1000) scraped = { at: now, s: readWithin(read, waitMs) };
     return scraped.s;
   };
   for (const [figure, name, help] of SCORECARD_METRICS)
@@ -69,10 +73,27 @@ export function scorecardGauges(reg: Registry, read: () => Scorecard | null): vo
       help,
       labelNames: ['scope', 'name'],
       registers: [reg],
-      collect() {
+      async collect() {
+        const s = await current();
         this.reset();
-        const s = current();
         if (s) for (const x of scopesOf(s)) this.set({ scope: x.scope, name: x.name }, x.f[figure]);
       },
     });
+}
+
+async function readWithin(
+  read: () => Scorecard | null | Promise<Scorecard | null>,
+  ms: number,
+): Promise<Scorecard | null> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve().then(read),
+      new Promise<null>((res) => (timer = setTimeout(res, ms, null))),
+    ]);
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
 }

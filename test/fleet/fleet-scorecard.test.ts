@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Gauge, Registry } from 'prom-client';
 import type { Fleet } from '../../src/fleet/fleet.js';
-import { FleetScorecard, scorecardClaim, scorecardPod, type Source } from '../../src/fleet/scorecard.js';
+import { FleetScorecard, type Source } from '../../src/fleet/scorecard.js';
+import { scorecardClaim, scorecardPod } from '../../src/model/scorecard/reduce.js';
 import { PER_GPU_NODES, uiRoutes, uiState } from '../../src/fleet/ui.js';
 import { KWOK_ANNOTATION } from '../../src/kube/kwok.js';
 import type { ResourceClaim } from '../../src/kube/types/claim.js';
@@ -15,6 +16,7 @@ import { scorecardGauges } from '../../src/process/scorecard-metrics.js';
 import { FakeApi } from '../support/fake-api.js';
 import { testFleet } from '../support/fleet.js';
 import { until } from '../support/http.js';
+import { render } from '../support/render.js';
 
 const source = <T>(items: T[] | undefined): Source<T> => ({
   start: () => undefined,
@@ -64,7 +66,7 @@ describe("the fleet's scorecard", () => {
       },
     ];
     const sc = new FleetScorecard(fleet, { claims: source(claims), pods: source(pods) });
-    const picture = sc.picture();
+    const picture = await sc.current();
     assert.ok(picture);
     const published = [...api.slices.values()] as ResourceSlice[];
     const want = score({
@@ -88,7 +90,7 @@ describe("the fleet's scorecard", () => {
     );
   });
 
-  it('shows a GPU whose devices a fault taints as faulted, and is worked out again only after maxAgeMs', () => {
+  it('shows a GPU whose devices a fault taints as faulted, and is worked out again only after maxAgeMs', async () => {
     let t = 0;
     let taint = false;
     const gpu = (
@@ -113,18 +115,94 @@ describe("the fleet's scorecard", () => {
       { claims: source([claim('c', 'n', ['gpu-0'])]), pods: source([]) },
       { now: () => t, maxAgeMs: 1000 },
     );
-    assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'free']);
+    assert.deepEqual((await sc.current())?.nodes[0]?.gpus, ['allocated', 'free']);
     taint = true;
     t = 999;
     assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'free'], 'cached');
+    assert.deepEqual((await sc.next())?.nodes[0]?.gpus, ['allocated', 'free'], 'none begun');
     t = 1000;
-    assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'faulted']);
+    assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'faulted'], 'one node: in one turn');
     assert.equal(sc.picture()?.scorecard.cluster.tainted, 1);
   });
 
-  it('is not shown before claims and pods are first listed', () => {
+  it('is not shown before claims and pods are first listed', async () => {
     const sc = new FleetScorecard({ *servedDevices() {} }, { claims: source(undefined), pods: source([]) });
     assert.equal(sc.picture(), null);
+    assert.equal(await sc.current(), null);
+  });
+
+  it('waits for the first list of claims and pods before its first picture, as a first scrape does', async () => {
+    const listing: { items?: ResourceClaim[] } = {};
+    let listedNow: () => void = () => undefined;
+    const listed = new Promise<void>((r) => (listedNow = r));
+    const fake: Pick<Fleet, 'servedDevices'> = {
+      *servedDevices() {
+        yield {
+          node: 'n',
+          labels: {},
+          slices: [
+            { driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] },
+          ],
+          faulted: new Set<string>(),
+        };
+      },
+    };
+    const claims: Source<ResourceClaim> = {
+      ...source<ResourceClaim>(undefined),
+      snapshot: () => listing.items,
+      listed: () => listed,
+    };
+    const sc = new FleetScorecard(fake, { claims, pods: source([]) });
+    const first = sc.current();
+    assert.equal(sc.picture(), null);
+    listing.items = [claim('c', 'n', ['gpu-0'])];
+    listedNow();
+    assert.equal((await first)?.scorecard.cluster.allocated, 1);
+  });
+
+  it('is worked out in turns of the event loop, the last picture served meanwhile (issue 50)', async () => {
+    const devices = render('dgx-h100', { node: 'template', dynamicMig: true }).items.map((s) => ({
+      driver: s.spec.driver,
+      devices: s.spec.devices ?? [],
+    }));
+    const N = 400;
+    const fake: Pick<Fleet, 'servedDevices'> = {
+      *servedDevices() {
+        for (let i = 0; i < N; i++)
+          yield { node: `n-${i}`, labels: {}, slices: devices, faulted: new Set<string>() };
+      },
+    };
+    const claims = Array.from({ length: N }, (_, i) => claim(`c${i}`, `n-${i}`, ['gpu-0']));
+    let t = 0;
+    const sc = new FleetScorecard(
+      fake,
+      { claims: source(claims), pods: source([]) },
+      { turnMs: 2, now: () => t, maxAgeMs: 1000 },
+    );
+    let turns = 0;
+    let longest = 0;
+    let last = performance.now();
+    const tick = setInterval(() => {
+      const t = performance.now();
+      longest = Math.max(longest, t - last);
+      last = t;
+      turns++;
+    }, 1);
+    const built = sc.current();
+    last = performance.now();
+    const picture = await built;
+    clearInterval(tick);
+    assert.ok(picture);
+    assert.equal(picture.nodes.length, N);
+    assert.equal(picture.scorecard.cluster.allocated, N);
+    assert.ok(turns >= 3, `the event loop turned ${turns} times while it was worked out`);
+    // The slowest node (208 devices) is well under a millisecond; the margin is for a busy machine.
+    assert.ok(longest < 100, `the longest pause was ${longest.toFixed(1)} ms`);
+    t = 60_000;
+    assert.equal(sc.picture(), picture, 'the last, while the next is worked out');
+    const next = await sc.next();
+    assert.notEqual(next, picture);
+    assert.equal(next?.at, new Date(60_000).toISOString());
   });
 
   it('keeps only allocated claims (with a ComputeDomain channel’s domain) and evicted pods', () => {
@@ -203,7 +281,7 @@ describe("the fleet's page state and scorecard metrics", () => {
     );
   });
 
-  it('answers /ui with the page and /ui/state 503 until the fleet has a picture', () => {
+  it('answers /ui with the page and /ui/state 503 until the fleet has a picture', async () => {
     let answered: { code: number; body: string } | null = null;
     const res = {
       writeHead(code: number) {
@@ -214,8 +292,9 @@ describe("the fleet's page state and scorecard metrics", () => {
         };
       },
     };
-    const routes = uiRoutes(() => null);
+    const routes = uiRoutes(() => Promise.resolve(null));
     routes['/ui/state']?.({} as never, res as never);
+    await until('answered', () => answered !== null);
     assert.deepEqual(answered, { code: 503, body: 'starting\n' });
     routes['/ui']?.({} as never, res as never);
     assert.match((answered as { body: string } | null)?.body ?? '', /<title>fakegpu fleet<\/title>/);
@@ -243,5 +322,16 @@ describe("the fleet's page state and scorecard metrics", () => {
     assert.match(text, /^fakegpu_scorecard_gpus\{scope="cluster",name=""\} 1$/m);
     assert.match(text, /^fakegpu_scorecard_gpus_free\{scope="rack",name="r9"\} 1$/m);
     assert.match(text, /^fakegpu_scorecard_fragmentation_ratio\{scope="cluster",name=""\} 0$/m);
+  });
+
+  it('waits for a scorecard being worked out at most its wait, then answers the scrape without it', async () => {
+    const reg = new Registry();
+    new Gauge({ name: 'other', help: 'h', registers: [reg] }).set(7);
+    scorecardGauges(reg, () => new Promise(() => undefined), 50);
+    const t0 = performance.now();
+    const text = await reg.metrics();
+    assert.ok(performance.now() - t0 < 5000);
+    assert.doesNotMatch(text, /^fakegpu_scorecard_gpus\{/m);
+    assert.match(text, /^other 7$/m);
   });
 });
