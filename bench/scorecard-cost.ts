@@ -88,9 +88,11 @@ async function measure(
     });
   }
   const none: ReadonlySet<string> = new Set();
+  // In the order the API server lists them (kwok-gpu-0, -1, -10, -100, …), as a fleet holds its nodes.
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (name(a) < name(b) ? -1 : 1));
   const fleet = {
     *servedDevices() {
-      for (let i = 0; i < n; i++) yield { node: name(i), labels: labels[i] ?? {}, slices, faulted: none };
+      for (const i of order) yield { node: name(i), labels: labels[i] ?? {}, slices, faulted: none };
     },
   };
   const source = <T>(items: T[]): Source<T> => ({

@@ -10,7 +10,9 @@ import type { Device } from '../kube/types/resource.js';
 import { physicalGpu, type PodView } from '../model/scorecard/inventory.js';
 import { scorecardClaim, scorecardPod } from '../model/scorecard/reduce.js';
 import { ScoreTally } from '../model/scorecard/tally.js';
+import { within } from '../process/scorecard-metrics.js';
 import type { Fleet } from './fleet.js';
+import { naturalCompare, sortInTurns, Turns } from './turns.js';
 
 /**
  * The scorecard of the nodes the fleet writes (docs/scorecard.md), and the picture of their GPUs its page
@@ -24,6 +26,9 @@ import type { Fleet } from './fleet.js';
 
 /** How long the scorecard works before the event loop turns again. */
 export const TURN_MS = 10;
+
+/** How long the first caller waits for claims and pods to be listed. */
+export const FIRST_LIST_WAIT_MS = 5000;
 
 /** A GPU's state on the page, the first that holds: faulted, tainted, MIG-partitioned, allocated, free. */
 export type GpuCell = 'faulted' | 'tainted' | 'mig' | 'allocated' | 'free';
@@ -43,52 +48,40 @@ export interface FleetPicture {
   nodes: PictureNode[];
 }
 
-/** kwok-gpu-2 before kwok-gpu-10; one collator, not one a comparison (50,000 names: 39 ms, not 726). */
-const BY_NAME = new Intl.Collator('en', { numeric: true });
+/** Where work that failed is told. */
+type Warn = { warn(obj: object, msg: string): void };
 
 /** What an informer gives the scorecard. */
 export type Source<T> = Pick<Informer<T>, 'start' | 'stop' | 'snapshot'> &
-  Partial<Pick<Informer<T>, 'listed'>>;
+  Partial<Pick<Informer<T>, 'listed' | 'isSynced'>>;
 
-/** Work cut into turns: `due()` once `ms` have gone since the last pause, `pause()` lets the loop run. */
-class Turns {
-  private since = performance.now();
-  /** Time worked, pauses left out. */
-  busyMs = 0;
-
-  constructor(private readonly ms: number) {}
-
-  due(): boolean {
-    return performance.now() - this.since >= this.ms;
-  }
-
-  async pause(): Promise<void> {
-    this.busyMs += performance.now() - this.since;
-    await new Promise((res) => setImmediate(res));
-    this.since = performance.now();
-  }
-
-  done(): number {
-    return this.busyMs + (performance.now() - this.since);
-  }
-}
+const synced = <T>(s: Source<T>): boolean => s.isSynced?.() ?? s.snapshot() !== undefined;
 
 export class FleetScorecard {
   private readonly claims: Source<ResourceClaim>;
   private readonly pods: Source<PodView>;
   private last: { at: number; picture: FleetPicture; busyMs: number } | null = null;
   private building: Promise<FleetPicture | null> | null = null;
+  private failedAt: number | null = null;
   private started = false;
+  private waited = false;
   private stopped = false;
   private readonly now: () => number;
   private readonly maxAgeMs: number;
   private readonly turnMs: number;
   private readonly gpuDriver: string | undefined;
+  private readonly log: Warn | undefined;
 
   constructor(
     private readonly fleet: Pick<Fleet, 'servedDevices'>,
     sources: { claims: Source<ResourceClaim>; pods: Source<PodView> },
-    o: { maxAgeMs?: number; now?: () => number; gpuDriver?: string; turnMs?: number } = {},
+    o: {
+      maxAgeMs?: number;
+      now?: () => number;
+      gpuDriver?: string;
+      turnMs?: number;
+      log?: Warn;
+    } = {},
   ) {
     this.gpuDriver = o.gpuDriver;
     this.claims = sources.claims;
@@ -96,6 +89,7 @@ export class FleetScorecard {
     this.maxAgeMs = o.maxAgeMs ?? 5000;
     this.turnMs = o.turnMs ?? TURN_MS;
     this.now = o.now ?? Date.now;
+    this.log = o.log;
   }
 
   /** Its claims and pods from informers of the API server's. */
@@ -111,7 +105,7 @@ export class FleetScorecard {
         claims: new Informer(http, CLAIMS_PATH, {}, scorecardClaim, log),
         pods: new Informer(http, PODS_PATH, {}, scorecardPod, log),
       },
-      { gpuDriver },
+      { gpuDriver, log },
     );
   }
 
@@ -130,20 +124,22 @@ export class FleetScorecard {
     return this.lastPicture();
   }
 
-  /** The last picture, or the first once claims and pods are listed and it is worked out. */
+  /**
+   * The last picture; before the first, the first once it is worked out. Only the first caller waits
+   * for claims and pods to be listed, and at most FIRST_LIST_WAIT_MS: a list that cannot be had (its
+   * permission missing) leaves later callers answered at once, without a picture.
+   */
   async current(): Promise<FleetPicture | null> {
     let next = this.refresh();
     if (this.last) return this.last.picture;
-    if (next === null && !this.stopped) {
-      await Promise.all([this.claims.listed?.(), this.pods.listed?.()]);
+    if (next === null && !this.stopped && !this.waited) {
+      this.waited = true;
+      const lists = Promise.all([this.claims.listed?.(), this.pods.listed?.()]).then(() => true);
+      await within(lists, FIRST_LIST_WAIT_MS, false);
       next = this.refresh();
     }
     // Another caller's work may have ended meanwhile.
     return (await next) ?? this.lastPicture();
-  }
-
-  private lastPicture(): FleetPicture | null {
-    return this.last?.picture ?? null;
   }
 
   /** The picture being worked out, once it is; else the last (tests, and a caller that must see a change). */
@@ -151,6 +147,14 @@ export class FleetScorecard {
     return (await (this.refresh() ?? this.building)) ?? this.lastPicture();
   }
 
+  private lastPicture(): FleetPicture | null {
+    return this.last?.picture ?? null;
+  }
+
+  /**
+   * The work under way, or begun now where the last picture is old enough; null where none is. Work that
+   * fails is logged and tried again no sooner than `maxAgeMs` later; the last picture stays meanwhile.
+   */
   private refresh(): Promise<FleetPicture | null> | null {
     if (!this.started) {
       this.started = true;
@@ -158,13 +162,25 @@ export class FleetScorecard {
       this.pods.start();
     }
     if (this.building) return this.building;
-    if (this.stopped || this.claims.snapshot() === undefined || this.pods.snapshot() === undefined)
-      return null;
+    if (this.stopped || !synced(this.claims) || !synced(this.pods)) return null;
     const now = this.now();
+    if (this.failedAt !== null && now - this.failedAt < this.maxAgeMs) return null;
     if (this.last && now - this.last.at < Math.max(this.maxAgeMs, 20 * this.last.busyMs)) return null;
-    this.building = this.work(new Date(now)).finally(() => {
-      this.building = null;
-    });
+    this.building = this.work(new Date(now))
+      .then(
+        (p) => {
+          this.failedAt = null;
+          return p;
+        },
+        (e: unknown) => {
+          this.failedAt = now;
+          this.log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'scorecard: not worked out');
+          return null;
+        },
+      )
+      .finally(() => {
+        this.building = null;
+      });
     return this.building;
   }
 
@@ -175,11 +191,14 @@ export class FleetScorecard {
     for (const c of this.claims.snapshot() ?? []) {
       tally.addClaim(c);
       if (turns.due()) await turns.pause();
+      if (this.stopped) return null;
     }
     const nodes: { name: string; labels: Readonly<Record<string, string>>; gpus: GpuCell[] }[] = [];
     const served = new Set<string>();
     for (const { node, labels, slices, faulted } of this.fleet.servedDevices()) {
       if (this.stopped) return null;
+      // A node deleted and added again while the walk pauses comes round again: counted once.
+      if (served.has(node)) continue;
       served.add(node);
       tally.addNode({ metadata: { name: node, labels } });
       for (const { driver, devices } of slices) tally.addDevices(driver, node, node, devices);
@@ -192,18 +211,22 @@ export class FleetScorecard {
     for (const p of this.pods.snapshot() ?? []) if (served.has(p.spec?.nodeName ?? '')) tally.addPod(p);
     const steps = tally.finishing();
     let step = steps.next();
-    for (; !step.done; step = steps.next()) if (turns.due()) await turns.pause();
+    for (; !step.done; step = steps.next()) {
+      if (turns.due()) await turns.pause();
+      if (this.stopped) return null;
+    }
     const scorecard = step.value;
     const group = (labels: Readonly<Record<string, string>>): string =>
       labels[RACK_LABEL] ?? (scorecard.poolLabel ? labels[scorecard.poolLabel] : undefined) ?? '';
-    const picture: FleetPicture = {
-      at: at.toISOString(),
-      scorecard,
-      nodes: nodes
-        .map((n) => ({ name: n.name, group: group(n.labels), gpus: n.gpus }))
-        .sort((a, b) => BY_NAME.compare(a.group, b.group) || BY_NAME.compare(a.name, b.name)),
-    };
-    this.last = { at: at.getTime(), picture, busyMs: turns.done() };
+    const grouped = nodes.map((n) => ({ name: n.name, group: group(n.labels), gpus: n.gpus }));
+    const sorted = await sortInTurns(
+      grouped,
+      (a, b) => naturalCompare(a.group, b.group) || naturalCompare(a.name, b.name),
+      turns,
+    );
+    if (this.stopped) return null;
+    const picture: FleetPicture = { at: at.toISOString(), scorecard, nodes: sorted };
+    this.last = { at: at.getTime(), picture, busyMs: turns.worked() };
     return picture;
   }
 }

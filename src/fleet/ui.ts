@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SCRAPE_WAIT_MS, within } from '../process/scorecard-metrics.js';
 import { UI_PAGE } from './ui-page.js';
 import type { FleetPicture, GpuCell } from './scorecard.js';
 
@@ -68,18 +69,19 @@ export function uiRoutes(
         .end(UI_PAGE);
     },
     '/ui/state': (_req, res) => {
-      void Promise.resolve()
-        .then(picture)
-        .then(
-          (p) => {
-            if (p === null) res.writeHead(503, { 'content-type': 'text/plain' }).end('starting\n');
-            else
-              res
-                .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-                .end(JSON.stringify(uiState(p)));
-          },
-          () => res.writeHead(500, { 'content-type': 'text/plain' }).end('scorecard failed\n'),
-        );
+      // A first view waits for the first picture, as long as a first scrape would; then it is 503.
+      void within(Promise.resolve().then(picture), SCRAPE_WAIT_MS, null)
+        .then((p) => {
+          if (p === null) res.writeHead(503, { 'content-type': 'text/plain' }).end('starting\n');
+          else
+            res
+              .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+              .end(JSON.stringify(uiState(p)));
+        })
+        .catch(() => {
+          if (!res.headersSent)
+            res.writeHead(500, { 'content-type': 'text/plain' }).end('scorecard failed\n');
+        });
     },
   };
 }

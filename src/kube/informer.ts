@@ -68,6 +68,11 @@ export class Informer<T> {
     this.lw.stop();
   }
 
+  /** The first list is in: what snapshot() tells, without copying 400,000 claims to tell it. */
+  isSynced(): boolean {
+    return this.synced;
+  }
+
   snapshot(): T[] | undefined {
     return this.synced ? [...this.items.values()] : undefined;
   }

@@ -81,19 +81,21 @@ export function scorecardGauges(
     });
 }
 
-async function readWithin(
-  read: () => Scorecard | null | Promise<Scorecard | null>,
-  ms: number,
-): Promise<Scorecard | null> {
+/** What `p` settles to within `ms`, else `otherwise`; a rejection is `otherwise` too. */
+export async function within<T>(p: Promise<T>, ms: number, otherwise: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      Promise.resolve().then(read),
-      new Promise<null>((res) => (timer = setTimeout(res, ms, null))),
-    ]);
+    return await Promise.race([p, new Promise<T>((res) => (timer = setTimeout(res, ms, otherwise)))]);
   } catch {
-    return null;
+    return otherwise;
   } finally {
     clearTimeout(timer);
   }
+}
+
+function readWithin(
+  read: () => Scorecard | null | Promise<Scorecard | null>,
+  ms: number,
+): Promise<Scorecard | null> {
+  return within(Promise.resolve().then(read), ms, null);
 }

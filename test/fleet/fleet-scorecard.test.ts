@@ -121,7 +121,7 @@ describe("the fleet's scorecard", () => {
     assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'free'], 'cached');
     assert.deepEqual((await sc.next())?.nodes[0]?.gpus, ['allocated', 'free'], 'none begun');
     t = 1000;
-    assert.deepEqual(sc.picture()?.nodes[0]?.gpus, ['allocated', 'faulted'], 'one node: in one turn');
+    assert.deepEqual((await sc.next())?.nodes[0]?.gpus, ['allocated', 'faulted']);
     assert.equal(sc.picture()?.scorecard.cluster.tainted, 1);
   });
 
@@ -129,6 +129,75 @@ describe("the fleet's scorecard", () => {
     const sc = new FleetScorecard({ *servedDevices() {} }, { claims: source(undefined), pods: source([]) });
     assert.equal(sc.picture(), null);
     assert.equal(await sc.current(), null);
+  });
+
+  it('logs work that fails, keeps the last picture, and tries again only after maxAgeMs (issue 50)', async () => {
+    let t = 0;
+    let broken = false;
+    const warned: string[] = [];
+    const fake: Pick<Fleet, 'servedDevices'> = {
+      *servedDevices() {
+        if (broken) throw new Error('a bug in a build');
+        yield {
+          node: 'n',
+          labels: {},
+          slices: [
+            { driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] },
+          ],
+          faulted: new Set<string>(),
+        };
+      },
+    };
+    const sc = new FleetScorecard(
+      fake,
+      { claims: source([]), pods: source([]) },
+      {
+        now: () => t,
+        maxAgeMs: 1000,
+        log: {
+          warn: (_o, m) => {
+            warned.push(m);
+          },
+        },
+      },
+    );
+    const first = await sc.current();
+    assert.ok(first);
+    broken = true;
+    t = 1000;
+    assert.equal(await sc.current(), first, 'the last picture while the next is worked out');
+    assert.equal(await sc.next(), first, 'and after it failed');
+    assert.deepEqual(warned, ['scorecard: not worked out']);
+    t = 1500;
+    assert.equal(await sc.next(), first);
+    assert.equal(warned.length, 1, 'not tried again before maxAgeMs');
+    broken = false;
+    t = 2000;
+    const again = await sc.next();
+    assert.notEqual(again, first);
+    assert.equal(again?.scorecard.cluster.gpus, 1);
+  });
+
+  it('counts a node the walk meets twice (deleted and added again meanwhile) once', async () => {
+    const node = {
+      node: 'n',
+      labels: {},
+      slices: [{ driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] }],
+      faulted: new Set<string>(),
+    };
+    const sc = new FleetScorecard(
+      {
+        *servedDevices() {
+          yield node;
+          yield node;
+        },
+      },
+      { claims: source([]), pods: source([]) },
+    );
+    const p = await sc.current();
+    assert.ok(p);
+    assert.equal(p.nodes.length, 1);
+    assert.equal(p.scorecard.cluster.gpus, 1);
   });
 
   it('waits for the first list of claims and pods before its first picture, as a first scrape does', async () => {
@@ -180,24 +249,14 @@ describe("the fleet's scorecard", () => {
       { turnMs: 2, now: () => t, maxAgeMs: 1000 },
     );
     let turns = 0;
-    let longest = 0;
-    let last = performance.now();
-    const tick = setInterval(() => {
-      const t = performance.now();
-      longest = Math.max(longest, t - last);
-      last = t;
-      turns++;
-    }, 1);
-    const built = sc.current();
-    last = performance.now();
-    const picture = await built;
+    const tick = setInterval(() => turns++, 1);
+    const picture = await sc.current();
     clearInterval(tick);
     assert.ok(picture);
     assert.equal(picture.nodes.length, N);
     assert.equal(picture.scorecard.cluster.allocated, N);
+    // How long each turn is, bench:scorecard measures; here, that the loop turned while it was worked out.
     assert.ok(turns >= 3, `the event loop turned ${turns} times while it was worked out`);
-    // The slowest node (208 devices) is well under a millisecond; the margin is for a busy machine.
-    assert.ok(longest < 100, `the longest pause was ${longest.toFixed(1)} ms`);
     t = 60_000;
     assert.equal(sc.picture(), picture, 'the last, while the next is worked out');
     const next = await sc.next();

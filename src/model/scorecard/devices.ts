@@ -50,17 +50,18 @@ export function factsOf(d: Device): DeviceFacts {
  */
 function memorySlices(d: Device): Set<number> {
   const out = new Set<number>();
+  const add = (m: RegExpExecArray | null): void => {
+    const i = Number(m?.[1] ?? MAX_SLICES);
+    if (i < MAX_SLICES) out.add(i);
+  };
   for (const c of d.consumesCounters ?? [])
-    for (const k of Object.keys(c.counters)) {
-      const m = /^memory-slice-(\d+)$/.exec(k);
-      if (m) out.add(Number(m[1]));
-    }
-  for (const k of Object.keys(d.capacity ?? {})) {
-    const m = /^memorySlice(\d+)$/.exec(k);
-    if (m) out.add(Number(m[1]));
-  }
+    for (const k of Object.keys(c.counters)) add(/^memory-slice-(\d{1,3})$/.exec(k));
+  for (const k of Object.keys(d.capacity ?? {})) add(/^memorySlice(\d{1,3})$/.exec(k));
   return out;
 }
+
+/** NVIDIA's GPUs have 8 memory slices; an index past this is no MIG memory slice, and is not read. */
+const MAX_SLICES = 64;
 
 /** Bits set in a mask of memory slices. */
 export function bitCount(mask: bigint): number {

@@ -70,8 +70,11 @@ interface OpenClaim {
   missing: number;
 }
 
-/** Results of one claim the API server allows (resource.k8s.io AllocationResultsMaxSize); any past it are not read. */
-const MAX_RESULTS = 32;
+/**
+ * Results of one claim told apart in `wantedIn`'s numbers; the API server allows 32
+ * (AllocationResultsMaxSize), so none is ever past it.
+ */
+const MAX_RESULTS = 1024;
 
 function ruleHits(r: DeviceTaintRuleView, driver: string, pool: string, device: string): boolean {
   const s = r.spec.deviceSelector ?? {};
@@ -95,7 +98,7 @@ export class ScoreTally {
   private readonly rules: readonly DeviceTaintRuleView[];
   /** Allocated claims in the order they came; null once counted. */
   private readonly claims: (ResourceClaim | null)[] = [];
-  /** By pool: the claims (their places in `claims`) with results in it not yet counted. */
+  /** By pool: the claims (their places in `claims`) with results in it; those counted are null there. */
   private readonly byPool = new Map<string, number | number[]>();
   /** Claims some of whose devices are found, by place. */
   private readonly open = new Map<number, OpenClaim>();
@@ -280,16 +283,8 @@ export class ScoreTally {
   /** A claim counts on the node of its first device found; one with none found counts nowhere. */
   private complete(c: OpenClaim): void {
     this.open.delete(c.order);
+    // Its pools' entries stay till `finish`: a pool many claims share would make removing them quadratic.
     this.claims[c.order] = null;
-    for (const { pool } of c.claim.status?.allocation?.devices?.results ?? []) {
-      const l = this.byPool.get(pool);
-      if (l === c.order || l === undefined) this.byPool.delete(pool);
-      else if (typeof l !== 'number') {
-        const k = l.indexOf(c.order);
-        if (k >= 0) l.splice(k, 1);
-        if (l.length === 0) this.byPool.delete(pool);
-      }
-    }
     const held =
       c.missing === 0 ? (c.held as HeldDevice[]) : c.held.filter((h): h is HeldDevice => h !== undefined);
     if (held.length === 0) return;
