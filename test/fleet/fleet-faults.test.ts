@@ -116,7 +116,7 @@ describe('faults on the fleet', () => {
         );
       await until('node-2 published with its fault', () => changed() && s.fleet.converged());
       const sc = new FleetScorecard(s.fleet, { claims: listed([]), pods: listed([]) });
-      const got = sc.picture();
+      const got = await sc.current();
       assert.ok(got);
       const want = score({
         nodes: Array.from({ length: 6 }, (_, i) => ({
