@@ -233,6 +233,8 @@ interface Results {
     /** The fleet's longest event-loop delay over the scrapes of its phase, and its scorecard's GPUs as scraped. */
     pauseMaxMs: number;
     scorecardGpus: number;
+    /** Scrapes that saw a delay past 100 ms: when, how long, whether the scorecard was out. */
+    longPauses: { atS: number; ms: number; scorecard: boolean }[];
   }[];
   report: ReportCost;
   /** KiB, one per round. */
@@ -426,13 +428,20 @@ async function run(kubeconfig: string): Promise<Results> {
     // Prometheus would: the fleet's event-loop delay, reset at each scrape, is kept at its longest.
     let pauseMaxMs = 0;
     let scorecardGpus = Number.NaN;
+    // When a long delay came (seconds from spawn), and whether the scorecard was out yet: a delay of
+    // the fleet's start (its lists) tells apart from one of the scorecard.
+    const longPauses: { atS: number; ms: number; scorecard: boolean }[] = [];
     const scraped = (m: string): string => {
-      pauseMaxMs = Math.max(
-        pauseMaxMs,
-        1000 * (metric(m, 'fakegpu_fleet_nodejs_eventloop_lag_max_seconds') || 0),
-      );
+      const ms = 1000 * (metric(m, 'fakegpu_fleet_nodejs_eventloop_lag_max_seconds') || 0);
+      pauseMaxMs = Math.max(pauseMaxMs, ms);
       const g = metric(m, 'fakegpu_scorecard_gpus\\{scope="cluster",name=""\\}');
       if (!Number.isNaN(g)) scorecardGpus = g;
+      if (ms > 100 && longPauses.length < 50)
+        longPauses.push({
+          atS: Math.round(seconds(t1) * 10) / 10,
+          ms: Math.round(ms),
+          scorecard: !Number.isNaN(g),
+        });
       return m;
     };
     const publishProgress = progress(
@@ -481,10 +490,15 @@ async function run(kubeconfig: string): Promise<Results> {
         concurrency,
         pauseMaxMs,
         scorecardGpus,
+        longPauses,
       });
       log(
         `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}; scraped: longest event-loop delay ${f(pauseMaxMs, 0)} ms, scorecard ${scorecardGpus} GPUs`,
       );
+      if (longPauses.length > 0)
+        log(
+          `round ${round}/${ROUNDS}, fleet: event-loop delays past 100 ms: ${longPauses.map((p) => `${p.ms} ms at ${f(p.atS, 1)} s${p.scorecard ? '' : ' (no scorecard yet)'}`).join(', ')}`,
+        );
       servingKiB.push(await settledRssKiB(fleet, `round ${round}/${ROUNDS}, serving fleet`));
       const controlPlane = controlPlaneMemory();
       log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlane)}`);
