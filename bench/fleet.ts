@@ -28,7 +28,7 @@ import { intFlag } from '../src/cli/options.js';
 import { cacheRoot } from '../src/local-cluster/build.js';
 import { clusterDown, FLEET_DCGM, FLEET_HTTP } from '../src/local-cluster/cluster.js';
 import { DEFAULT_RELEASE } from '../src/model/device/release.js';
-import { FakegpuError, show } from '../src/errors.js';
+import { FakegpuError } from '../src/errors.js';
 import { KWOK_ANNOTATION } from '../src/kube/kwok.js';
 import type { DeviceAttribute, ResourceSlice } from '../src/kube/types/resource.js';
 import { ResumableWatch } from '../src/kube/watch.js';
@@ -58,6 +58,7 @@ import {
   until,
   type Node,
   checked as checkedFlag,
+  fillFlag,
   controlPlaneMemory,
   procStatusKb,
   showControlPlaneMemory,
@@ -127,12 +128,7 @@ const FLEET_CONCURRENCY = (opts.fleetConcurrency?.split(',') ?? []).map((x) =>
 const concurrencyOf = (round: number): number | null =>
   FLEET_CONCURRENCY.length === 0 ? null : (FLEET_CONCURRENCY[(round - 1) % FLEET_CONCURRENCY.length] ?? null);
 const KWOK_CONTROLLERS = checked(() => intFlag(opts.kwokControllers, '--kwok-controllers', 1, 64));
-const FILL = checked(() => {
-  const fill = Number(opts.fill);
-  if (opts.fill.trim() === '' || !(fill >= 0 && fill <= 1))
-    throw new FakegpuError('--fill', `${show(opts.fill)} is not a number from 0 to 1`);
-  return fill;
-});
+const FILL = checked(() => fillFlag(opts.fill));
 const dynamicMig = opts.dynamicMig === true;
 const REPLICAS =
   opts.replicas === undefined

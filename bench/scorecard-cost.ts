@@ -18,7 +18,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { intFlag } from '../src/cli/options.js';
-import { FakegpuError, show } from '../src/errors.js';
+import { FakegpuError } from '../src/errors.js';
 import { FleetScorecard, type Source } from '../src/fleet/scorecard.js';
 import type { ResourceClaim } from '../src/kube/types/claim.js';
 import { stringOf, type Device } from '../src/kube/types/resource.js';
@@ -29,7 +29,7 @@ import type { PodView, SliceView } from '../src/model/scorecard/inventory.js';
 import { score } from '../src/model/scorecard/score.js';
 import { DRIVER_NAME } from '../src/model/slice/build.js';
 import { resolveProfile } from '../src/process/profile-file.js';
-import { checked, hardware, median, resultPath, writeResult } from './support.js';
+import { checked, fillFlag, hardware, median, resultPath, writeResult } from './support.js';
 
 interface Cost {
   pauseMaxMs: number;
@@ -181,12 +181,7 @@ const opts = new Command('bench:scorecard')
   }>();
 const N = checked('bench/scorecard-cost', () => intFlag(opts.nodes, '--nodes', 1, 200000));
 const ROUNDS = checked('bench/scorecard-cost', () => intFlag(opts.rounds, '--rounds', 1, 20));
-const FILL = checked('bench/scorecard-cost', () => {
-  const x = Number(opts.fill);
-  if (opts.fill.trim() === '' || !(x >= 0 && x <= 1))
-    throw new FakegpuError('--fill', `${show(opts.fill)} is not a number from 0 to 1`);
-  return x;
-});
+const FILL = checked('bench/scorecard-cost', () => fillFlag(opts.fill));
 const started = new Date();
 const machine = hardware();
 process.stderr.write(`bench/scorecard-cost: ${machine}\n`);

@@ -21,7 +21,7 @@ import {
   REPO_ROOT,
 } from '../src/local-cluster/cluster.js';
 import { cacheRoot } from '../src/local-cluster/build.js';
-import { FakegpuError } from '../src/errors.js';
+import { FakegpuError, show } from '../src/errors.js';
 import { LIST_ATTEMPTS } from '../src/kube/api.js';
 import { fullJitter, LIST_BACKOFF, PUBLISH_BACKOFF } from '../src/kube/backoff.js';
 import { transientListError } from '../src/kube/client.js';
@@ -299,6 +299,14 @@ export async function stopFleet(p: ChildProcess): Promise<void> {
   const gone = new Promise((r) => p.once('exit', r));
   p.kill('SIGTERM');
   await gone;
+}
+
+/** `--fill`'s value: a share from 0 to 1, or a FakegpuError naming it. */
+export function fillFlag(value: string): number {
+  const fill = Number(value);
+  if (value.trim() === '' || !(fill >= 0 && fill <= 1))
+    throw new FakegpuError('--fill', `${show(value)} is not a number from 0 to 1`);
+  return fill;
 }
 
 /** A bad flag stops the run before any cluster starts, with one line naming it. */

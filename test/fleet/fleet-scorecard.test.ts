@@ -24,6 +24,11 @@ const source = <T>(items: T[] | undefined): Source<T> => ({
   snapshot: () => items,
 });
 
+/** A node's devices: one GPU. */
+const ONE_GPU = [
+  { driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] },
+];
+
 function claim(name: string, node: string, devices: string[]): ResourceClaim {
   return {
     metadata: { name, namespace: 'default', uid: `uid-${name}` },
@@ -141,9 +146,7 @@ describe("the fleet's scorecard", () => {
         yield {
           node: 'n',
           labels: {},
-          slices: [
-            { driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] },
-          ],
+          slices: ONE_GPU,
           faulted: new Set<string>(),
         };
       },
@@ -182,7 +185,7 @@ describe("the fleet's scorecard", () => {
     const node = {
       node: 'n',
       labels: {},
-      slices: [{ driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] }],
+      slices: ONE_GPU,
       faulted: new Set<string>(),
     };
     const sc = new FleetScorecard(
@@ -209,9 +212,7 @@ describe("the fleet's scorecard", () => {
         yield {
           node: 'n',
           labels: {},
-          slices: [
-            { driver: DRIVER_NAME, devices: [{ name: 'gpu-0', attributes: { uuid: { string: 'G0' } } }] },
-          ],
+          slices: ONE_GPU,
           faulted: new Set<string>(),
         };
       },

@@ -46,20 +46,11 @@ const SUMMED: readonly (keyof NodeSums)[] = [
   'podsEvicted',
 ];
 
-const noSums = (): NodeSums => ({
-  gpus: 0,
-  allocated: 0,
-  free: 0,
-  tainted: 0,
-  migFreeSlices: 0,
-  migStrandedSlices: 0,
-  gpuNicClaims: 0,
-  gpuNicAligned: 0,
-  multiGpuClaims: 0,
-  multiGpuCrossNuma: 0,
-  claimsOnTainted: 0,
-  podsEvicted: 0,
-});
+const noSums = (): NodeSums => {
+  const s = {} as NodeSums;
+  for (const k of SUMMED) s[k] = 0;
+  return s;
+};
 
 /** An allocated claim some of whose devices are found, its results in order. */
 interface OpenClaim {
