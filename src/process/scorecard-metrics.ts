@@ -64,7 +64,8 @@ export function scorecardGauges(
   let scraped: { at: number; s: Promise<Scorecard | null> } | null = null;
   const current = (): Promise<Scorecard | null> => {
     const now = Date.now();
-    if (scraped === null || now - scraped.at > 1000) scraped = { at: now, s: readWithin(read, waitMs) };
+    if (scraped === null || now - scraped.at > 1000)
+      scraped = { at: now, s: within(Promise.resolve().then(read), waitMs, null) };
     return scraped.s;
   };
   for (const [figure, name, help] of SCORECARD_METRICS)
@@ -91,11 +92,4 @@ export async function within<T>(p: Promise<T>, ms: number, otherwise: T): Promis
   } finally {
     clearTimeout(timer);
   }
-}
-
-function readWithin(
-  read: () => Scorecard | null | Promise<Scorecard | null>,
-  ms: number,
-): Promise<Scorecard | null> {
-  return within(Promise.resolve().then(read), ms, null);
 }

@@ -2,7 +2,6 @@ import { bitCount, type DeviceFacts } from './devices.js';
 
 /** One physical GPU: allocated if any device on it is (whole, a MIG device, a share), tainted if any is. */
 export interface GpuState {
-  node: string;
   allocated: boolean;
   tainted: boolean;
   /** A MIG device on it is allocated: the GPU is partitioned. */
@@ -27,8 +26,6 @@ export class GpuTally {
   /** Free, untainted MIG devices' slices, each set once; made for the first (most GPUs have none). */
   private free: Map<bigint, number> | null = null;
 
-  constructor(readonly node: string) {}
-
   add(f: DeviceFacts, held: boolean, tainted: boolean): void {
     this.all |= f.slices;
     if (tainted) this.tainted = true;
@@ -50,7 +47,6 @@ export class GpuTally {
       migStrandedSlices = migFreeSlices - largest;
     }
     return {
-      node: this.node,
       allocated: this.allocated,
       tainted: this.tainted,
       mig: this.mig,

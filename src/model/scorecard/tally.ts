@@ -154,7 +154,7 @@ export class ScoreTally {
       if (gpu === undefined) continue;
       if (!onNode) this.gpus.set(node, (onNode = new Map<string, GpuTally>()));
       let g = onNode.get(gpu);
-      if (!g) onNode.set(gpu, (g = new GpuTally(node)));
+      if (!g) onNode.set(gpu, (g = new GpuTally()));
       g.add(f, wants !== undefined, tainted);
     }
   }
