@@ -162,6 +162,10 @@ function fleetChaos() {
     flags: sharded ? ['--replicas', args.replicas] : [],
   });
   const v = r ?? { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0 };
+  if (sharded && r)
+    process.stderr.write(
+      `fleet-chaos: seed ${r.seed}; ${r.judged} slice writes checked against their senders' holds, ${r.late} received after their sender's hold within the lease margin with no other writer (latest ${Math.round(r.lateMaxMs)} ms)\n`,
+    );
   process.stdout.write(
     `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
   );
@@ -235,9 +239,12 @@ function fleetSlowChaos() {
     slowMs: 0,
     stallMs: 0,
     judged: 0,
+    late: 0,
+    lateMaxMs: 0,
+    seed: 0,
   };
   process.stderr.write(
-    `chaos: the proxy was slow for ${Math.round(v.slowMs / 1000)} s and stalled for ${Math.round(v.stallMs / 1000)} s; ${v.judged} slice writes checked against their senders' holds; ${v.stale} pools or faults found stale\n`,
+    `chaos: seed ${v.seed}; the proxy was slow for ${Math.round(v.slowMs / 1000)} s and stalled for ${Math.round(v.stallMs / 1000)} s; ${v.judged} slice writes checked against their senders' holds, ${v.late} received after their sender's hold within the lease margin with no other writer (latest ${Math.round(v.lateMaxMs)} ms); ${v.stale} pools or faults found stale\n`,
   );
   // The line as issue 50 spells it; stale pools fail the run too, said on the line above.
   process.stdout.write(

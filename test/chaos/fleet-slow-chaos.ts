@@ -7,6 +7,7 @@ import { layout } from '../../src/local-cluster/config.js';
 import { FLEET_MALLOC_ENV, fleetArgs, fleetReplica } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
+import { LEASE_DURATION_MS, RENEW_DEADLINE_MS } from '../../src/kube/lease.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog } from './audit.js';
@@ -24,7 +25,9 @@ import { SlowProxy } from './slow-proxy.js';
  * each: the slices' checks (`fleet-slices.ts`), and from the replicas' logs each process's holds (a
  * term of leadership holds every node; a shard its nodes): two that overlap are time with two writers
  * (`overlap_ms`), and from the API server's audit log every slice write it applied must have been
- * received while its sender held the node (`duplicate` counts those that were not, and the overlaps).
+ * received while its sender held the node, or within the lease margin after with no other writer of
+ * the node meanwhile (`holds.ts`, `WriteJudge`; `duplicate` counts those that were not, and the
+ * overlaps; the others are reported as late).
  * `scripts/chaos.mjs --fleet --slow` runs it and prints its last line.
  */
 
@@ -109,7 +112,8 @@ function holds(now: number): { holds: Hold[]; whoOfPid: Map<number, string> } {
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
-const judge = new WriteJudge({ since, shards: SHARDS, log });
+// The replicas run with the shipped lease timings: a successor waits out this margin after a fence.
+const judge = new WriteJudge({ since, shards: SHARDS, marginMs: LEASE_DURATION_MS - RENEW_DEADLINE_MS, log });
 
 let overlapMs = 0;
 function duplicates(): number {
@@ -132,7 +136,15 @@ await runCycles({
   resultFile,
   takeovers: [],
   duplicates,
-  extra: () => ({ overlapMs, judged: judge.judged, slowMs: proxy.seen.slow, stallMs: proxy.seen.stall }),
+  extra: () => ({
+    overlapMs,
+    judged: judge.judged,
+    late: judge.late,
+    lateMaxMs: judge.lateMaxMs,
+    slowMs: proxy.seen.slow,
+    stallMs: proxy.seen.stall,
+    seed,
+  }),
   hit: async () => {
     const [from, to] = shape === 'single' ? [SINGLE, RING] : [RING, SINGLE];
     const next = shape === 'single' ? 'ring' : 'single';

@@ -133,7 +133,7 @@ describe("the chaos suite's reading of shard holds from the replicas' logs", () 
       [11, '1/1'],
     ]);
     const lines: string[] = [];
-    const judge = new WriteJudge({ since: t0, shards: 1, log: (l) => lines.push(l) });
+    const judge = new WriteJudge({ since: t0, shards: 1, marginMs: 500, log: (l) => lines.push(l) });
     // One shard of one: every node is in shard 0, so 1/1's hold of shard 3 covers none of them.
     const w = (pid: number | null, at: number) => ({ at, pid, node: 'kwok-gpu-1', verb: 'create' });
     const outside = judge.judge(
@@ -146,8 +146,39 @@ describe("the chaos suite's reading of shard holds from the replicas' logs", () 
       3,
       'the unnamed process waits for its log; a write of no fakegpu process is not judged',
     );
-    assert.match(lines[0] ?? '', /by replica 0\/1 received at .*, outside its holds of shard 0$/);
+    assert.match(
+      lines[0] ?? '',
+      /by replica 0\/1 received at .*, outside its holds of shard 0, 1000 ms after its hold ended$/,
+    );
+    assert.match(lines[1] ?? '', /by replica 1\/1 .*, outside its holds of shard 0, which it never held$/);
     const o = overlapsOf(holds, () => undefined);
     assert.deepEqual(o, { pairs: 1, ms: 5_000 }, 'only 1/1 and 2/1 held shard 3 at once');
+  });
+
+  it('takes a write its sender sent before dying, read by the server within the margin with no other writer, as late', () => {
+    const t0 = Date.now() - 60_000;
+    // 1/1 held shard 0 until it died at +10 s; 2/1 took it at +16 s (after the margin, as a successor must).
+    const holds = [
+      { shard: 0, who: '1/1', from: t0, to: t0 + 10_000 },
+      { shard: 0, who: '2/1', from: t0 + 16_000, to: t0 + 30_000 },
+      { shard: LEADER, who: '0/1', from: t0 + 40_000, to: t0 + 50_000 },
+    ];
+    const whoOfPid = new Map([
+      [11, '1/1'],
+      [12, '2/1'],
+    ]);
+    const lines: string[] = [];
+    const judge = new WriteJudge({ since: t0, shards: 1, marginMs: 5_000, log: (l) => lines.push(l) });
+    const w = (pid: number, at: number) => ({ at, pid, node: 'kwok-gpu-1', verb: 'create' });
+    const outside = judge.judge(
+      [w(11, t0 + 10_040), w(11, t0 + 15_000), w(11, t0 + 15_500), w(11, t0 + 17_000), w(12, t0 + 45_000)],
+      { holds, whoOfPid },
+    );
+    assert.equal(judge.late, 2, 'received 40 ms and 5 s after its death, nobody else holding the node');
+    assert.equal(judge.lateMaxMs, 5_000);
+    assert.equal(outside, 3, "later than the margin, during 2/1's hold, and 2/1's during the leader's term");
+    assert.match(lines[0] ?? '', /replica 1\/1 .*, 5500 ms after its hold ended$/);
+    assert.match(lines[1] ?? '', /replica 1\/1 .* while another held it$/);
+    assert.match(lines[2] ?? '', /replica 2\/1 .* while another held it$/);
   });
 });

@@ -129,17 +129,29 @@ export function overlapsOf(
 
 /**
  * The API server's audited slice writes of the KWOK nodes judged, as they come, against the holds of
- * the process that sent each: one received while its sender held neither the node's shard nor a term
- * (a late write of a killed, fenced or drained writer) is counted `outside`. A write whose sender no
- * log names yet waits up to 30 s for the log; after that it is a writer too many.
+ * the process that sent each. A write received while its sender held neither the node's shard nor a
+ * term is counted `outside` (a writer too many) when another process held the node then, or when it
+ * came more than the lease margin after its sender's last hold of the node ended (later than the
+ * protocol lets a successor wait), or when its sender never held the node. One received within the
+ * margin while nobody else held the node is `late`: bytes its sender sent in time that the server
+ * read after the sender gave up, aborted or died (the server stamps a request when its handler starts,
+ * which on a loaded machine can be after the client closed the connection). That is what the margin
+ * is for, as in client-go: no client can recall bytes it has sent. A write whose sender no log names
+ * yet waits up to 30 s for the log; after that it is a writer too many.
  */
 export class WriteJudge {
   outside = 0;
   /** Writes judged: a run whose audit log held none proved nothing. */
   judged = 0;
+  /** Received after their sender's hold, within the margin, while no other process held the node. */
+  late = 0;
+  /** The latest of those, after its sender's hold ended. */
+  lateMaxMs = 0;
   private waiting: AuditedWrite[] = [];
 
-  constructor(private readonly o: { since: number; shards: number; log: (line: string) => void }) {}
+  constructor(
+    private readonly o: { since: number; shards: number; marginMs: number; log: (line: string) => void },
+  ) {}
 
   /** The writes received since the last call, and those still waiting; the count outside so far. */
   judge(received: readonly AuditedWrite[], { holds, whoOfPid }: Holders): number {
@@ -156,13 +168,21 @@ export class WriteJudge {
       }
       this.judged++;
       const shard = shardOf(w.node, this.o.shards);
-      const held = (x: Hold): boolean =>
-        x.who === who && (x.shard === LEADER || x.shard === shard) && x.from <= w.at && w.at <= x.to;
-      if (holds.some(held)) continue;
+      const covers = (x: Hold): boolean => x.shard === LEADER || x.shard === shard;
+      const mine = holds.filter((x) => x.who === who && covers(x));
+      if (mine.some((x) => x.from <= w.at && w.at <= x.to)) continue;
+      const other = holds.some((x) => x.who !== who && covers(x) && x.from <= w.at && w.at <= x.to);
+      const ended = Math.max(-Infinity, ...mine.filter((x) => x.to < w.at).map((x) => x.to));
+      const after = w.at - ended;
+      if (!other && after <= this.o.marginMs) {
+        this.late++;
+        this.lateMaxMs = Math.max(this.lateMaxMs, after);
+        continue;
+      }
       this.outside++;
       if (this.outside <= 5)
         this.o.log(
-          `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}`,
+          `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}${other ? ' while another held it' : Number.isFinite(after) ? `, ${String(after)} ms after its hold ended` : ', which it never held'}`,
         );
     }
     return this.outside;

@@ -17,11 +17,17 @@ interface Held {
   chunk: Buffer;
 }
 
-/** One direction of one connection: chunks released in order, each no sooner than its time. */
+/**
+ * One direction of one connection: chunks released in order, each no sooner than its time. A chunk
+ * falls due in the timers phase of the event loop, but a close that came meanwhile is read only in the
+ * poll phase after it; so the due chunks go out in the check phase (`setImmediate`), once what the
+ * sockets said this turn has been heard, and not at all once the connection has been dropped.
+ */
 class Lane {
   private readonly queue: Held[] = [];
   private timer: NodeJS.Timeout | undefined;
   private last = 0;
+  private dropped = false;
 
   constructor(
     private readonly to: Socket,
@@ -29,6 +35,7 @@ class Lane {
   ) {}
 
   push(chunk: Buffer): void {
+    if (this.dropped) return;
     this.last = Math.max(this.last, Date.now() + this.delay());
     this.queue.push({ at: this.last, chunk });
     if (this.queue.length === 1) this.arm();
@@ -36,21 +43,28 @@ class Lane {
 
   private arm(): void {
     const head = this.queue[0];
-    if (!head) return;
+    if (!head || this.dropped) return;
     this.timer = setTimeout(
       () => {
-        const now = Date.now();
-        while (this.queue[0] && this.queue[0].at <= now) {
-          const h = this.queue.shift();
-          if (h && !this.to.destroyed) this.to.write(h.chunk);
-        }
-        this.arm();
+        setImmediate(() => {
+          this.release();
+        });
       },
       Math.max(0, head.at - Date.now()),
     );
   }
 
+  private release(): void {
+    const now = Date.now();
+    while (!this.dropped && this.queue[0] && this.queue[0].at <= now) {
+      const h = this.queue.shift();
+      if (h && !this.to.destroyed) this.to.write(h.chunk);
+    }
+    this.arm();
+  }
+
   drop(): void {
+    this.dropped = true;
     clearTimeout(this.timer);
     this.queue.length = 0;
   }
@@ -118,9 +132,11 @@ export class SlowProxy {
         this.sockets.delete(client);
         this.sockets.delete(upstream);
       };
+      // A FIN ('end') drops the connection at once: with half-open sockets off, 'close' comes a turn later.
       for (const s of [client, upstream]) {
         this.sockets.add(s);
         s.on('error', close);
+        s.on('end', close);
         s.on('close', close);
       }
       client.on('data', (b: Buffer) => {
