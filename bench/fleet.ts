@@ -59,6 +59,7 @@ import {
   type Node,
   checked as checkedFlag,
   fillFlag,
+  longGcs,
   controlPlaneMemory,
   procStatusKb,
   showControlPlaneMemory,
@@ -495,6 +496,11 @@ async function run(kubeconfig: string): Promise<Results> {
         log(
           `round ${round}/${ROUNDS}, fleet: event-loop delays past 100 ms: ${longPauses.map((p) => `${p.ms} ms at ${f(p.atS, 1)} s${p.scorecard ? '' : ' (no scorecard yet)'}`).join(', ')}`,
         );
+      // Whether those were the collector's: its pauses past 100 ms, by kind, since the fleet started.
+      const gcs = Object.entries(longGcs(metrics, 'fakegpu_fleet_'));
+      log(
+        `round ${round}/${ROUNDS}, fleet: garbage collections past 100 ms: ${gcs.map(([k, n]) => `${k} ${n}`).join(', ') || 'none recorded'}`,
+      );
       servingKiB.push(await settledRssKiB(fleet, `round ${round}/${ROUNDS}, serving fleet`));
       const controlPlane = controlPlaneMemory();
       log(`round ${round}/${ROUNDS}, control plane MiB: ${showControlPlaneMemory(controlPlane)}`);

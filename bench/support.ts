@@ -239,6 +239,26 @@ export function metric(text: string, name: string): number {
   return Number(m?.[1] ?? Number.NaN);
 }
 
+/**
+ * The garbage collections of a process that held its event loop past `overS`, by kind (`major`, `minor`,
+ * `incremental`, `weakcb`), from prom-client's `nodejs_gc_duration_seconds` histogram in a scrape; `overS`
+ * must be one of its bucket bounds (0.001, 0.01, 0.1, 1, 2, 5).
+ */
+export function longGcs(text: string, prefix: string, overS = 0.1): Record<string, number> {
+  const counts = new Map<string, { over: number; all: number }>();
+  const re = new RegExp(`^${prefix}nodejs_gc_duration_seconds_bucket\\{([^}]*)\\} (\\S+)$`, 'gm');
+  for (const m of text.matchAll(re)) {
+    const labels = new Map<string, string>();
+    for (const l of (m[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels.set(l[1] ?? '', l[2] ?? '');
+    const kind = labels.get('kind') ?? '';
+    const c = counts.get(kind) ?? { over: 0, all: 0 };
+    if (labels.get('le') === '+Inf') c.all = Number(m[2]);
+    else if (Number(labels.get('le')) === overS) c.over = Number(m[2]);
+    counts.set(kind, c);
+  }
+  return Object.fromEntries([...counts].map(([k, c]) => [k, c.all - c.over]));
+}
+
 /** A `fakegpu fleet` process as users start it, on this cluster. */
 export function startFleet(
   kubeconfig: string,

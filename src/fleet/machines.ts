@@ -61,6 +61,9 @@ export interface MachineOptions {
   log: Logger;
 }
 
+/** Profile labels whose devices `devicesOf` keeps answered. */
+const MEMO_PROFILES = 256;
+
 /**
  * The slices each node should have. Each profile is resolved once and rendered once as a template
  * (`template.ts`) that is stamped per node; a profile without one is rendered node by node.
@@ -81,6 +84,11 @@ export class Machines {
   kubernetesVersion: Semver = { major: 1, minor: 37, patch: 0 };
   /** Fields the API server drops (their gate off): left out, dynamic MIG degraded to whole GPUs. */
   gatesOff: ReadonlySet<GatedField> = new Set();
+  /** `devicesOf` by profile label, for the fields off it was made under (`devicesBy` keys the rest). */
+  private devicesMemo: {
+    gatesOff: ReadonlySet<GatedField>;
+    byProfile: Map<string, readonly DriverDevices[] | null>;
+  } = { gatesOff: this.gatesOff, byProfile: new Map() };
 
   constructor(private readonly o: MachineOptions) {
     this.rackLabel = o.pools?.rackLabel ?? RACK_LABEL;
@@ -153,6 +161,23 @@ export class Machines {
    * not be the node's own). Null: the node has no machine, or it cannot be rendered.
    */
   devicesOf(st: NodeMachine): readonly DriverDevices[] | null {
+    // The common node, a profile label and no pool, from a map: the scorecard asks for every node each
+    // time it is worked out, and the way below makes a handful of objects per node.
+    const label = st.pool === null || !this.o.pools ? st.profile : null;
+    if (label === null) return this.devicesOfMachine(st);
+    let memo = this.devicesMemo;
+    if (memo.gatesOff !== this.gatesOff)
+      this.devicesMemo = memo = { gatesOff: this.gatesOff, byProfile: new Map() };
+    let out = memo.byProfile.get(label);
+    if (out === undefined) {
+      out = this.devicesOfMachine(st);
+      // Labels are anyone's to write: past MEMO_PROFILES, answered the long way.
+      if (memo.byProfile.size < MEMO_PROFILES) memo.byProfile.set(label, out);
+    }
+    return out;
+  }
+
+  private devicesOfMachine(st: NodeMachine): readonly DriverDevices[] | null {
     const m = this.machineOf(st);
     if (m === null || m instanceof FakegpuError) return null;
     let byMode = this.devicesBy.get(m.profile);

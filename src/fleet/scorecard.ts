@@ -37,7 +37,7 @@ export interface PictureNode {
   name: string;
   /** `fakegpu.dev/rack`, else the scorecard's pool label, else ''. */
   group: string;
-  gpus: GpuCell[];
+  gpus: readonly GpuCell[];
 }
 
 export interface FleetPicture {
@@ -193,7 +193,9 @@ export class FleetScorecard {
       if (turns.due()) await turns.pause();
       if (this.stopped) return null;
     }
-    const nodes: { name: string; labels: Readonly<Record<string, string>>; gpus: GpuCell[] }[] = [];
+    const nodes: PictureNode[] = [];
+    /** Each node's labels, by its place in `nodes`: its group, where it has no rack, is its pool's. */
+    const labelsOf: Readonly<Record<string, string>>[] = [];
     const served = new Set<string>();
     for (const { node, labels, slices, faulted } of this.fleet.servedDevices()) {
       if (this.stopped) return null;
@@ -202,10 +204,11 @@ export class FleetScorecard {
       served.add(node);
       tally.addNode({ metadata: { name: node, labels } });
       for (const { driver, devices } of slices) tally.addDevices(driver, node, node, devices);
-      const hit = faultedGpus(slices, faulted);
-      const gpus: GpuCell[] = [];
-      for (const [gpu, g] of tally.closeNode(node)) gpus.push(cellOf(g, hit.has(gpu)));
-      if (gpus.length > 0) nodes.push({ name: node, labels, gpus });
+      const gpus = cellsOf(tally.closeNode(node), faultedGpus(slices, faulted));
+      if (gpus.length > 0) {
+        nodes.push({ name: node, group: labels[RACK_LABEL] ?? '', gpus });
+        labelsOf.push(labels);
+      }
       if (turns.due()) await turns.pause();
     }
     for (const p of this.pods.snapshot() ?? []) if (served.has(p.spec?.nodeName ?? '')) tally.addPod(p);
@@ -216,11 +219,14 @@ export class FleetScorecard {
       if (this.stopped) return null;
     }
     const scorecard = step.value;
-    const group = (labels: Readonly<Record<string, string>>): string =>
-      labels[RACK_LABEL] ?? (scorecard.poolLabel ? labels[scorecard.poolLabel] : undefined) ?? '';
-    const grouped = nodes.map((n) => ({ name: n.name, group: group(n.labels), gpus: n.gpus }));
+    const poolLabel = scorecard.poolLabel;
+    if (poolLabel)
+      nodes.forEach((n, i) => {
+        const labels = labelsOf[i] ?? {};
+        if (labels[RACK_LABEL] === undefined) n.group = labels[poolLabel] ?? '';
+      });
     const sorted = await sortInTurns(
-      grouped,
+      nodes,
       (a, b) => naturalCompare(a.group, b.group) || naturalCompare(a.name, b.name),
       turns,
     );
@@ -243,6 +249,18 @@ function faultedGpus(
       const gpu = faulted.has(d.name) ? physicalGpu(d) : undefined;
       if (gpu !== undefined) out.add(gpu);
     }
+  return out;
+}
+
+/** A node's cells: shared by every node whose GPUs' states it shares, where no fault hits it. */
+const CELLS = new WeakMap<ReadonlyMap<string, GpuState>, readonly GpuCell[]>();
+
+function cellsOf(states: ReadonlyMap<string, GpuState>, hit: ReadonlySet<string>): readonly GpuCell[] {
+  const shared = hit.size === 0 ? CELLS.get(states) : undefined;
+  if (shared) return shared;
+  const out: GpuCell[] = [];
+  for (const [gpu, g] of states) out.push(cellOf(g, hit.has(gpu)));
+  if (hit.size === 0) CELLS.set(states, Object.freeze(out));
   return out;
 }
 

@@ -87,4 +87,41 @@ describe('the scorecard folded as it is read', () => {
       t.addClaim(claim([['gpu.nvidia.com', 'a', 'gpu-0']]));
     }, /claim after devices/);
   });
+
+  it("shares one machine's GPUs between the nodes no claim or rule touches, each node's sums its own", () => {
+    // One device list for every node, as the fleet hands it: the GPUs are worked out once.
+    const gpuSlice = render('dgx-h100', { node: 'm' }).items.find((s) => s.spec.driver === 'gpu.nvidia.com');
+    assert.ok(gpuSlice);
+    const devices = gpuSlice.spec.devices ?? [];
+    const t = new ScoreTally();
+    t.addClaim(claim([['gpu.nvidia.com', 'y', 'gpu-2']]));
+    const closed = new Map<string, ReadonlyMap<string, unknown>>();
+    for (const node of ['x', 'y', 'z', 'w']) {
+      t.addNode({ metadata: { name: node, labels: { 'fakegpu.dev/pool': node === 'w' ? 'q' : 'p' } } });
+      t.addDevices('gpu.nvidia.com', node, node, devices);
+      // A second pool of w's GPUs (the same devices): folded with the first, one of them claimed there.
+      if (node === 'w') t.addDevices('gpu.nvidia.com', 'w-extra', node, devices);
+      closed.set(node, t.closeNode(node));
+    }
+    assert.equal(closed.get('x'), closed.get('z'), 'x and z share their GPUs');
+    assert.notEqual(closed.get('x'), closed.get('y'), "y's claim makes its own");
+    assert.equal(closed.get('w')?.size, 8, "w's two pools are one node's 8 GPUs");
+    // Evicted pods on x, after it was closed: x's sums copied, z's (the same machine's) untouched.
+    t.addPod({
+      metadata: { name: 'e', namespace: 'd', uid: 'e' },
+      spec: { nodeName: 'x' },
+      status: { reason: 'Evicted' },
+    });
+    const s = t.finish();
+    assert.equal(s.cluster.gpus, 32);
+    assert.equal(s.cluster.allocated, 1);
+    assert.equal(s.cluster.podsEvicted, 1);
+    const [p, q] = [s.pools['p'], s.pools['q']];
+    assert.ok(p && q);
+    assert.equal(p.podsEvicted, 1);
+    assert.equal(q.podsEvicted, 0);
+    assert.equal(p.nodesPartial, 1, 'y, with one GPU allocated');
+    assert.equal(p.nodesEmpty, 2, 'x and z');
+    assert.equal(q.gpus, 8);
+  });
 });

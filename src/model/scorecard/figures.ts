@@ -91,9 +91,17 @@ export class Scopes {
     private readonly poolLabel: string | null,
   ) {}
 
-  of(node: string): Figures[] {
+  private readonly scratch: Figures[] = [];
+
+  /**
+   * The scopes the node is in: the cluster, its pool, its rack. The same array each call, to be read
+   * before the next: 50,000 nodes would otherwise make 50,000 arrays each time the fleet scores them.
+   */
+  of(node: string): readonly Figures[] {
     const l = this.labels.get(node) ?? {};
-    const out = [this.cluster];
+    const out = this.scratch;
+    out.length = 0;
+    out.push(this.cluster);
     const pool = this.poolLabel === null ? undefined : l[this.poolLabel];
     if (pool !== undefined) out.push((this.pools[pool] ??= emptyFigures()));
     const rack = l[RACK_LABEL];

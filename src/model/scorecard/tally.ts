@@ -31,26 +31,35 @@ type NodeSums = Pick<
   | 'podsEvicted'
 >;
 
-const SUMMED: readonly (keyof NodeSums)[] = [
-  'gpus',
-  'allocated',
-  'free',
-  'tainted',
-  'migFreeSlices',
-  'migStrandedSlices',
-  'gpuNicClaims',
-  'gpuNicAligned',
-  'multiGpuClaims',
-  'multiGpuCrossNuma',
-  'claimsOnTainted',
-  'podsEvicted',
-];
+/** A literal, not a loop: 50,000 of these are made each time the fleet works its scorecard out. */
+const noSums = (): NodeSums => ({
+  gpus: 0,
+  allocated: 0,
+  free: 0,
+  tainted: 0,
+  migFreeSlices: 0,
+  migStrandedSlices: 0,
+  gpuNicClaims: 0,
+  gpuNicAligned: 0,
+  multiGpuClaims: 0,
+  multiGpuCrossNuma: 0,
+  claimsOnTainted: 0,
+  podsEvicted: 0,
+});
 
-const noSums = (): NodeSums => {
-  const s = {} as NodeSums;
-  for (const k of SUMMED) s[k] = 0;
-  return s;
-};
+const SUMMED = Object.keys(noSums()) as readonly (keyof NodeSums)[];
+
+/** What a node's GPUs add to its sums. */
+function addGpus(s: NodeSums, states: ReadonlyMap<string, GpuState>): void {
+  states.forEach((st) => {
+    s.gpus++;
+    if (st.allocated) s.allocated++;
+    else if (!st.tainted) s.free++;
+    if (st.tainted) s.tainted++;
+    s.migFreeSlices += st.migFreeSlices;
+    s.migStrandedSlices += st.migStrandedSlices;
+  });
+}
 
 /** An allocated claim some of whose devices are found, its results in order. */
 interface OpenClaim {
@@ -66,6 +75,41 @@ interface OpenClaim {
  * (AllocationResultsMaxSize), so none is ever past it.
  */
 const MAX_RESULTS = 1024;
+
+/**
+ * The GPUs of a list of devices none of which any claim holds or any rule taints, worked out once per
+ * list: a fleet hands every node of a machine the same list, so that a scorecard of 50,000 idle nodes
+ * folds one node's devices, not 400,000 GPUs' worth of garbage each time it is worked out (issue 50).
+ */
+const CLOSED: readonly Device[] = Object.freeze([]);
+
+const PLAIN = new WeakMap<readonly Device[], Plain>();
+
+interface Plain {
+  states: ReadonlyMap<string, GpuState>;
+  /** The sums of a node with these GPUs and nothing else: shared (frozen) until something adds to them. */
+  sums: Readonly<NodeSums>;
+}
+
+function plainGpus(devices: readonly Device[]): Plain {
+  let out = PLAIN.get(devices);
+  if (out === undefined) {
+    const tallies = new Map<string, GpuTally>();
+    for (const d of devices) {
+      const f = factsOf(d);
+      if (f.gpu === undefined) continue;
+      let g = tallies.get(f.gpu);
+      if (!g) tallies.set(f.gpu, (g = new GpuTally()));
+      g.add(f, false, f.tainted);
+    }
+    const states = new Map<string, GpuState>();
+    for (const [gpu, g] of tallies) states.set(gpu, Object.freeze(g.state()));
+    const sums = noSums();
+    addGpus(sums, states);
+    PLAIN.set(devices, (out = { states, sums: Object.freeze(sums) }));
+  }
+  return out;
+}
 
 function ruleHits(r: DeviceTaintRuleView, driver: string, pool: string, device: string): boolean {
   const s = r.spec.deviceSelector ?? {};
@@ -96,7 +140,15 @@ export class ScoreTally {
   private devicesSeen = false;
   /** Open GPUs, by node, then the node's name for the GPU. */
   private readonly gpus = new Map<string, Map<string, GpuTally>>();
+  /**
+   * A node's one GPU pool so far that no claim holds and no rule taints: its GPUs are `plainGpus`.
+   * CLOSED once folded or closed, not deleted: a map emptied and filled 50,000 times reallocates its
+   * table as it goes.
+   */
+  private readonly plain = new Map<string, readonly Device[]>();
   private readonly sums = new Map<string, NodeSums>();
+  /** Plain nodes' sums, their machine's (`Plain.sums`), until something adds to them (`sumsOf`). */
+  private readonly shared = new Map<string, Readonly<NodeSums>>();
   private readonly labels = new Map<string, Readonly<Record<string, string>>>();
   /** Each domain's first claim (by claim order), its node, and every node its channels are on. */
   private readonly domains = new Map<string, { order: number; node: string; nodes: Set<string> }>();
@@ -133,6 +185,35 @@ export class ScoreTally {
     this.devicesSeen = true;
     const isGpu = driver === this.gpuDriver;
     const wanted = this.wantedIn(driver, pool);
+    if (wanted === undefined && this.rules.length === 0) {
+      // Held by no claim and no GPU: nothing of it counts.
+      if (!isGpu) return;
+      const p = this.plain.get(node);
+      if (!this.gpus.has(node) && (p === undefined || p === CLOSED)) {
+        this.plain.set(node, devices);
+        return;
+      }
+    }
+    this.unplain(node);
+    this.fold(driver, pool, node, devices, isGpu, wanted);
+  }
+
+  /** A node's plain pool folded as any other, now that another pool of its GPUs has come. */
+  private unplain(node: string): void {
+    const devices = this.plain.get(node);
+    if (devices === undefined || devices === CLOSED) return;
+    this.plain.set(node, CLOSED);
+    this.fold(this.gpuDriver, node, node, devices, true, undefined);
+  }
+
+  private fold(
+    driver: string,
+    pool: string,
+    node: string,
+    devices: readonly Device[],
+    isGpu: boolean,
+    wanted: Map<string, number[]> | undefined,
+  ): void {
     let onNode = this.gpus.get(node);
     for (const d of devices) {
       const f = factsOf(d);
@@ -182,24 +263,27 @@ export class ScoreTally {
     return out;
   }
 
-  /** Every device of the node is in: its GPUs' states, by the node's name for each, in order seen. */
-  closeNode(node: string): Map<string, GpuState> {
-    const out = new Map<string, GpuState>();
-    const onNode = this.gpus.get(node);
-    if (!onNode) return out;
-    this.gpus.delete(node);
-    const s = this.sumsOf(node);
-    for (const [gpu, g] of onNode) {
-      const st = g.state();
-      out.set(gpu, st);
-      s.gpus++;
-      if (st.allocated) s.allocated++;
-      else if (!st.tainted) s.free++;
-      if (st.tainted) s.tainted++;
-      s.migFreeSlices += st.migFreeSlices;
-      s.migStrandedSlices += st.migStrandedSlices;
+  /**
+   * Every device of the node is in: its GPUs' states, by the node's name for each, in order seen. Not
+   * to be changed: a node whose GPUs no claim holds shares its machine's.
+   */
+  closeNode(node: string): ReadonlyMap<string, GpuState> {
+    const devices = this.plain.get(node);
+    if (devices !== undefined && devices !== CLOSED) {
+      this.plain.set(node, CLOSED);
+      const p = plainGpus(devices);
+      const s = this.sums.get(node);
+      if (s === undefined) this.shared.set(node, p.sums);
+      else addGpus(s, p.states);
+      return p.states;
     }
-    return out;
+    const onNode = this.gpus.get(node);
+    if (!onNode) return new Map();
+    this.gpus.delete(node);
+    const states = new Map<string, GpuState>();
+    onNode.forEach((g, gpu) => states.set(gpu, g.state()));
+    addGpus(this.sumsOf(node), states);
+    return states;
   }
 
   addPod(p: PodView): void {
@@ -219,22 +303,34 @@ export class ScoreTally {
   *finishing(poolLabel?: string, every = 2000): Generator<void, Scorecard> {
     for (const c of [...this.open.values()]) this.complete(c);
     this.byPool.clear();
-    let n = 0;
-    for (const node of [...this.gpus.keys()]) {
-      this.closeNode(node);
-      if (++n % every === 0) yield;
+    // Index loops over arrays of names: in a generator, an iterator's results and entries are garbage
+    // per node.
+    const open = [...this.gpus.keys()];
+    this.plain.forEach((d, node) => {
+      if (d !== CLOSED) open.push(node);
+    });
+    for (let i = 0; i < open.length; i++) {
+      this.closeNode(open[i] ?? '');
+      if ((i + 1) % every === 0) yield;
     }
     let label: string | null = poolLabel ?? null;
     if (poolLabel === undefined)
       for (const l of POOL_LABELS) {
-        for (const x of this.labels.values()) if (l in x) label = l;
-        if (label !== null) break;
+        if (anyHas(this.labels, l)) {
+          label = l;
+          break;
+        }
         yield;
       }
     const scopes = new Scopes(this.labels, label);
-    for (const [node, s] of this.sums) {
-      for (const f of scopes.of(node)) addSums(f, s);
-      if (++n % every === 0) yield;
+    for (const sums of [this.sums, this.shared]) {
+      const nodes = [...sums.keys()];
+      for (let i = 0; i < nodes.length; i++) {
+        const node = nodes[i] ?? '';
+        const s = sums.get(node);
+        if (s) for (const f of scopes.of(node)) addSums(f, s);
+        if ((i + 1) % every === 0) yield;
+      }
     }
     for (const d of this.domains.values()) {
       const cliques = new Set([...d.nodes].map((x) => this.labels.get(x)?.[GPU_CLIQUE_LABEL] ?? ''));
@@ -249,7 +345,10 @@ export class ScoreTally {
 
   private sumsOf(node: string): NodeSums {
     let s = this.sums.get(node);
-    if (!s) this.sums.set(node, (s = noSums()));
+    if (s === undefined) {
+      this.sums.set(node, (s = { ...(this.shared.get(node) ?? noSums()) }));
+      this.shared.delete(node);
+    }
     return s;
   }
 
@@ -296,8 +395,14 @@ export class ScoreTally {
   }
 }
 
+/** Whether any node has the label. */
+function anyHas(labels: ReadonlyMap<string, Readonly<Record<string, string>>>, label: string): boolean {
+  for (const l of labels.values()) if (label in l) return true;
+  return false;
+}
+
 /** A node's sums into a scope, and the node itself: full, partly used or empty, by its GPUs. */
-function addSums(f: Figures, s: NodeSums): void {
+function addSums(f: Figures, s: Readonly<NodeSums>): void {
   for (const k of SUMMED) f[k] += s[k];
   if (s.gpus === 0) return;
   f.nodes++;
