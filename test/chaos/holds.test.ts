@@ -180,5 +180,15 @@ describe("the chaos suite's reading of shard holds from the replicas' logs", () 
     assert.match(lines[0] ?? '', /replica 1\/1 .*, 5500 ms after its hold ended$/);
     assert.match(lines[1] ?? '', /replica 1\/1 .* while another held it$/);
     assert.match(lines[2] ?? '', /replica 2\/1 .* while another held it$/);
+
+    // 3/1 held the node between 1/1's end and this write's arrival, then was gone: a newer writer's
+    // write came before it, so it is one too many though nobody holds the node when it lands.
+    const j2 = new WriteJudge({ since: t0, shards: 1, marginMs: 5_000, log: () => undefined });
+    const between = [
+      { shard: 0, who: '1/1', from: t0, to: t0 + 10_000 },
+      { shard: 0, who: '3/1', from: t0 + 10_300, to: t0 + 12_000 },
+    ];
+    assert.equal(j2.judge([w(11, t0 + 13_000)], { holds: between, whoOfPid }), 1);
+    assert.equal(j2.late, 0);
   });
 });

@@ -130,13 +130,16 @@ export function overlapsOf(
 /**
  * The API server's audited slice writes of the KWOK nodes judged, as they come, against the holds of
  * the process that sent each. A write received while its sender held neither the node's shard nor a
- * term is counted `outside` (a writer too many) when another process held the node then, or when it
+ * term is counted `outside` (a writer too many) when another process held the node at any time between
+ * the end of its sender's hold and its arrival, or when it
  * came more than the lease margin after its sender's last hold of the node ended (later than the
  * protocol lets a successor wait), or when its sender never held the node. One received within the
  * margin while nobody else held the node is `late`: bytes its sender sent in time that the server
  * read after the sender gave up, aborted or died (the server stamps a request when its handler starts,
  * which on a loaded machine can be after the client closed the connection). That is what the margin
- * is for, as in client-go: no client can recall bytes it has sent. A write whose sender no log names
+ * is for, as in client-go: no client can recall bytes it has sent. (The margin is counted from the
+ * logged end, which comes once the writes in flight have ended, so it forgives a little more than 5 s
+ * after a fence; a write past it during another's hold is counted all the same.) A write whose sender no log names
  * yet waits up to 30 s for the log; after that it is a writer too many.
  */
 export class WriteJudge {
@@ -171,9 +174,11 @@ export class WriteJudge {
       const covers = (x: Hold): boolean => x.shard === LEADER || x.shard === shard;
       const mine = holds.filter((x) => x.who === who && covers(x));
       if (mine.some((x) => x.from <= w.at && w.at <= x.to)) continue;
-      const other = holds.some((x) => x.who !== who && covers(x) && x.from <= w.at && w.at <= x.to);
       const ended = Math.max(-Infinity, ...mine.filter((x) => x.to < w.at).map((x) => x.to));
       const after = w.at - ended;
+      // Another writer of the node at any time from the sender's end to the write's arrival: the write
+      // landed after a newer writer's had begun (a shard handed back is taken at once, no margin between).
+      const other = holds.some((x) => x.who !== who && covers(x) && x.from <= w.at && x.to >= ended);
       if (!other && after <= this.o.marginMs) {
         this.late++;
         this.lateMaxMs = Math.max(this.lateMaxMs, after);
@@ -182,7 +187,7 @@ export class WriteJudge {
       this.outside++;
       if (this.outside <= 5)
         this.o.log(
-          `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}${other ? ' while another held it' : Number.isFinite(after) ? `, ${String(after)} ms after its hold ended` : ', which it never held'}`,
+          `  ${w.verb} of node ${w.node}'s slice by ${who === undefined ? `process ${String(w.pid)}, no replica,` : `replica ${who}`} received at ${new Date(w.at).toISOString()}, outside its holds of shard ${String(shard)}${!Number.isFinite(after) ? ', which it never held' : other ? ' while another held it' : `, ${String(after)} ms after its hold ended`}`,
         );
     }
     return this.outside;

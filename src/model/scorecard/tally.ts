@@ -85,10 +85,17 @@ const CLOSED: readonly Device[] = Object.freeze([]);
 
 const PLAIN = new WeakMap<readonly Device[], Plain>();
 
+/**
+ * Device lists met before: only a list met a second time is taken as a machine's, shared by its nodes.
+ * One met once (each page of `fakegpu report` is a fresh one) is folded at once, as any other, so that
+ * no listed slice is kept for its node past its page.
+ */
+const SEEN = new WeakSet<readonly Device[]>();
+
 interface Plain {
   states: ReadonlyMap<string, GpuState>;
-  /** The sums of a node with these GPUs and nothing else: shared (frozen) until something adds to them. */
-  sums: Readonly<NodeSums>;
+  /** The sums of a node with these GPUs and nothing else: frozen, copied by `sumsOf` before adding. */
+  sums: NodeSums;
 }
 
 function plainGpus(devices: readonly Device[]): Plain {
@@ -146,9 +153,8 @@ export class ScoreTally {
    * table as it goes.
    */
   private readonly plain = new Map<string, readonly Device[]>();
+  /** Each node's sums; a plain node's are its machine's (`Plain.sums`, frozen) until `sumsOf` copies them. */
   private readonly sums = new Map<string, NodeSums>();
-  /** Plain nodes' sums, their machine's (`Plain.sums`), until something adds to them (`sumsOf`). */
-  private readonly shared = new Map<string, Readonly<NodeSums>>();
   private readonly labels = new Map<string, Readonly<Record<string, string>>>();
   /** Each domain's first claim (by claim order), its node, and every node its channels are on. */
   private readonly domains = new Map<string, { order: number; node: string; nodes: Set<string> }>();
@@ -189,10 +195,11 @@ export class ScoreTally {
       // Held by no claim and no GPU: nothing of it counts.
       if (!isGpu) return;
       const p = this.plain.get(node);
-      if (!this.gpus.has(node) && (p === undefined || p === CLOSED)) {
+      if (!this.gpus.has(node) && (p === undefined || p === CLOSED) && SEEN.has(devices)) {
         this.plain.set(node, devices);
         return;
       }
+      SEEN.add(devices);
     }
     this.unplain(node);
     this.fold(driver, pool, node, devices, isGpu, wanted);
@@ -272,9 +279,10 @@ export class ScoreTally {
     if (devices !== undefined && devices !== CLOSED) {
       this.plain.set(node, CLOSED);
       const p = plainGpus(devices);
-      const s = this.sums.get(node);
-      if (s === undefined) this.shared.set(node, p.sums);
-      else addGpus(s, p.states);
+      // No GPUs, no sums: a node without any is in no scope.
+      if (p.states.size === 0) return p.states;
+      if (this.sums.has(node)) addGpus(this.sumsOf(node), p.states);
+      else this.sums.set(node, p.sums);
       return p.states;
     }
     const onNode = this.gpus.get(node);
@@ -323,14 +331,12 @@ export class ScoreTally {
         yield;
       }
     const scopes = new Scopes(this.labels, label);
-    for (const sums of [this.sums, this.shared]) {
-      const nodes = [...sums.keys()];
-      for (let i = 0; i < nodes.length; i++) {
-        const node = nodes[i] ?? '';
-        const s = sums.get(node);
-        if (s) for (const f of scopes.of(node)) addSums(f, s);
-        if ((i + 1) % every === 0) yield;
-      }
+    const nodes = [...this.sums.keys()];
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i] ?? '';
+      const s = this.sums.get(node);
+      if (s) for (const f of scopes.of(node)) addSums(f, s);
+      if ((i + 1) % every === 0) yield;
     }
     for (const d of this.domains.values()) {
       const cliques = new Set([...d.nodes].map((x) => this.labels.get(x)?.[GPU_CLIQUE_LABEL] ?? ''));
@@ -345,10 +351,8 @@ export class ScoreTally {
 
   private sumsOf(node: string): NodeSums {
     let s = this.sums.get(node);
-    if (s === undefined) {
-      this.sums.set(node, (s = { ...(this.shared.get(node) ?? noSums()) }));
-      this.shared.delete(node);
-    }
+    // Set again, not deleted and added: the scopes come out in the order nodes were first summed.
+    if (s === undefined || Object.isFrozen(s)) this.sums.set(node, (s = { ...(s ?? noSums()) }));
     return s;
   }
 
