@@ -32,9 +32,6 @@ const SUMMED = [
 
 type NodeSums = Pick<Figures, (typeof SUMMED)[number]>;
 
-/** Zero figures, from a literal: 50,000 of these are made each time the fleet works its scorecard out. */
-const noSums = (): NodeSums => emptyFigures();
-
 /** What a node's GPUs add to its sums. */
 function addGpus(s: NodeSums, states: ReadonlyMap<string, GpuState>): void {
   states.forEach((st) => {
@@ -62,11 +59,7 @@ interface OpenClaim {
  */
 const MAX_RESULTS = 1024;
 
-/**
- * The GPUs of a list of devices none of which any claim holds or any rule taints, worked out once per
- * list: a fleet hands every node of a machine the same list, so that a scorecard of 50,000 idle nodes
- * folds one node's devices, not 400,000 GPUs' worth of garbage each time it is worked out (issue 50).
- */
+/** A node closed (`ScoreTally.gpus`). */
 const CLOSED: readonly Device[] = Object.freeze([]);
 
 const PLAIN = new WeakMap<readonly Device[], Plain>();
@@ -84,20 +77,40 @@ interface Plain {
   sums: NodeSums;
 }
 
+/** The GPU of that name among a node's open GPUs, opened if it is not yet. */
+function tallyOf(onNode: Map<string, GpuTally>, gpu: string): GpuTally {
+  let g = onNode.get(gpu);
+  if (!g) onNode.set(gpu, (g = new GpuTally()));
+  return g;
+}
+
+/** Devices no claim holds and no rule taints, into a node's open GPUs. */
+function foldPlain(onNode: Map<string, GpuTally>, devices: readonly Device[]): void {
+  for (const d of devices) {
+    const f = factsOf(d);
+    if (f.gpu !== undefined) tallyOf(onNode, f.gpu).add(f, false, f.tainted);
+  }
+}
+
+function statesOf(onNode: ReadonlyMap<string, GpuTally>): Map<string, GpuState> {
+  const states = new Map<string, GpuState>();
+  onNode.forEach((g, gpu) => states.set(gpu, g.state()));
+  return states;
+}
+
+/**
+ * The GPUs of a list of devices none of which any claim holds or any rule taints, worked out once per
+ * list: a fleet hands every node of a machine the same list, so that a scorecard of 50,000 idle nodes
+ * folds one node's devices, not 400,000 GPUs' worth of garbage each time it is worked out (issue 50).
+ */
 function plainGpus(devices: readonly Device[]): Plain {
   let out = PLAIN.get(devices);
   if (out === undefined) {
-    const tallies = new Map<string, GpuTally>();
-    for (const d of devices) {
-      const f = factsOf(d);
-      if (f.gpu === undefined) continue;
-      let g = tallies.get(f.gpu);
-      if (!g) tallies.set(f.gpu, (g = new GpuTally()));
-      g.add(f, false, f.tainted);
-    }
-    const states = new Map<string, GpuState>();
-    for (const [gpu, g] of tallies) states.set(gpu, Object.freeze(g.state()));
-    const sums = noSums();
+    const onNode = new Map<string, GpuTally>();
+    foldPlain(onNode, devices);
+    const states = statesOf(onNode);
+    states.forEach((st) => Object.freeze(st));
+    const sums: NodeSums = emptyFigures();
     addGpus(sums, states);
     PLAIN.set(devices, (out = { states, sums: Object.freeze(sums) }));
   }
@@ -131,14 +144,13 @@ export class ScoreTally {
   /** Claims some of whose devices are found, by place. */
   private readonly open = new Map<number, OpenClaim>();
   private devicesSeen = false;
-  /** Open GPUs, by node, then the node's name for the GPU. */
-  private readonly gpus = new Map<string, Map<string, GpuTally>>();
   /**
-   * A node's one GPU pool so far that no claim holds and no rule taints: its GPUs are `plainGpus`.
-   * CLOSED once folded or closed, not deleted: a map emptied and filled 50,000 times reallocates its
-   * table as it goes.
+   * Each node's GPUs, in the order nodes were first seen: open, by the node's name for each GPU; or,
+   * while its one GPU pool so far is plain (no claim holds it, no rule taints it), that pool's devices,
+   * its GPUs then `plainGpus`; or CLOSED. Closed nodes are marked, not deleted: a map emptied and
+   * filled 50,000 times reallocates its table as it goes.
    */
-  private readonly plain = new Map<string, readonly Device[]>();
+  private readonly gpus = new Map<string, Map<string, GpuTally> | readonly Device[]>();
   /** Each node's sums; a plain node's are its machine's (`Plain.sums`, frozen) until `sumsOf` copies them. */
   private readonly sums = new Map<string, NodeSums>();
   private readonly labels = new Map<string, Readonly<Record<string, string>>>();
@@ -180,23 +192,24 @@ export class ScoreTally {
     if (wanted === undefined && this.rules.length === 0) {
       // Held by no claim and no GPU: nothing of it counts.
       if (!isGpu) return;
-      const p = this.plain.get(node);
-      if (!this.gpus.has(node) && (p === undefined || p === CLOSED) && SEEN.has(devices)) {
-        this.plain.set(node, devices);
+      const cur = this.gpus.get(node);
+      if ((cur === undefined || cur === CLOSED) && SEEN.has(devices)) {
+        this.gpus.set(node, devices);
         return;
       }
       SEEN.add(devices);
     }
-    this.unplain(node);
     this.fold(driver, pool, node, devices, isGpu, wanted);
   }
 
-  /** A node's plain pool folded as any other, now that another pool of its GPUs has come. */
-  private unplain(node: string): void {
-    const devices = this.plain.get(node);
-    if (devices === undefined || devices === CLOSED) return;
-    this.plain.set(node, CLOSED);
-    this.fold(this.gpuDriver, node, node, devices, true, undefined);
+  /** The node's open GPUs; a plain pool it had is folded into them first, as any other. */
+  private openGpus(node: string): Map<string, GpuTally> {
+    const cur = this.gpus.get(node);
+    if (cur instanceof Map) return cur;
+    const onNode = new Map<string, GpuTally>();
+    this.gpus.set(node, onNode);
+    if (cur !== undefined) foldPlain(onNode, cur);
+    return onNode;
   }
 
   private fold(
@@ -207,7 +220,7 @@ export class ScoreTally {
     isGpu: boolean,
     wanted: Map<string, number[]> | undefined,
   ): void {
-    let onNode = this.gpus.get(node);
+    let onNode: Map<string, GpuTally> | undefined;
     for (const d of devices) {
       const f = factsOf(d);
       const tainted =
@@ -226,10 +239,8 @@ export class ScoreTally {
         for (const w of wants) this.found(Math.floor(w / MAX_RESULTS), w % MAX_RESULTS, h);
       }
       if (gpu === undefined) continue;
-      if (!onNode) this.gpus.set(node, (onNode = new Map<string, GpuTally>()));
-      let g = onNode.get(gpu);
-      if (!g) onNode.set(gpu, (g = new GpuTally()));
-      g.add(f, wants !== undefined, tainted);
+      onNode ??= this.openGpus(node);
+      tallyOf(onNode, gpu).add(f, wants !== undefined, tainted);
     }
   }
 
@@ -261,23 +272,20 @@ export class ScoreTally {
    * to be changed: a node whose GPUs no claim holds shares its machine's.
    */
   closeNode(node: string): ReadonlyMap<string, GpuState> {
-    const devices = this.plain.get(node);
-    if (devices !== undefined && devices !== CLOSED) {
-      this.plain.set(node, CLOSED);
-      const p = plainGpus(devices);
-      // No GPUs, no sums: a node without any is in no scope.
-      if (p.states.size === 0) return p.states;
-      if (this.sums.has(node)) addGpus(this.sumsOf(node), p.states);
-      else this.sums.set(node, p.sums);
-      return p.states;
+    const cur = this.gpus.get(node);
+    if (cur === undefined || cur === CLOSED) return new Map();
+    this.gpus.set(node, CLOSED);
+    if (cur instanceof Map) {
+      const states = statesOf(cur);
+      addGpus(this.sumsOf(node), states);
+      return states;
     }
-    const onNode = this.gpus.get(node);
-    if (!onNode) return new Map();
-    this.gpus.delete(node);
-    const states = new Map<string, GpuState>();
-    onNode.forEach((g, gpu) => states.set(gpu, g.state()));
-    addGpus(this.sumsOf(node), states);
-    return states;
+    const p = plainGpus(cur);
+    // No GPUs, no sums: a node without any is in no scope.
+    if (p.states.size === 0) return p.states;
+    if (this.sums.has(node)) addGpus(this.sumsOf(node), p.states);
+    else this.sums.set(node, p.sums);
+    return p.states;
   }
 
   addPod(p: PodView): void {
@@ -299,9 +307,9 @@ export class ScoreTally {
     this.byPool.clear();
     // Index loops over arrays of names: in a generator, an iterator's results and entries are garbage
     // per node.
-    const open = [...this.gpus.keys()];
-    this.plain.forEach((d, node) => {
-      if (d !== CLOSED) open.push(node);
+    const open: string[] = [];
+    this.gpus.forEach((g, node) => {
+      if (g !== CLOSED) open.push(node);
     });
     for (let i = 0; i < open.length; i++) {
       this.closeNode(open[i] ?? '');
@@ -338,7 +346,7 @@ export class ScoreTally {
   private sumsOf(node: string): NodeSums {
     let s = this.sums.get(node);
     // Set again, not deleted and added: the scopes come out in the order nodes were first summed.
-    if (s === undefined || Object.isFrozen(s)) this.sums.set(node, (s = { ...(s ?? noSums()) }));
+    if (s === undefined || Object.isFrozen(s)) this.sums.set(node, (s = { ...(s ?? emptyFigures()) }));
     return s;
   }
 
