@@ -162,10 +162,7 @@ function fleetChaos() {
     flags: sharded ? ['--replicas', args.replicas] : [],
   });
   const v = r ?? { cycles: 0, lost: 0, duplicate: 0, stale: 0, takeoverP99: 0 };
-  if (sharded && r)
-    process.stderr.write(
-      `fleet-chaos: seed ${r.seed}; ${r.judged} slice writes checked against their senders' holds, ${r.late} received after their sender's hold within the lease margin with no other writer (latest ${Math.round(r.lateMaxMs)} ms)\n`,
-    );
+  if (sharded && r) process.stderr.write(`fleet-chaos: seed ${r.seed}; ${judgedWrites(r)}\n`);
   process.stdout.write(
     `fleet-chaos: cycles=${v.cycles} lost=${v.lost} duplicate=${v.duplicate} stale=${v.stale} takeover_p99=${v.takeoverP99.toFixed(1)}s\n`,
   );
@@ -214,6 +211,11 @@ function fleetSuite({ what, prefix, dir, upArgs, script, flags }) {
   return { r, ok: ran && r !== null && r.aborted === null && r.cycles >= total };
 }
 
+/** What a suite's audit said of the slice writes it judged (`test/chaos/holds.ts`, `WriteJudge`). */
+function judgedWrites(v) {
+  return `${v.judged} slice writes checked against their senders' holds, ${v.late} received after their sender's hold within the lease margin with no other writer (latest ${Math.round(v.lateMaxMs)} ms)`;
+}
+
 /**
  * `--fleet --slow`: the fleet behind a loopback proxy that delays and stalls its requests, rolled out
  * between one replica (a leader) and three (shards) each cycle (`test/chaos/fleet-slow-chaos.ts`; 30
@@ -244,7 +246,7 @@ function fleetSlowChaos() {
     seed: 0,
   };
   process.stderr.write(
-    `chaos: seed ${v.seed}; the proxy was slow for ${Math.round(v.slowMs / 1000)} s and stalled for ${Math.round(v.stallMs / 1000)} s; ${v.judged} slice writes checked against their senders' holds, ${v.late} received after their sender's hold within the lease margin with no other writer (latest ${Math.round(v.lateMaxMs)} ms); ${v.stale} pools or faults found stale\n`,
+    `chaos: seed ${v.seed}; the proxy was slow for ${Math.round(v.slowMs / 1000)} s and stalled for ${Math.round(v.stallMs / 1000)} s; ${judgedWrites(v)}; ${v.stale} pools or faults found stale\n`,
   );
   // The line as issue 50 spells it; stale pools fail the run too, said on the line above.
   process.stdout.write(

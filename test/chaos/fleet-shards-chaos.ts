@@ -12,7 +12,6 @@ import {
 } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
-import { LEASE_DURATION_MS, RENEW_DEADLINE_MS } from '../../src/kube/lease.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog } from './audit.js';
@@ -126,13 +125,7 @@ function holders(now: number): Holders {
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
-// The replicas run with the shipped lease timings: a successor waits out this margin after a kill.
-const judge = new WriteJudge({
-  since,
-  shards: FLEET_SHARDS,
-  marginMs: LEASE_DURATION_MS - RENEW_DEADLINE_MS,
-  log,
-});
+const judge = new WriteJudge({ since, shards: FLEET_SHARDS, log });
 
 function overlaps(): number {
   // The audit log first, then the holds up to now: a write received after the holds were read (the

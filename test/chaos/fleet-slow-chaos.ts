@@ -7,7 +7,6 @@ import { layout } from '../../src/local-cluster/config.js';
 import { FLEET_MALLOC_ENV, fleetArgs, fleetReplica } from '../../src/local-cluster/fleet-process.js';
 import { isAlive, readPid, startDaemon } from '../../src/local-cluster/process.js';
 import { readState } from '../../src/local-cluster/state.js';
-import { LEASE_DURATION_MS, RENEW_DEADLINE_MS } from '../../src/kube/lease.js';
 import { mustKubectl, sharedCluster } from '../support/cluster.js';
 import { seeded } from '../support/random.js';
 import { AuditLog } from './audit.js';
@@ -112,8 +111,7 @@ function holds(now: number): { holds: Hold[]; whoOfPid: Map<number, string> } {
 }
 
 const audit = new AuditLog(join(l.logs, 'audit.log'));
-// The replicas run with the shipped lease timings: a successor waits out this margin after a fence.
-const judge = new WriteJudge({ since, shards: SHARDS, marginMs: LEASE_DURATION_MS - RENEW_DEADLINE_MS, log });
+const judge = new WriteJudge({ since, shards: SHARDS, log });
 
 let overlapMs = 0;
 function duplicates(): number {

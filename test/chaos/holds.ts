@@ -1,3 +1,4 @@
+import { LEASE_DURATION_MS, RENEW_DEADLINE_MS } from '../../src/kube/lease.js';
 import { shardOf } from '../../src/kube/sharding/ring.js';
 import { KWOK_NODE_PREFIX } from '../../src/local-cluster/kwok-nodes.js';
 import type { AuditedWrite } from './audit.js';
@@ -127,20 +128,21 @@ export function overlapsOf(
   return { pairs, ms };
 }
 
+/** The margin a successor waits out after a holder falls silent, at the shipped lease timings. */
+const LEASE_MARGIN_MS = LEASE_DURATION_MS - RENEW_DEADLINE_MS;
+
 /**
  * The API server's audited slice writes of the KWOK nodes judged, as they come, against the holds of
  * the process that sent each. A write received while its sender held neither the node's shard nor a
  * term is counted `outside` (a writer too many) when another process held the node at any time between
- * the end of its sender's hold and its arrival, or when it
- * came more than the lease margin after its sender's last hold of the node ended (later than the
- * protocol lets a successor wait), or when its sender never held the node. One received within the
- * margin while nobody else held the node is `late`: bytes its sender sent in time that the server
- * read after the sender gave up, aborted or died (the server stamps a request when its handler starts,
- * which on a loaded machine can be after the client closed the connection). That is what the margin
- * is for, as in client-go: no client can recall bytes it has sent. (The margin is counted from the
- * logged end, which comes once the writes in flight have ended, so it forgives a little more than 5 s
- * after a fence; a write past it during another's hold is counted all the same.) A write whose sender no log names
- * yet waits up to 30 s for the log; after that it is a writer too many.
+ * the end of its sender's hold and its arrival, when it came more than the lease margin after that end
+ * (later than the protocol lets a successor wait), or when its sender never held the node. Else it is
+ * `late`: bytes its sender sent in time that the server read after the sender gave up, aborted or died
+ * (the server stamps a request when its handler starts, which on a loaded machine can be after the
+ * client closed the connection). That is what the margin is for, as in client-go: no client can recall
+ * bytes it has sent. The margin is counted from the logged end, which comes once the writes in flight
+ * have ended, so after a fence it forgives a little more than the margin. A write whose sender no log
+ * names yet waits up to 30 s for the log; after that it is a writer too many.
  */
 export class WriteJudge {
   outside = 0;
@@ -153,7 +155,7 @@ export class WriteJudge {
   private waiting: AuditedWrite[] = [];
 
   constructor(
-    private readonly o: { since: number; shards: number; marginMs: number; log: (line: string) => void },
+    private readonly o: { since: number; shards: number; marginMs?: number; log: (line: string) => void },
   ) {}
 
   /** The writes received since the last call, and those still waiting; the count outside so far. */
@@ -179,7 +181,7 @@ export class WriteJudge {
       // Another writer of the node at any time from the sender's end to the write's arrival: the write
       // landed after a newer writer's had begun (a shard handed back is taken at once, no margin between).
       const other = holds.some((x) => x.who !== who && covers(x) && x.from <= w.at && x.to >= ended);
-      if (!other && after <= this.o.marginMs) {
+      if (!other && after <= (this.o.marginMs ?? LEASE_MARGIN_MS)) {
         this.late++;
         this.lateMaxMs = Math.max(this.lateMaxMs, after);
         continue;
