@@ -41,6 +41,7 @@ import { replicaLine, replicaRuns, type ReplicaRun } from './fleet-replicas.js';
 import { reportCost, reportLine, WHOLE_MAX_NODES, type ReportCost } from './report-cost.js';
 import { SHARDED_BY_LABEL } from '../src/kube/sharding/exclusion.js';
 import { ApiserverPhases, type ApiserverPhase } from './apiserver-metrics.js';
+import { loopThreadTimes } from './machine-cpu.js';
 import {
   deleteAllSlices,
   postCeiling,
@@ -214,6 +215,35 @@ async function memoryBreakdown(pid: number): Promise<string> {
   return `RSS MiB: anon ${mib(kb('RssAnon') * 1024)}, file ${mib(kb('RssFile') * 1024)}; heap MiB: ${parts.join(', ')}; external ${mib(external)}; settling collections ${collections}`;
 }
 
+/**
+ * A scrape that saw the fleet's event loop held past 100 ms: when (seconds from spawn), how long, whether
+ * the scorecard was out yet (a delay of the fleet's start, its lists, tells apart from one of the
+ * scorecard), and what the loop's thread did in the scrape's window (the time since the scrape before,
+ * which the delay lies in): ran on a core, or waited in the run queue for one.
+ */
+interface LongPause {
+  atS: number;
+  ms: number;
+  scorecard: boolean;
+  windowMs: number;
+  ranMs: number;
+  waitedMs: number;
+}
+
+/**
+ * The long delays, each with its thread's times, and how many were longer than the thread ran in their
+ * window: those the fleet's own work cannot have made, since a loop held by its own code runs all along.
+ */
+function longPausesLine(ps: readonly LongPause[]): string {
+  const each = ps.map(
+    (p) =>
+      `${p.ms} ms at ${f(p.atS, 1)} s${p.scorecard ? '' : ' (no scorecard yet)'} [in ${f(p.windowMs, 0)} ms: ran ${f(p.ranMs, 0)}, waited for a core ${f(p.waitedMs, 0)}]`,
+  );
+  const notOwn = ps.filter((p) => p.ranMs < p.ms).length;
+  const known = ps.filter((p) => !Number.isNaN(p.ranMs)).length;
+  return `event-loop delays past 100 ms: ${each.join(', ')}; longer than the loop's thread ran around them: ${notOwn} of ${known}`;
+}
+
 interface Results {
   slices: number;
   devices: number;
@@ -230,8 +260,8 @@ interface Results {
     /** The fleet's longest event-loop delay over the scrapes of its phase, and its scorecard's GPUs as scraped. */
     pauseMaxMs: number;
     scorecardGpus: number;
-    /** Scrapes that saw a delay past 100 ms: when, how long, whether the scorecard was out. */
-    longPauses: { atS: number; ms: number; scorecard: boolean }[];
+    /** Scrapes that saw a delay past 100 ms. */
+    longPauses: LongPause[];
   }[];
   report: ReportCost;
   /** KiB, one per round. */
@@ -425,10 +455,14 @@ async function run(kubeconfig: string): Promise<Results> {
     // Prometheus would: the fleet's event-loop delay, reset at each scrape, is kept at its longest.
     let pauseMaxMs = 0;
     let scorecardGpus = Number.NaN;
-    // When a long delay came (seconds from spawn), and whether the scorecard was out yet: a delay of
-    // the fleet's start (its lists) tells apart from one of the scorecard.
-    const longPauses: { atS: number; ms: number; scorecard: boolean }[] = [];
+    const longPauses: LongPause[] = [];
+    // The loop's thread as the kernel saw it at the last scrape: what it ran and waited since tells
+    // whether a long delay was the fleet's own work or the machine's cores given to others.
+    let lastTimes = loopThreadTimes(fleet.pid ?? 0);
+    let lastAt = performance.now();
     const scraped = (m: string): string => {
+      const times = loopThreadTimes(fleet.pid ?? 0);
+      const at = performance.now();
       const ms = 1000 * (metric(m, 'fakegpu_fleet_nodejs_eventloop_lag_max_seconds') || 0);
       pauseMaxMs = Math.max(pauseMaxMs, ms);
       const g = metric(m, 'fakegpu_scorecard_gpus\\{scope="cluster",name=""\\}');
@@ -438,7 +472,12 @@ async function run(kubeconfig: string): Promise<Results> {
           atS: Math.round(seconds(t1) * 10) / 10,
           ms: Math.round(ms),
           scorecard: !Number.isNaN(g),
+          windowMs: at - lastAt,
+          ranMs: times && lastTimes ? times.ranMs - lastTimes.ranMs : Number.NaN,
+          waitedMs: times && lastTimes ? times.waitedMs - lastTimes.waitedMs : Number.NaN,
         });
+      lastTimes = times;
+      lastAt = at;
       return m;
     };
     const publishProgress = progress(
@@ -492,10 +531,7 @@ async function run(kubeconfig: string): Promise<Results> {
       log(
         `round ${round}/${ROUNDS}, fleet: ${f(s)} s from start, ${f(wallS)} s from spawn, concurrency ${concurrency ?? 'default'}; ratio to this round's ceiling ${f((ceilings.at(-1) ?? 0) / s)}; scraped: longest event-loop delay ${f(pauseMaxMs, 0)} ms, scorecard ${scorecardGpus} GPUs`,
       );
-      if (longPauses.length > 0)
-        log(
-          `round ${round}/${ROUNDS}, fleet: event-loop delays past 100 ms: ${longPauses.map((p) => `${p.ms} ms at ${f(p.atS, 1)} s${p.scorecard ? '' : ' (no scorecard yet)'}`).join(', ')}`,
-        );
+      if (longPauses.length > 0) log(`round ${round}/${ROUNDS}, fleet: ${longPausesLine(longPauses)}`);
       // Whether those were the collector's: its pauses past 100 ms, by kind, since the fleet started.
       const gcs = Object.entries(longGcs(metrics, 'fakegpu_fleet_'));
       log(

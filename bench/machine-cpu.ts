@@ -82,3 +82,24 @@ export function cpuBetween(
     machineCores: cpus().length,
   };
 }
+
+/** A thread's time so far on a core and waiting in the run queue for one, in ms (the kernel's schedstat). */
+export interface ThreadTimes {
+  ranMs: number;
+  waitedMs: number;
+}
+
+/**
+ * What the kernel says of a process's main thread, its event loop's: null where /proc has no schedstat
+ * (not Linux, or the process gone). A delay of the loop longer than the thread ran around it was not
+ * the loop's own work; the time it waited for a core says how much of it the machine took.
+ */
+export function loopThreadTimes(pid: number): ThreadTimes | null {
+  try {
+    const [ran, waited] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(/\s+/);
+    const t = { ranMs: Number(ran) / 1e6, waitedMs: Number(waited) / 1e6 };
+    return Number.isFinite(t.ranMs) && Number.isFinite(t.waitedMs) ? t : null;
+  } catch {
+    return null;
+  }
+}

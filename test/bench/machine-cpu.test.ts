@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cpuBetween, sampleCpu, statSeconds } from '../../bench/machine-cpu.js';
+import { cpuBetween, loopThreadTimes, sampleCpu, statSeconds } from '../../bench/machine-cpu.js';
 
 describe("a bench phase's CPU by process, from /proc", () => {
   it('reads utime and stime past a comm with spaces and parentheses', () => {
@@ -45,5 +45,22 @@ describe("a bench phase's CPU by process, from /proc", () => {
     const d = cpuBetween(a, sampleCpu());
     assert.ok(x > 0);
     assert.ok((d.cores['bench'] ?? 0) > 0.3, JSON.stringify(d.cores));
+  });
+});
+
+describe("a process's event-loop thread, from the kernel's schedstat", () => {
+  it('counts the time the thread ran: a 60 ms spin adds at least 50 ms', () => {
+    const before = loopThreadTimes(process.pid);
+    assert.ok(before, 'this Linux machine has /proc/<pid>/task/<pid>/schedstat');
+    const until = performance.now() + 60;
+    while (performance.now() < until);
+    const after = loopThreadTimes(process.pid);
+    assert.ok(after);
+    assert.ok(after.ranMs - before.ranMs >= 50, `ran ${after.ranMs - before.ranMs} ms`);
+    assert.ok(after.waitedMs >= before.waitedMs);
+  });
+
+  it('is null for a process that is not there', () => {
+    assert.equal(loopThreadTimes(2 ** 22 + 1), null);
   });
 });
