@@ -123,6 +123,11 @@ export class Elected {
   /** When the last attempt to acquire or renew began (our clock). */
   private lastAttempt = 0;
   private deadline: NodeJS.Timeout | undefined;
+  /**
+   * A term's end under way (its work stopping, its writes in flight draining): a stop that comes
+   * meanwhile waits for it, and no new term begins before it.
+   */
+  private ending: Promise<void> | null = null;
   /** `renewDeadline` after the last successful renew was sent: the term's end unless renewed. */
   private until = 0;
   private readonly now: () => number;
@@ -180,7 +185,8 @@ export class Elected {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake.abort();
-    const held = this.work !== null;
+    // A term fenced just before (its end still draining) may hold the Lease still: handed back too.
+    const held = this.work !== null || this.ending !== null;
     await this.end('stopping');
     const e = this.o.election;
     if (e && held) await this.release(e);
@@ -191,11 +197,23 @@ export class Elected {
     this.work = this.o.lead();
   }
 
-  private async end(why: string): Promise<void> {
+  /**
+   * Ends the term, once: a second caller (a stop after the fence fell) waits for the same end, so that a
+   * process never leaves while the term's writes are still draining, nor without its last line.
+   */
+  private end(why: string): Promise<void> {
     clearTimeout(this.deadline);
+    if (this.ending) return this.ending;
     const w = this.work;
-    if (!w) return;
+    if (!w) return Promise.resolve();
     this.work = null;
+    this.ending = this.finish(w, why).finally(() => {
+      this.ending = null;
+    });
+    return this.ending;
+  }
+
+  private async finish(w: Work, why: string): Promise<void> {
     try {
       await w.stop();
     } catch (err) {
@@ -237,7 +255,7 @@ export class Elected {
       // A success that comes back after the deadline counts as none: the work may already have stopped.
       if (held && this.now() - sentAt < this.renewMs) {
         this.arm(sentAt);
-        if (!this.work && (await this.stillMay(e, sentAt))) {
+        if (!this.work && !this.ending && (await this.stillMay(e, sentAt))) {
           this.o.log.info({ lease: `${e.namespace}/${e.name}`, identity: e.identity }, 'leading');
           this.begin();
         }

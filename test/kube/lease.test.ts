@@ -253,6 +253,53 @@ describe('leader election over a Lease', () => {
     );
   });
 
+  it("a stop while a fenced term's writes still drain waits for them, and logs the term's end", async () => {
+    const store = new FakeObjects();
+    const link = new Link(store);
+    let drained = (): void => undefined;
+    const draining = new Promise<void>((resolve) => {
+      drained = resolve;
+    });
+    let fenced = false;
+    const lines: string[] = [];
+    const e = new Elected({
+      election: {
+        api: link,
+        namespace: NS,
+        name: NAME,
+        identity: 'a',
+        leaseDurationMs: DURATION,
+        renewDeadlineMs: RENEW,
+        retryPeriodMs: RETRY,
+      },
+      log: pino(
+        { level: 'info' },
+        { write: (l: string) => lines.push((JSON.parse(l) as { msg: string }).msg) },
+      ),
+      lead: () => ({
+        stop: () => {
+          fenced = true;
+          return draining;
+        },
+      }),
+    });
+    live.push(e);
+    e.start();
+    await until('a leads', () => e.leading);
+    link.mode = 'hang';
+    await until('the fence falls', () => fenced, DURATION * 2);
+    let stopped = false;
+    const stopping = e.stop().then(() => {
+      stopped = true;
+    });
+    await sleep(RETRY * 3);
+    assert.equal(stopped, false, 'the stop waits for the writes in flight');
+    assert.ok(!lines.includes('stopped leading'));
+    drained();
+    await stopping;
+    assert.ok(lines.includes('stopped leading'), "the term's end is logged before the process may leave");
+  });
+
   it('a clean stop releases the lease, so the standby leads at once', async () => {
     const { store, terms, a, b } = await leaderAndStandby();
     const stopped = performance.now();
