@@ -231,17 +231,20 @@ interface LongPause {
 }
 
 /**
- * The long delays, each with its thread's times, and how many were longer than the thread ran in their
- * window: those the fleet's own work cannot have made, since a loop held by its own code runs all along.
+ * The long delays, each with its thread's times, and of them: those longer than the thread ran in their
+ * window (not its own code alone, which runs all along), and of those, the ones whose unrun part the
+ * thread spent waiting in the run queue (the machine's cores given to others); the rest were off a core
+ * without queueing: a sleep of the thread's own (a collector's helpers, synchronous I/O, page faults).
  */
 function longPausesLine(ps: readonly LongPause[]): string {
   const each = ps.map(
     (p) =>
       `${p.ms} ms at ${f(p.atS, 1)} s${p.scorecard ? '' : ' (no scorecard yet)'} [in ${f(p.windowMs, 0)} ms: ran ${f(p.ranMs, 0)}, waited for a core ${f(p.waitedMs, 0)}]`,
   );
-  const notOwn = ps.filter((p) => p.ranMs < p.ms).length;
-  const known = ps.filter((p) => !Number.isNaN(p.ranMs)).length;
-  return `event-loop delays past 100 ms: ${each.join(', ')}; longer than the loop's thread ran around them: ${notOwn} of ${known}`;
+  const known = ps.filter((p) => !Number.isNaN(p.ranMs));
+  const notOwn = known.filter((p) => p.ranMs < p.ms);
+  const queued = notOwn.filter((p) => p.waitedMs >= p.ms - p.ranMs);
+  return `event-loop delays past 100 ms: ${each.join(', ')}; of ${known.length}, ${notOwn.length} longer than the loop's thread ran around them, ${queued.length} of those with the rest spent waiting for a core`;
 }
 
 interface Results {

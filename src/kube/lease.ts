@@ -185,8 +185,9 @@ export class Elected {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake.abort();
-    // A term fenced just before (its end still draining) may hold the Lease still: handed back too.
-    const held = this.work !== null || this.ending !== null;
+    // A term already fenced (its last renew went unanswered) is not handed back: the server is not
+    // answering, and a release would only spend the stop's bound; its successor waits out the lease.
+    const held = this.work !== null;
     await this.end('stopping');
     const e = this.o.election;
     if (e && held) await this.release(e);
