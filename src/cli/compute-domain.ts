@@ -11,12 +11,15 @@ import {
   envOption,
   kubeconfigOption,
   leaderElectionOptions,
+  logLevelOf,
+  logVerbosityOption,
   sourceOf,
   type LeaderElectionFlags,
 } from './options.js';
 import { examples } from './flags.js';
 
 interface Flags extends LeaderElectionFlags {
+  v: string;
   kubeconfig?: string;
   driverNamespace: string;
   daemonImage: string;
@@ -35,6 +38,7 @@ export function computeDomainControllerCommand(): Command {
       "run NVIDIA's ComputeDomain controller, emulated: claim templates, IMEX daemon DaemonSets and status for every ComputeDomain",
     )
     .addOption(kubeconfigOption())
+    .addOption(logVerbosityOption())
     .addOption(driverNamespaceOption('daemon claim templates, DaemonSets and cliques go there'))
     .addOption(
       envOption(
@@ -76,6 +80,7 @@ async function controllerAction(f: Flags, cmd: Command): Promise<void> {
       `${show(f.imagePullPolicy)} is not a pull policy; expected one of ${PULL.join(', ')}`,
     );
   const election = checkLeaderElection(f, cmd);
+  const level = logLevelOf(f.v, cmd);
   if (f.daemonImage.trim() === '')
     throw new FakegpuError(sourceOf(cmd, 'daemonImage', '--daemon-image'), 'must name an image');
   if (f.httpEndpoint) await checkEndpoint(f.httpEndpoint, sourceOf(cmd, 'httpEndpoint', '--http-endpoint'));
@@ -88,7 +93,7 @@ async function controllerAction(f: Flags, cmd: Command): Promise<void> {
       import('../kube/lease.js'),
       import('../process/shutdown.js'),
     ]);
-  const log = pino({ name: 'fakegpu-compute-domain-controller' }, pino.destination(2));
+  const log = pino({ name: 'fakegpu-compute-domain-controller', level }, pino.destination(2));
   const options: ControllerRunOptions = {
     kubeconfig: f.kubeconfig,
     namespace,

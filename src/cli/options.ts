@@ -320,3 +320,20 @@ export function checkLeaderElection(
     );
   return elect === 'true' ? { namespace, name } : undefined;
 }
+
+/**
+ * NVIDIA's `-v` (env `LOG_VERBOSITY`, as its chart sets it): klog's verbosity. fakegpu logs through pino,
+ * whose levels are coarser; what NVIDIA logs from V(6) on (its requests' detail) is pino's debug.
+ */
+export function logVerbosityOption(): Option {
+  return envOption(
+    '--v <level>',
+    "log verbosity as NVIDIA's klog counts it (0-10); debug from 6",
+    'LOG_VERBOSITY',
+    '4',
+  );
+}
+
+export function logLevelOf(text: string, cmd: Command): 'info' | 'debug' {
+  return intFlag(text.trim(), sourceOf(cmd, 'v', '--v'), 0, 10) >= 6 ? 'debug' : 'info';
+}

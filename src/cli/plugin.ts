@@ -25,6 +25,8 @@ import {
   noComputeDomainsOption,
   resolveGates,
   featureGatesOption,
+  logLevelOf,
+  logVerbosityOption,
   consumableSharesOption,
   sourceOf,
 } from './options.js';
@@ -32,6 +34,7 @@ import { examples } from './flags.js';
 
 interface Flags {
   nodeName: string;
+  v: string;
   profile: string;
   profileLabel?: string;
   dynamicMig?: boolean;
@@ -136,6 +139,7 @@ function serviceFlags(c: Command): Command {
     .addOption(dcgmEndpointOption("this node's"))
     .addOption(dcgmVersionOption())
     .addOption(featureGatesOption('FEATURE_GATES'))
+    .addOption(logVerbosityOption())
     .addOption(consumableSharesOption('CONSUMABLE_SHARES'))
     .addOption(
       envOption(
@@ -192,6 +196,7 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
   // Every input is checked before anything starts (sockets, API calls), each refused in one line.
   const nodeField = sourceOf(cmd, 'nodeName', '--node-name');
   const nodeName = checkNodeName(f.nodeName, nodeField);
+  const level = logLevelOf(f.v, cmd);
   const driverName = checkDriverName(f.driverName, sourceOf(cmd, 'driverName', '--driver-name'));
   const release = parseRelease(f.draDriverRelease, '--dra-driver-release');
   const gates = resolveGates(
@@ -256,7 +261,7 @@ async function pluginAction(f: Flags, cmd: Command): Promise<void> {
     import('../node/plugin/run.js'),
     import('../process/shutdown.js'),
   ]);
-  const log = pino({ name: 'fakegpu-plugin', base: { node: nodeName } }, pino.destination(2));
+  const log = pino({ name: 'fakegpu-plugin', level, base: { node: nodeName } }, pino.destination(2));
   const options: PluginOptions = {
     nodeName,
     profile,

@@ -432,6 +432,16 @@ describe('bad input on the command line', () => {
       /^fakegpu: --leader-election-namespace: "Kube_System" is not a valid namespace; expected an RFC 1123 label .*\n$/,
     ],
     [
+      "NVIDIA's log verbosity, controller",
+      ['compute-domain-controller', '--v', '11'],
+      /^fakegpu: --v: "11" is not an integer from 0 to 10\n$/,
+    ],
+    [
+      "NVIDIA's log verbosity, plugin",
+      ['plugin', '--node-name', 'n1', '-p', 'dgx-h100', '--v', 'loud'],
+      /^fakegpu: --v: "loud" is not an integer from 0 to 10\n$/,
+    ],
+    [
       'controller lease name',
       ['compute-domain-controller', '--leader-election-lease-name', 'a/b'],
       /^fakegpu: --leader-election-lease-name: "a\/b" is not a valid Lease name; expected an RFC 1123 subdomain .*\n$/,

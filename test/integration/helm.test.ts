@@ -1001,6 +1001,80 @@ describe('Helm chart deploy/helm/fakegpu', () => {
     );
   });
 
+  it("takes the values NVIDIA's end-to-end suite installs with, each with NVIDIA's meaning", () => {
+    // iupgrade_wait's own (tests/bats/helpers.sh at 95932046) and test_cd_leader_election.bats'.
+    const r = template(
+      e,
+      [
+        ...[
+          'gpuResourcesEnabledOverride=true',
+          'nvidiaDriverRoot=/',
+          'logVerbosity=6',
+          'controller.replicas=2',
+        ],
+        ...['controller.leaderElection.enabled=true', 'controller.leaderElection.leaseDuration=15s'],
+        ...['controller.leaderElection.renewDeadline=10s', 'controller.leaderElection.retryPeriod=2s'],
+        'controller.affinity=null',
+      ].flatMap((v) => ['--set', v]),
+      'nv',
+    );
+    assert.equal(r.code, 0, r.err);
+    const all = objects(r.out);
+    const controller = all.find(
+      (d) => d.kind === 'Deployment' && d.metadata.name === 'nv-compute-domain-controller',
+    );
+    assert.equal(controller?.spec?.replicas, 2);
+    const labels = (d: Doc | undefined): unknown =>
+      (d?.spec?.template as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata
+        ?.labels?.['dra-driver-nvidia-gpu-component'];
+    assert.equal(labels(controller), 'controller');
+    assert.equal(
+      labels(all.find((d) => d.kind === 'DaemonSet' && d.metadata.name === 'nv-plugin')),
+      'kubelet-plugin',
+    );
+    for (const [kind, name] of [
+      ['DaemonSet', 'nv-plugin'],
+      ['Deployment', 'nv-compute-domain-controller'],
+    ] as const)
+      assert.equal(envOf(container(all, kind, name)).get('LOG_VERBOSITY'), '6', name);
+    // NVIDIA's chart refuses GPUs without the override; a values file of NVIDIA's that leaves it false is too.
+    const guard = template(e, ['--set', 'gpuResourcesEnabledOverride=false']);
+    assert.notEqual(guard.code, 0);
+    assert.match(guard.err, /gpuResourcesEnabledOverride=false: .*only with it true; allowed: true/);
+  });
+
+  it("fails helm install in one line naming each of NVIDIA's values it cannot honour (real API server)", () => {
+    for (const [value, allowed] of [
+      ['nvidiaDriverRoot=/run/nvidia/driver', 'allowed: /'],
+      ['altProcDevices=/var/run/mock-nvml/proc-devices', 'allowed: empty'],
+      ['resources.gpus.enabled=false', 'allowed: true'],
+      ['controller.leaderElection.leaseDuration=30s', 'allowed: 15s'],
+      ['logVerbosity=loud', 'allowed: an integer 0-10'],
+    ] as const) {
+      const r = helm(e, [
+        'install',
+        'nvvalues',
+        chart,
+        '--kubeconfig',
+        e.KUBECONFIG,
+        '-n',
+        'default',
+        '--set',
+        value,
+      ]);
+      assert.notEqual(r.code, 0, value);
+      const named = r.err.split('\n').filter((l) => l.includes(value));
+      assert.equal(named.length, 1, r.err);
+      const [line = ''] = named;
+      assert.ok(line.endsWith(allowed), line);
+      assert.ok(line.length <= 200, line);
+    }
+    // Refused before anything was applied: no release is left.
+    const list = helm(e, ['list', '-a', '-q', '--kubeconfig', e.KUBECONFIG, '-n', 'default']);
+    assert.equal(list.code, 0, list.err);
+    assert.doesNotMatch(list.out, /nvvalues/);
+  });
+
   it('refuses bad values with the schema, naming the field', () => {
     const r = helm(e, ['template', 'fakegpu', chart, '--set', 'featureGates=Turbo=true']);
     assert.notEqual(r.code, 0);

@@ -41,7 +41,12 @@ async function readClaim(api: ApiClient, ref: ClaimRef): Promise<ResourceClaim> 
 
 export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
   const { driver, metrics: m, log } = x;
-  const timed = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
+  // NVIDIA's plugins log each kubelet call from verbosity 6 (`--v`), pino's debug here.
+  const timed = async <T>(method: string, refs: ClaimRef[], fn: () => Promise<T>): Promise<T> => {
+    log.debug(
+      { driver, method, claims: refs.map((r) => `${r.namespace}/${r.name}:${r.uid}`) },
+      'kubelet call',
+    );
     const end = m.latency.startTimer({ method });
     try {
       return await fn();
@@ -51,7 +56,7 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
   };
   return {
     prepare: (refs) =>
-      timed('NodePrepareResources', async () => {
+      timed('NodePrepareResources', refs, async () => {
         const out: PrepareResponse['claims'] = {};
         await Promise.all(
           refs.map(async (ref) => {
@@ -102,7 +107,7 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
         return { claims: out };
       }),
     unprepare: (refs) =>
-      timed('NodeUnprepareResources', async () => {
+      timed('NodeUnprepareResources', refs, async () => {
         const out: UnprepareResponse['claims'] = {};
         for (const ref of refs) {
           try {

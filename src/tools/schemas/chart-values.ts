@@ -135,6 +135,20 @@ const Fleet = z.strictObject({
   podTolerations: AnyList.optional(),
 });
 
+/** NVIDIA's ComputeDomain controller values; fakegpu's own sit under computeDomains.controller. */
+const NvidiaController = z.strictObject({
+  replicas: z.int().min(1).max(10).optional(),
+  leaderElection: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      leaseDuration: z.string().optional(),
+      renewDeadline: z.string().optional(),
+      retryPeriod: z.string().optional(),
+    })
+    .optional(),
+  affinity: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
 export const ChartValues = z.strictObject({
   image: z.strictObject({
     repository: z.string().min(1).optional(),
@@ -159,6 +173,13 @@ export const ChartValues = z.strictObject({
   consumableShares: z
     .union([z.string().regex(/^(|disabled|memory|unlimited|\+?0*[1-9][0-9]*)$/), z.number().int().min(1)])
     .optional(),
+  // NVIDIA's chart's values (values.yaml says each one's meaning here); the templates refuse, in one line
+  // naming the value, what fakegpu cannot honour, so the schema takes every value of the right type.
+  gpuResourcesEnabledOverride: z.boolean().optional(),
+  nvidiaDriverRoot: z.string().optional(),
+  logVerbosity: z.union([z.int(), z.string()]).optional(),
+  altProcDevices: z.string().optional(),
+  controller: NvidiaController.optional(),
   nodeSelector: StringMap.optional(),
   tolerations: AnyList.optional(),
   kubeletPluginsDir: HostPath,
@@ -174,7 +195,7 @@ export const ChartValues = z.strictObject({
     "a Prometheus Operator PodMonitor of fakegpu's own /metrics (port http): the plugin's, the fleet's and the controller's, the scorecard among them",
   ),
   // Open: the plugin container's requests and limits sit beside the computeDomains switch.
-  resources: z.object({ computeDomains: Switch.optional() }).optional(),
+  resources: z.object({ computeDomains: Switch.optional(), gpus: Switch.optional() }).optional(),
   priorityClassName: z.string().optional(),
   plugin: Plugin.optional(),
   computeDomains: ComputeDomains.optional(),

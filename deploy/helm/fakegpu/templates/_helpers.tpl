@@ -17,7 +17,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/* The plugin container's requests and limits: `resources` without the driver halves' switches. */}}
 {{- define "fakegpu.pluginResources" -}}
-{{ toYaml (omit .Values.resources "computeDomains") }}
+{{ toYaml (omit .Values.resources "computeDomains" "gpus") }}
 {{- end -}}
 
 {{/*
@@ -77,4 +77,39 @@ rather than after --wait on a plugin that exits. The plugin checks every rule ag
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+NVIDIA's chart's values (values.yaml, "NVIDIA's chart's own values"): each takes NVIDIA's meaning or
+fails here in one line naming it and what fakegpu takes, never dropped in silence. Durations are the
+controller's fixed Lease timings, which are NVIDIA's defaults.
+*/}}
+{{- define "fakegpu.checkNvidiaValues" -}}
+{{- if not .Values.resources.gpus.enabled -}}
+{{- fail "resources.gpus.enabled=false: fakegpu's plugin always serves GPUs; allowed: true" -}}
+{{- end -}}
+{{- if not .Values.gpuResourcesEnabledOverride -}}
+{{- fail "gpuResourcesEnabledOverride=false: NVIDIA's chart and fakegpu's publish GPUs only with it true; allowed: true" -}}
+{{- end -}}
+{{- if ne (toString .Values.nvidiaDriverRoot) "/" -}}
+{{- fail (printf "nvidiaDriverRoot=%s: fakegpu's driver files come from its plugin, not the host; allowed: /" (toString .Values.nvidiaDriverRoot)) -}}
+{{- end -}}
+{{- with .Values.altProcDevices -}}
+{{- fail (printf "altProcDevices=%s: fakegpu reads no /proc/devices; allowed: empty" .) -}}
+{{- end -}}
+{{- if not (regexMatch "^([0-9]|10)$" (toString .Values.logVerbosity)) -}}
+{{- fail (printf "logVerbosity=%s: NVIDIA's klog verbosity; allowed: an integer 0-10" (toString .Values.logVerbosity)) -}}
+{{- end -}}
+{{- $le := .Values.controller.leaderElection -}}
+{{- range $k, $want := dict "leaseDuration" "15s" "renewDeadline" "10s" "retryPeriod" "2s" -}}
+{{- if ne (toString (index $le $k)) $want -}}
+{{- fail (printf "controller.leaderElection.%s=%s: fakegpu's controller takes NVIDIA's default timings only; allowed: %s" $k (toString (index $le $k)) $want) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* NVIDIA's `logVerbosity`, as the plugin and the controller read it (LOG_VERBOSITY, as NVIDIA's). */}}
+{{- define "fakegpu.logVerbosityEnv" -}}
+- name: LOG_VERBOSITY
+  value: {{ toString .Values.logVerbosity | quote }}
 {{- end -}}
