@@ -103,7 +103,7 @@ controller's fixed Lease timings, which are NVIDIA's defaults.
 {{- $le := .Values.controller.leaderElection -}}
 {{- range $k, $want := dict "leaseDuration" "15s" "renewDeadline" "10s" "retryPeriod" "2s" -}}
 {{- if ne (toString (index $le $k)) $want -}}
-{{- fail (printf "controller.leaderElection.%s=%s: fakegpu's controller takes NVIDIA's default timings only; allowed: %s" $k (toString (index $le $k)) $want) -}}
+{{- fail (printf "controller.leaderElection.%s=%s: fakegpu takes NVIDIA's default timings only; allowed: %s" $k (toString (index $le $k)) $want) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
