@@ -43,10 +43,12 @@ export function draHandlers(st: ClaimState, x: HandlerContext): DraHandlers {
   const { driver, metrics: m, log } = x;
   // NVIDIA's plugins log each kubelet call from verbosity 6 (`--v`), pino's debug here.
   const timed = async <T>(method: string, refs: ClaimRef[], fn: () => Promise<T>): Promise<T> => {
-    log.debug(
-      { driver, method, claims: refs.map((r) => `${r.namespace}/${r.name}:${r.uid}`) },
-      'kubelet call',
-    );
+    // Checked first: the claims' names are built only when they will be written, not on every call.
+    if (log.isLevelEnabled('debug'))
+      log.debug(
+        { driver, method, claims: refs.map((r) => `${r.namespace}/${r.name}:${r.uid}`) },
+        'kubelet call',
+      );
     const end = m.latency.startTimer({ method });
     try {
       return await fn();
